@@ -1,0 +1,31 @@
+/**
+ * Time, injected: every component takes a Clock instead of calling Date.now,
+ * so tests can cross UTC midnight without sleeping.
+ */
+export interface Clock {
+  /** Milliseconds since the Unix epoch. */
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+const DAY_MS = 86_400_000;
+
+/** The UTC calendar day of an instant, as YYYY-MM-DD (daily caps reset at 00:00 UTC). */
+export function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/** The instant of the next 00:00 UTC after ms. */
+export function nextUtcMidnight(ms: number): number {
+  return (Math.floor(ms / DAY_MS) + 1) * DAY_MS;
+}
+
+/** RFC 3339 UTC with second precision: 2026-11-21T12:00:00Z. */
+export function toRfc3339(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(".000Z", "Z");
+}
+
+export function addDays(ms: number, days: number): number {
+  return ms + days * DAY_MS;
+}

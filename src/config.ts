@@ -1,0 +1,313 @@
+/**
+ * Configuration: every setting is a flag and a `STORAGE_`-prefixed environment
+ * variable; the flag wins. `loadConfig` is pure (arguments and environment in,
+ * frozen object out) so tests build configs without touching the process.
+ */
+import { parseIpRanges } from "./net/ip.ts";
+import type { IpRange } from "./net/ip.ts";
+
+const KIB = 1024;
+const MIB = 1024 * KIB;
+const GIB = 1024 * MIB;
+
+export interface TierConfig {
+  /** Largest single upload, in bytes. */
+  maxFileBytes: number;
+  /** Bytes one subject (an IP group or a user) may upload per UTC day. */
+  dailyCapBytes: number;
+  /** Storage term of a new deal, in days. */
+  termDays: number;
+}
+
+export interface Config {
+  hostname: string;
+  port: number;
+  /** Directory that holds the database and the pieces; null means "not configured". */
+  dataDir: string | null;
+  /** Public base URL without a trailing slash; null derives it from the listen address. */
+  baseUrl: string | null;
+  trustedProxies: readonly IpRange[];
+  sponsored: Readonly<TierConfig>;
+  token: Readonly<TierConfig>;
+  /** How long a graceful shutdown waits for in-flight requests. */
+  shutdownTimeoutMs: number;
+  logRequests: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ConfigError";
+  }
+}
+
+type Setter = (config: MutableConfig, value: string, name: string) => void;
+type MutableConfig = {
+  -readonly [K in keyof Config]: Config[K] extends Readonly<TierConfig> ? TierConfig : Config[K];
+};
+
+interface OptionSpec {
+  flag: string;
+  env: string;
+  placeholder: string;
+  description: string;
+  defaultText: string;
+  apply: Setter;
+}
+
+/** The table of every setting; `--help` is generated from it. */
+export const OPTIONS: readonly OptionSpec[] = [
+  {
+    flag: "hostname",
+    env: "STORAGE_HOSTNAME",
+    placeholder: "HOST",
+    description: "Address to listen on",
+    defaultText: "127.0.0.1",
+    apply: (c, v, n) => c.hostname = requireNonEmpty(v, n),
+  },
+  {
+    flag: "port",
+    env: "STORAGE_PORT",
+    placeholder: "PORT",
+    description: "TCP port; 0 picks a free one",
+    defaultText: "8080",
+    apply: (c, v, n) => c.port = parseInteger(v, n, { min: 0, max: 65535 }),
+  },
+  {
+    flag: "data-dir",
+    env: "STORAGE_DATA_DIR",
+    placeholder: "DIR",
+    description: "Directory for the database and pieces; empty = no storage bound",
+    defaultText: "./data",
+    apply: (c, v) => c.dataDir = v === "" ? null : v,
+  },
+  {
+    flag: "base-url",
+    env: "STORAGE_BASE_URL",
+    placeholder: "URL",
+    description: "Public URL used in retrievalUrl",
+    defaultText: "http://<hostname>:<port>",
+    apply: (c, v, n) => c.baseUrl = v === "" ? null : parseBaseUrl(v, n),
+  },
+  {
+    flag: "trusted-proxies",
+    env: "STORAGE_TRUSTED_PROXIES",
+    placeholder: "LIST",
+    description: "Comma-separated IPs/CIDRs whose X-Forwarded-For is believed",
+    defaultText: "none",
+    apply: (c, v, n) => c.trustedProxies = parseProxyList(v, n),
+  },
+  {
+    flag: "sponsored-max-file-size",
+    env: "STORAGE_SPONSORED_MAX_FILE_SIZE",
+    placeholder: "SIZE",
+    description: "Per-file cap of sponsored uploads",
+    defaultText: "100MiB",
+    apply: (c, v, n) => c.sponsored.maxFileBytes = parseSize(v, n),
+  },
+  {
+    flag: "sponsored-daily-cap",
+    env: "STORAGE_SPONSORED_DAILY_CAP",
+    placeholder: "SIZE",
+    description: "Sponsored bytes per client IP (IPv6: per /64) per UTC day",
+    defaultText: "200MiB",
+    apply: (c, v, n) => c.sponsored.dailyCapBytes = parseSize(v, n),
+  },
+  {
+    flag: "sponsored-term-days",
+    env: "STORAGE_SPONSORED_TERM_DAYS",
+    placeholder: "DAYS",
+    description: "Storage term of sponsored deals",
+    defaultText: "30",
+    apply: (c, v, n) => c.sponsored.termDays = parseInteger(v, n, { min: 1, max: 36500 }),
+  },
+  {
+    flag: "token-max-file-size",
+    env: "STORAGE_TOKEN_MAX_FILE_SIZE",
+    placeholder: "SIZE",
+    description: "Per-file cap of token uploads",
+    defaultText: "5GiB",
+    apply: (c, v, n) => c.token.maxFileBytes = parseSize(v, n),
+  },
+  {
+    flag: "token-daily-cap",
+    env: "STORAGE_TOKEN_DAILY_CAP",
+    placeholder: "SIZE",
+    description: "Largest daily quota a token may carry (quotaMb)",
+    defaultText: "1GiB",
+    apply: (c, v, n) => c.token.dailyCapBytes = parseSize(v, n),
+  },
+  {
+    flag: "token-term-days",
+    env: "STORAGE_TOKEN_TERM_DAYS",
+    placeholder: "DAYS",
+    description: "Storage term of token deals",
+    defaultText: "365",
+    apply: (c, v, n) => c.token.termDays = parseInteger(v, n, { min: 1, max: 36500 }),
+  },
+  {
+    flag: "shutdown-timeout",
+    env: "STORAGE_SHUTDOWN_TIMEOUT",
+    placeholder: "SECONDS",
+    description: "Grace period for in-flight requests on SIGINT/SIGTERM",
+    defaultText: "30",
+    apply: (c, v, n) => c.shutdownTimeoutMs = parseInteger(v, n, { min: 0, max: 3600 }) * 1000,
+  },
+  {
+    flag: "log-requests",
+    env: "STORAGE_LOG_REQUESTS",
+    placeholder: "BOOL",
+    description: "One JSON log line per request on stderr",
+    defaultText: "true",
+    apply: (c, v, n) => c.logRequests = parseBoolean(v, n),
+  },
+];
+
+/** Environment variable names the service reads (for `--allow-env` and docs). */
+export const ENV_NAMES: readonly string[] = OPTIONS.map((o) => o.env);
+
+export type LoadResult = { kind: "config"; config: Config } | { kind: "help"; text: string };
+
+/**
+ * Builds the configuration from command-line arguments and environment.
+ *
+ * @example loadConfig(["--port", "0", "--data-dir=/tmp/x"], {})
+ */
+export function loadConfig(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): LoadResult {
+  const config = defaultConfig();
+  for (const option of OPTIONS) {
+    const value = env[option.env];
+    if (value !== undefined) option.apply(config, value, option.env);
+  }
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === "--help" || arg === "-h") return { kind: "help", text: helpText() };
+    if (!arg.startsWith("--")) throw new ConfigError(`Unexpected argument: ${arg}`);
+    const eq = arg.indexOf("=");
+    const flag = arg.slice(2, eq === -1 ? undefined : eq);
+    const option = OPTIONS.find((o) => o.flag === flag);
+    if (!option) throw new ConfigError(`Unknown flag --${flag} (see --help)`);
+    let value: string;
+    if (eq !== -1) {
+      value = arg.slice(eq + 1);
+    } else {
+      if (i + 1 >= args.length) throw new ConfigError(`Flag --${flag} needs a value`);
+      value = args[++i];
+    }
+    option.apply(config, value, `--${flag}`);
+  }
+  if (config.token.dailyCapBytes % MIB !== 0) {
+    throw new ConfigError("--token-daily-cap must be a whole number of MiB (quotaMb is in MiB)");
+  }
+  return { kind: "config", config: deepFreeze(config) };
+}
+
+export function helpText(): string {
+  const rows = OPTIONS.map((o) => {
+    const left = `  --${o.flag} ${o.placeholder}`.padEnd(38);
+    return `${left}${o.description} (env ${o.env}, default ${o.defaultText})`;
+  });
+  return [
+    "Content storage staging service",
+    "",
+    "Usage: main.ts [serve] [flags]",
+    "",
+    "Flags (each also read from the environment variable shown; a flag wins):",
+    ...rows,
+    "  --help                              Show this text",
+    "",
+    "Sizes take a unit: B, KiB, MiB, GiB, TiB (e.g. 100MiB); a bare number is bytes.",
+  ].join("\n");
+}
+
+function defaultConfig(): MutableConfig {
+  return {
+    hostname: "127.0.0.1",
+    port: 8080,
+    dataDir: "./data",
+    baseUrl: null,
+    trustedProxies: [],
+    sponsored: { maxFileBytes: 100 * MIB, dailyCapBytes: 200 * MIB, termDays: 30 },
+    token: { maxFileBytes: 5 * GIB, dailyCapBytes: 1 * GIB, termDays: 365 },
+    shutdownTimeoutMs: 30_000,
+    logRequests: true,
+  };
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  "": 1,
+  b: 1,
+  kib: KIB,
+  mib: MIB,
+  gib: GIB,
+  tib: 1024 * GIB,
+};
+
+/** Parses "100MiB", "5GiB" or a bare byte count. */
+export function parseSize(value: string, name: string): number {
+  const match = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(value);
+  const unit = match ? SIZE_UNITS[match[2].toLowerCase()] : undefined;
+  if (!match || unit === undefined) {
+    throw new ConfigError(`${name} must be a size like 100MiB or 1048576, got "${value}"`);
+  }
+  const bytes = Number(match[1]) * unit;
+  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
+    throw new ConfigError(`${name} must be a positive size, got "${value}"`);
+  }
+  return bytes;
+}
+
+function parseInteger(value: string, name: string, range: { min: number; max: number }): number {
+  const n = /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n) || n < range.min || n > range.max) {
+    throw new ConfigError(
+      `${name} must be a whole number from ${range.min} to ${range.max}, got "${value}"`,
+    );
+  }
+  return n;
+}
+
+function parseBoolean(value: string, name: string): boolean {
+  const v = value.trim().toLowerCase();
+  if (["1", "true", "yes", "on"].includes(v)) return true;
+  if (["0", "false", "no", "off"].includes(v)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
+function requireNonEmpty(value: string, name: string): string {
+  if (value.trim() === "") throw new ConfigError(`${name} must not be empty`);
+  return value.trim();
+}
+
+function parseBaseUrl(value: string, name: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be an absolute http(s) URL, got "${value}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`${name} must be an http(s) URL, got "${value}"`);
+  }
+  if (url.search || url.hash) throw new ConfigError(`${name} must not have a query or fragment`);
+  return url.href.replace(/\/+$/, "");
+}
+
+function parseProxyList(value: string, name: string): IpRange[] {
+  try {
+    return parseIpRanges(value);
+  } catch (error) {
+    throw new ConfigError(`${name}: ${(error as Error).message}`);
+  }
+}
+
+function deepFreeze<T extends object>(value: T): T {
+  for (const key of Object.keys(value)) {
+    const child = (value as Record<string, unknown>)[key];
+    if (child && typeof child === "object") deepFreeze(child as object);
+  }
+  return Object.freeze(value);
+}

@@ -1,0 +1,60 @@
+/**
+ * Opens the embedded SQLite database (node:sqlite, built into Deno) and brings
+ * its schema up to date. WAL lets readers (retrievals) run beside the writer;
+ * synchronous=FULL makes a committed deal survive power loss, because a 200
+ * to an upload is a promise that it was kept.
+ */
+import { DatabaseSync } from "node:sqlite";
+import { MIGRATIONS } from "./migrations/mod.ts";
+import type { Migration } from "./migrations/mod.ts";
+
+export type Database = DatabaseSync;
+
+export interface OpenDatabaseOptions {
+  /** File path, or ":memory:" when no data directory is bound. */
+  path: string;
+  migrations?: readonly Migration[];
+}
+
+export function openDatabase(options: OpenDatabaseOptions): Database {
+  const db = new DatabaseSync(options.path);
+  try {
+    db.exec("PRAGMA busy_timeout = 5000");
+    if (options.path !== ":memory:") db.exec("PRAGMA journal_mode = WAL");
+    db.exec("PRAGMA synchronous = FULL");
+    db.exec("PRAGMA foreign_keys = ON");
+    migrate(db, options.migrations ?? MIGRATIONS);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return db;
+}
+
+/** Applies every migration newer than the database's user_version, each in its own transaction. */
+export function migrate(db: Database, migrations: readonly Migration[]): void {
+  const current = Number(
+    (db.prepare("PRAGMA user_version").get() as { user_version: number })
+      .user_version,
+  );
+  for (const migration of migrations) {
+    if (migration.version <= current) continue;
+    transaction(db, () => {
+      db.exec(migration.sql);
+      db.exec(`PRAGMA user_version = ${migration.version}`);
+    });
+  }
+}
+
+/** Runs fn inside BEGIN IMMEDIATE … COMMIT, rolling back if it throws. */
+export function transaction<T>(db: Database, fn: () => T): T {
+  db.exec("BEGIN IMMEDIATE");
+  try {
+    const result = fn();
+    db.exec("COMMIT");
+    return result;
+  } catch (error) {
+    if (db.isTransaction) db.exec("ROLLBACK");
+    throw error;
+  }
+}

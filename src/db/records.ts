@@ -1,0 +1,125 @@
+/**
+ * Typed access to the tables, with statements prepared once per database.
+ * Every write that counts an upload goes through `recordUpload`, so the deal
+ * and the counters that count it change in one transaction.
+ */
+import type { StatementSync } from "node:sqlite";
+import { transaction } from "./database.ts";
+import type { Database } from "./database.ts";
+
+export interface PieceRecord {
+  cid: string;
+  size: number;
+  sha256: string;
+  contentType: string;
+  filename: string | null;
+  createdAt: string;
+}
+
+export type Tier = "sponsored" | "token" | "wallet";
+
+export interface DealRecord {
+  id: string;
+  cid: string;
+  tier: Tier;
+  ownerSub: string | null;
+  ownerEmail: string | null;
+  size: number;
+  contentType: string;
+  filename: string | null;
+  termDays: number;
+  createdAt: string;
+  termEndsAt: string;
+}
+
+export interface UsageRecord {
+  subject: string;
+  day: string;
+  bytes: number;
+  uploads: number;
+}
+
+export interface RecordUploadInput {
+  /** The piece to insert, or null when its bytes were already stored. */
+  newPiece: PieceRecord | null;
+  deal: DealRecord;
+  usage: { subject: string; day: string; bytes: number };
+}
+
+export class Records {
+  readonly #db: Database;
+  readonly #getPiece: StatementSync;
+  readonly #insertPiece: StatementSync;
+  readonly #insertDeal: StatementSync;
+  readonly #getUsage: StatementSync;
+  readonly #addUsage: StatementSync;
+  readonly #countDeals: StatementSync;
+
+  constructor(db: Database) {
+    this.#db = db;
+    this.#getPiece = db.prepare(
+      `SELECT cid, size, sha256, content_type AS contentType, filename, created_at AS createdAt
+       FROM pieces WHERE cid = ?`,
+    );
+    this.#insertPiece = db.prepare(
+      `INSERT INTO pieces (cid, size, sha256, content_type, filename, created_at)
+       VALUES (?, ?, ?, ?, ?, ?)`,
+    );
+    this.#insertDeal = db.prepare(
+      `INSERT INTO deals (id, cid, tier, owner_sub, owner_email, size, content_type, filename,
+                          term_days, created_at, term_ends_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.#getUsage = db.prepare(
+      `SELECT subject, day, bytes, uploads FROM usage_daily WHERE subject = ? AND day = ?`,
+    );
+    this.#addUsage = db.prepare(
+      `INSERT INTO usage_daily (subject, day, bytes, uploads) VALUES (?, ?, ?, 1)
+       ON CONFLICT (subject, day) DO UPDATE
+       SET bytes = bytes + excluded.bytes, uploads = uploads + 1`,
+    );
+    this.#countDeals = db.prepare(`SELECT count(*) AS n FROM deals WHERE cid = ?`);
+  }
+
+  getPiece(cid: string): PieceRecord | null {
+    return (this.#getPiece.get(cid) as PieceRecord | undefined) ?? null;
+  }
+
+  /** Bytes a subject has uploaded on a UTC day (0 when nothing). */
+  usedBytes(subject: string, day: string): number {
+    const row = this.#getUsage.get(subject, day) as UsageRecord | undefined;
+    return row ? Number(row.bytes) : 0;
+  }
+
+  getUsage(subject: string, day: string): UsageRecord {
+    const row = this.#getUsage.get(subject, day) as UsageRecord | undefined;
+    return row ?? { subject, day, bytes: 0, uploads: 0 };
+  }
+
+  countDealsForCid(cid: string): number {
+    return Number((this.#countDeals.get(cid) as { n: number }).n);
+  }
+
+  /** Inserts the piece (if new), the deal and the usage increment atomically. */
+  recordUpload(input: RecordUploadInput): void {
+    transaction(this.#db, () => {
+      const p = input.newPiece;
+      if (p) this.#insertPiece.run(p.cid, p.size, p.sha256, p.contentType, p.filename, p.createdAt);
+      const d = input.deal;
+      this.#insertDeal.run(
+        d.id,
+        d.cid,
+        d.tier,
+        d.ownerSub,
+        d.ownerEmail,
+        d.size,
+        d.contentType,
+        d.filename,
+        d.termDays,
+        d.createdAt,
+        d.termEndsAt,
+      );
+      this.#addUsage.run(input.usage.subject, input.usage.day, input.usage.bytes);
+    });
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * createApp(deps) returns the fetch handler of the whole service. Nothing
+ * here is module-level: tests build as many apps as they like, each with its
+ * own temp directory, clock and caps.
+ *
+ * The pipeline for every request: OPTIONS preflight → route match (404/405)
+ * → client address → handler (which asks the context for the caller) →
+ * errors rendered as JSON → CORS headers → one log line.
+ */
+import { ApiError, errorResponse } from "../errors.ts";
+import type { Authenticator, Caller } from "../auth/caller.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { Records } from "../db/records.ts";
+import { DealIdGenerator } from "../deal_id.ts";
+import { DailyCapLedger } from "../limits/daily_caps.ts";
+import type { Logger } from "../log.ts";
+import { clientKeyOf, resolveClientAddress } from "../net/ip.ts";
+import { PieceCatalog } from "../store/catalog.ts";
+import type { PieceStore } from "../store/driver.ts";
+import { applyCorsHeaders, preflightResponse } from "./cors.ts";
+import type { RequestContext } from "./context.ts";
+import { createHealthHandler } from "./health.ts";
+import type { DatabaseHealth } from "./health.ts";
+import { createPieceHandler } from "./pieces.ts";
+import { Router } from "./router.ts";
+import type { Route } from "./router.ts";
+import { createUploadHandler } from "./upload.ts";
+
+export interface AppDeps {
+  config: Config;
+  /** Public base URL without a trailing slash. */
+  baseUrl: string;
+  records: Records;
+  store: PieceStore;
+  clock: Clock;
+  authenticator: Authenticator;
+  logger: Logger;
+  databaseHealth(): DatabaseHealth;
+}
+
+export interface App {
+  fetch(request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>): Promise<Response>;
+  readonly routes: readonly Route[];
+  readonly ledger: DailyCapLedger;
+  /** Aborts uploads still in flight (their temp files are removed, reservations released). */
+  abortInFlight(reason: string): void;
+}
+
+export function createApp(deps: AppDeps): App {
+  const catalog = new PieceCatalog({
+    store: deps.store,
+    records: deps.records,
+    clock: deps.clock,
+    dealIds: new DealIdGenerator(deps.clock),
+  });
+  const ledger = new DailyCapLedger({
+    clock: deps.clock,
+    usedBytes: (subject, day) => deps.records.usedBytes(subject, day),
+  });
+  const router = new Router([
+    {
+      method: "POST",
+      path: "/api/upload",
+      handler: createUploadHandler({ ...deps, catalog, ledger }),
+    },
+    { method: "GET", path: "/p/:cid", handler: createPieceHandler({ ...deps, catalog }) },
+    { method: "GET", path: "/healthz", handler: createHealthHandler(deps) },
+  ]);
+  const shutdown = new AbortController();
+
+  async function fetch(
+    request: Request,
+    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+  ): Promise<Response> {
+    const started = performance.now();
+    const url = new URL(request.url);
+    const logFields: RequestContext["logFields"] = {};
+    let routeName = "unmatched";
+    let response: Response;
+    try {
+      response = await route(request, url, info, logFields, (name) => routeName = name);
+    } catch (error) {
+      response = renderError(error, request, routeName);
+    }
+    applyCorsHeaders(response.headers);
+    if (deps.config.logRequests) {
+      deps.logger.info("request", {
+        method: request.method,
+        route: routeName,
+        status: response.status,
+        ms: Math.round((performance.now() - started) * 100) / 100,
+        ...logFields,
+      });
+    }
+    return response;
+  }
+
+  async function route(
+    request: Request,
+    url: URL,
+    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+    logFields: RequestContext["logFields"],
+    setRouteName: (name: string) => void,
+  ): Promise<Response> {
+    if (request.method === "OPTIONS") {
+      setRouteName("preflight");
+      return preflightResponse();
+    }
+    const match = router.match(request.method, url.pathname);
+    if (match.kind === "not_found") {
+      throw new ApiError("not_found", `No route for ${request.method} ${url.pathname}`);
+    }
+    if (match.kind === "method_not_allowed") {
+      setRouteName(match.path);
+      throw new ApiError("method_not_allowed", `${request.method} is not allowed here`, {
+        headers: { allow: match.allow.join(", ") },
+      });
+    }
+    setRouteName(match.route.path);
+    const address = resolveClientAddress(
+      info.remoteAddr.hostname,
+      request.headers.get("x-forwarded-for"),
+      deps.config.trustedProxies,
+    );
+    const clientKey = address ? clientKeyOf(address) : `peer:${info.remoteAddr.hostname}`;
+    let caller: Promise<Caller> | null = null;
+    const context: RequestContext = {
+      url,
+      params: match.params,
+      clientKey,
+      signal: shutdown.signal,
+      logFields,
+      caller: () =>
+        caller ??= deps.authenticator.authenticate(request, url).then((token) => {
+          logFields.caller = token ? "token" : "sponsored";
+          return token ?? { kind: "sponsored", clientKey };
+        }),
+    };
+    const response = await match.route.handler(request, context);
+    if (request.method === "HEAD" && response.body) {
+      await response.body.cancel();
+      return new Response(null, { status: response.status, headers: response.headers });
+    }
+    return response;
+  }
+
+  function renderError(error: unknown, request: Request, routeName: string): Response {
+    if (error instanceof ApiError) {
+      if (error.status >= 500) {
+        deps.logger.error("request failed", {
+          route: routeName,
+          code: error.code,
+          cause: String(error.cause ?? error.message),
+        });
+      }
+      return errorResponse(error, request.method);
+    }
+    // Anything we did not anticipate is our bug: log it whole, answer 500, never 400.
+    deps.logger.error("unhandled error", {
+      route: routeName,
+      error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      stack: error instanceof Error ? error.stack : undefined,
+    });
+    return errorResponse(
+      new ApiError("internal_error", "Internal server error"),
+      request.method,
+    );
+  }
+
+  return {
+    fetch,
+    routes: router.routes,
+    ledger,
+    abortInFlight: (reason) => shutdown.abort(new Error(reason)),
+  };
+}

@@ -1,0 +1,74 @@
+/** Reading request bodies and their framing headers. */
+import { ApiError } from "../errors.ts";
+
+export const MAX_JSON_BODY_BYTES = 64 * 1024;
+
+/**
+ * The declared body length of an upload. Chunked bodies are refused (411):
+ * caps are enforced from Content-Length before a byte is read.
+ */
+export function requireContentLength(headers: Headers): number {
+  if (headers.has("transfer-encoding")) {
+    throw new ApiError(
+      "length_required",
+      "Content-Length is required; chunked transfer-encoding is not supported",
+    );
+  }
+  const raw = headers.get("content-length");
+  if (raw === null) throw new ApiError("no_body", "Request body is required (send Content-Length)");
+  const length = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(length)) {
+    throw new ApiError("invalid_request", "Content-Length must be a whole number of bytes");
+  }
+  if (length === 0) throw new ApiError("empty_bodyy", "Request body is empty (0 bytes)");
+  return length;
+}
+
+/**
+ * Reads a JSON object body of at most maxBytes. Oversized bodies are refused
+ * from their Content-Length when declared, and counted while reading otherwise.
+ */
+export async function readJsonObject(
+  request: Request,
+  maxBytes = MAX_JSON_BODY_BYTES,
+): Promise<Record<string, unknown>> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > maxBytes) {
+    await request.body?.cancel().catch(() => {});
+    throw new ApiError("too_large", `JSON body exceeds ${maxBytes} bytes`);
+  }
+  const bytes = await readAtMost(request, maxBytes);
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    throw new ApiError("invalid_json", "Body must be valid UTF-8 JSON");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new ApiError("invalid_json", "Body must be a JSON object");
+  }
+  return value as Record<string, unknown>;
+}
+
+async function readAtMost(request: Request, maxBytes: number): Promise<Uint8Array> {
+  if (!request.body) return new Uint8Array(0);
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for await (const chunk of request.body) {
+      total += chunk.byteLength;
+      if (total > maxBytes) throw new ApiError("too_large", `JSON body exceeds ${maxBytes} bytes`);
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    throw new ApiError("incomplete_body", "The body ended before Content-Length bytes arrived");
+  }
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,15 @@
+/** What a handler gets besides the request. */
+import type { Caller } from "../auth/caller.ts";
+
+export interface RequestContext {
+  url: URL;
+  params: Record<string, string>;
+  /** Key of the client's per-IP caps: "v4:1.2.3.4" or "v6:2001:db8:0:1::/64". */
+  clientKey: string;
+  /** Aborted when the server gives up on in-flight requests at shutdown. */
+  signal: AbortSignal;
+  /** Resolves the caller once (token, or sponsored when no credentials were sent). */
+  caller(): Promise<Caller>;
+  /** Extra fields for the request's log line, filled in by handlers. */
+  logFields: Record<string, string | number | boolean>;
+}

@@ -1,0 +1,33 @@
+/**
+ * CORS: everything the service serves is public or bearer-authenticated (no
+ * cookies), so any origin may read it. Browsers see only the headers listed
+ * in Expose-Headers, hence the explicit list.
+ */
+const EXPOSED_HEADERS = [
+  "Content-Disposition",
+  "Content-Length",
+  "ETag",
+  "X-Service-Piece-Cid",
+  "X-Service-Source",
+  "Retry-After",
+  "RateLimit",
+  "RateLimit-Policy",
+  "Deprecation",
+  "Link",
+].join(", ");
+
+export function applyCorsHeaders(headers: Headers): void {
+  headers.set("access-control-allow-origin", "*");
+  headers.set("access-control-expose-headers", EXPOSED_HEADERS);
+}
+
+/** The answer to any OPTIONS request: 204 allowing what the API uses. */
+export function preflightResponse(): Response {
+  const headers = new Headers({
+    "access-control-allow-methods": "GET, HEAD, POST, OPTIONS",
+    "access-control-allow-headers": "Authorization, Content-Type, X-Filename",
+    "access-control-max-age": "86400",
+  });
+  applyCorsHeaders(headers);
+  return new Response(null, { status: 204, headers });
+}

@@ -1,0 +1,29 @@
+/** GET /healthz — whether the storage backend and the database can be used. */
+import type { PieceStore } from "../store/driver.ts";
+import { jsonResponse } from "./json.ts";
+import type { Handler } from "./router.ts";
+
+export interface DatabaseHealth {
+  ok: boolean;
+  /** False when the database lives in memory because no data directory is bound. */
+  persistent: boolean;
+  detail: string;
+}
+
+export interface HealthDeps {
+  store: PieceStore;
+  databaseHealth(): DatabaseHealth;
+}
+
+export function createHealthHandler(deps: HealthDeps): Handler {
+  return async () => {
+    const storage = await deps.store.check();
+    const database = deps.databaseHealth();
+    const ok = storage.ok && database.ok && database.persistent;
+    return jsonResponse(ok ? 200 : 503, {
+      status: ok ? "ok" : "degraded",
+      storage: { ok: storage.ok, source: deps.store.source, detail: storage.detail },
+      database,
+    });
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * GET and HEAD /p/{cid} — public retrieval, streamed from the store.
+ *
+ * The straight line: cid format → catalog row → conditional request (304) →
+ * open the bytes → headers → body. Pieces are immutable, so the cid is a
+ * perfect strong ETag. Content-Type is echoed verbatim from the upload, so
+ * nosniff and a sandbox CSP keep uploaded HTML from running on our origin.
+ */
+import { normalizeCid } from "../cid.ts";
+import { ApiError } from "../errors.ts";
+import type { PieceRecord } from "../db/records.ts";
+import type { PieceCatalog } from "../store/catalog.ts";
+import { StoreError } from "../store/driver.ts";
+import type { PieceStore } from "../store/driver.ts";
+import type { Logger } from "../log.ts";
+import { contentDisposition } from "./upload_headers.ts";
+import type { Handler } from "./router.ts";
+
+export interface PieceDeps {
+  store: PieceStore;
+  catalog: PieceCatalog;
+  logger: Logger;
+}
+
+export function createPieceHandler(deps: PieceDeps): Handler {
+  return async (request, context) => {
+    const cid = normalizeCid(context.params.cid);
+    if (cid === null) {
+      throw new ApiError("invalid_cid", "cid must be 8 to 80 letters or digits");
+    }
+    const piece = deps.catalog.getPiece(cid);
+    if (piece === null) {
+      // Tell "not stored" from "cannot look": the store says offline if it is.
+      await deps.store.stat(cid).catch((error) => {
+        throw error instanceof StoreError && error.failure === "offline" ? offline() : error;
+      });
+      throw new ApiError("not_found", `No piece is stored under ${cid}`);
+    }
+    const headers = pieceHeaders(piece, deps.store.source);
+
+    if (request.method === "HEAD" || matchesEtag(request.headers.get("if-none-match"), cid)) {
+      // No body to send, but still answer only for bytes that are really there.
+      await mustExist(deps, cid, () => deps.store.stat(cid));
+      if (request.method === "HEAD") return new Response(null, { status: 200, headers });
+      headers.delete("content-length");
+      return new Response(null, { status: 304, headers });
+    }
+    const opened = await mustExist(deps, cid, () => deps.store.open(cid));
+    context.logFields.bytesOut = opened.size;
+    return new Response(opened.body, { status: 200, headers });
+  };
+}
+
+function pieceHeaders(piece: PieceRecord, source: string): Headers {
+  return new Headers({
+    "content-type": piece.contentType,
+    "content-length": String(piece.size),
+    "content-disposition": contentDisposition(piece.filename),
+    "cache-control": "public, max-age=3600",
+    "etag": `"${piece.cid}"`,
+    "accept-ranges": "none",
+    "x-service-piece-cid": piece.cid,
+    "x-service-source": source,
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "sandbox",
+  });
+}
+
+/** True when If-None-Match names this piece's ETag (weak or strong) or is "*". */
+function matchesEtag(ifNoneMatch: string | null, cid: string): boolean {
+  if (ifNoneMatch === null) return false;
+  return ifNoneMatch.split(",").some((tag) => {
+    const t = tag.trim();
+    return t === "*" || t === `"${cid}"` || t === `W/"${cid}"`;
+  });
+}
+
+async function mustExist<T>(deps: PieceDeps, cid: string, read: () => Promise<T | null>) {
+  let result: T | null;
+  try {
+    result = await read();
+  } catch (error) {
+    if (error instanceof StoreError && error.failure === "offline") throw offline();
+    throw error;
+  }
+  if (result === null) {
+    // The database knows the piece but the store does not: never serve a guess.
+    deps.logger.error("piece missing from store", { cid });
+    throw new ApiError("internal_error", `Piece ${cid} is recorded but its bytes are missing`);
+  }
+  return result;
+}
+
+function offline(): ApiError {
+  return new ApiError("storage_offline", "Storage backend is offline; try again later");
+}

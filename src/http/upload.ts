@@ -1,0 +1,138 @@
+/**
+ * POST /api/upload?cid=… — stages a file.
+ *
+ * Checks run in the order decisions.md fixes: cid format, then the caller
+ * (token validity, revocation, put scope), then headers (length, type,
+ * filename), then caps. Caps are decided from Content-Length before a byte
+ * of the body is read, and the length is reserved so parallel uploads cannot
+ * jointly pass a daily cap.
+ */
+import { normalizeCid } from "../cid.ts";
+import { ApiError } from "../errors.ts";
+import { CidConflictError } from "../store/catalog.ts";
+import type { PieceCatalog } from "../store/catalog.ts";
+import { StoreError } from "../store/driver.ts";
+import type { PieceStore } from "../store/driver.ts";
+import type { Config } from "../config.ts";
+import type { DailyCapLedger } from "../limits/daily_caps.ts";
+import { uploadPolicyFor } from "../limits/tiers.ts";
+import { requireScope } from "../auth/scopes.ts";
+import { requireContentLength } from "./body.ts";
+import { decodeFilename, requireContentType } from "./upload_headers.ts";
+import { jsonResponse } from "./json.ts";
+import { rateLimitHeaders } from "./rate_limit_headers.ts";
+import type { Handler } from "./router.ts";
+
+export interface UploadDeps {
+  config: Config;
+  baseUrl: string;
+  store: PieceStore;
+  catalog: PieceCatalog;
+  ledger: DailyCapLedger;
+}
+
+export function createUploadHandler(deps: UploadDeps): Handler {
+  return async (request, context) => {
+    const givenCid = context.url.searchParams.get("cid");
+    const cid = normalizeCid(givenCid);
+    if (cid === null) {
+      throw new ApiError(
+        "invalid_cid",
+        givenCid === null
+          ? "Query parameter cid is required"
+          : "cid must be 8 to 80 letters or digits",
+      );
+    }
+    const caller = await context.caller();
+    if (caller.kind === "token") requireScope(caller, "put");
+
+    const length = requireContentLength(request.headers);
+    const contentType = requireContentType(request.headers.get("content-type"));
+    const filename = decodeFilename(request.headers.get("x-filename"));
+
+    const policy = uploadPolicyFor(caller, deps.config);
+    if (length > policy.maxFileBytes) {
+      throw new ApiError(
+        "too_large",
+        `File exceeds the ${policy.tier} tier's per-file limit of ${policy.maxFileBytes} bytes`,
+      );
+    }
+    const reserved = deps.ledger.reserve(policy.usageSubject, length, policy.dailyCapBytes);
+    if (!reserved.ok) {
+      const message = policy.capExceededCode === "rate_limited"
+        ? "Sponsored daily cap for this IP reached; it resets at 00:00 UTC"
+        : "Daily upload quota reached; it resets at 00:00 UTC";
+      throw new ApiError(policy.capExceededCode, message, {
+        headers: {
+          "retry-after": String(reserved.status.resetSeconds),
+          ...rateLimitHeaders(reserved.status),
+        },
+      });
+    }
+    context.logFields.bytesIn = length;
+    context.logFields.tier = policy.tier;
+
+    const { reservation } = reserved;
+    try {
+      const staged = await stageBody(deps.store, request, length, context.signal);
+      const deal = await deps.catalog.acceptUpload({
+        cid,
+        staged,
+        contentType,
+        filename,
+        tier: policy.tier,
+        owner: caller.kind === "token" ? { sub: caller.sub, email: caller.email } : null,
+        termDays: policy.termDays,
+        usageSubject: policy.usageSubject,
+        usageDay: reservation.day,
+      }).catch((error) => {
+        throw toApiError(error);
+      });
+      // The bytes are in the persistent counter now; report what is left after them.
+      reservation.release();
+      const after = deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
+      return jsonResponse(200, {
+        cid: givenCid,
+        dealId: deal.id,
+        size: deal.size,
+        retrievalUrl: `${deps.baseUrl}/p/${givenCid}`,
+        term: `${deal.termDays} days`,
+        sponsored: caller.kind === "sponsored",
+        owner: caller.kind === "token" ? caller.email : null,
+      }, rateLimitHeaders(after));
+    } finally {
+      reservation.release();
+    }
+  };
+}
+
+async function stageBody(store: PieceStore, request: Request, length: number, signal: AbortSignal) {
+  if (!request.body) throw new ApiError("no_body", "Request body is required");
+  try {
+    return await store.stage(request.body, { expectedBytes: length, signal });
+  } catch (error) {
+    throw toApiError(error);
+  }
+}
+
+function toApiError(error: unknown): unknown {
+  if (error instanceof CidConflictError) return new ApiError("cid_conflict", error.message);
+  if (!(error instanceof StoreError)) return error;
+  switch (error.failure) {
+    case "offline":
+      return new ApiError("storage_offline", "Storage backend is offline; try again later", {
+        cause: error,
+      });
+    case "full":
+      return new ApiError("insufficient_storage", "Storage is full; nothing was stored", {
+        cause: error,
+      });
+    case "short_body":
+    case "long_body":
+      return new ApiError(
+        "incomplete_body",
+        "The body did not match Content-Length; nothing was stored",
+        { cause: error },
+      );
+  }
+}

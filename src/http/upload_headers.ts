@@ -1,0 +1,65 @@
+/** Validation of the upload's descriptive headers: Content-Type and X-Filename. */
+import { ApiError } from "../errors.ts";
+
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const QUOTED_STRING = '"(?:[^"\\\\\\x00-\\x08\\x0a-\\x1f\\x7f]|\\\\[\\x09\\x20-\\x7e])*"';
+const MEDIA_TYPE = new RegExp(
+  `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|${QUOTED_STRING}))*[ \\t]*$`,
+);
+const MAX_CONTENT_TYPE_LENGTH = 1024;
+export const MAX_FILENAME_BYTES = 255;
+
+/** Returns the Content-Type verbatim if it is a syntactically valid media type (RFC 9110). */
+export function requireContentType(value: string | null): string {
+  if (value === null || value.trim() === "") {
+    throw new ApiError("invalid_content_type", "Content-Type header is required");
+  }
+  if (value.length > MAX_CONTENT_TYPE_LENGTH || !MEDIA_TYPE.test(value)) {
+    throw new ApiError("invalid_content_type", "Content-Type must be a media type like text/plain");
+  }
+  return value;
+}
+
+/**
+ * URL-decodes X-Filename. The name is only ever echoed in Content-Disposition
+ * (never used as a path), but control characters are refused so no header or
+ * log line can be split by a stored name.
+ */
+export function decodeFilename(value: string | null): string | null {
+  if (value === null) return null;
+  let name: string;
+  try {
+    name = decodeURIComponent(value);
+  } catch {
+    throw new ApiError("invalid_filename", "X-Filename must be URL-encoded UTF-8");
+  }
+  if (name === "") throw new ApiError("invalid_filename", "X-Filename must not be empty");
+  if (new TextEncoder().encode(name).byteLength > MAX_FILENAME_BYTES) {
+    throw new ApiError(
+      "invalid_filename",
+      `X-Filename must be at most ${MAX_FILENAME_BYTES} bytes`,
+    );
+  }
+  // deno-lint-ignore no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) {
+    throw new ApiError("invalid_filename", "X-Filename must not contain control characters");
+  }
+  return name;
+}
+
+/**
+ * Content-Disposition for a stored filename (RFC 6266 / RFC 8187): an ASCII
+ * fallback in filename= and the exact name in filename*.
+ *
+ * @example contentDisposition("résumé.pdf")
+ * // inline; filename="r_sum_.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf
+ */
+export function contentDisposition(filename: string | null): string {
+  if (filename === null) return "inline";
+  const fallback = filename.replace(/[^\x20-\x7e]|["\\]/g, "_");
+  const encoded = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase(),
+  );
+  return `inline; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}

@@ -1,0 +1,157 @@
+/**
+ * Wires config → data directory → database → store → app → Deno.serve, and
+ * takes it all down again. main.ts and the integration tests both start the
+ * service through startServer, so tests run exactly what production runs.
+ */
+import { systemClock } from "./clock.ts";
+import type { Clock } from "./clock.ts";
+import type { Config } from "./config.ts";
+import { openDatabase } from "./db/database.ts";
+import type { Database } from "./db/database.ts";
+import { Records } from "./db/records.ts";
+import { createApp } from "./http/app.ts";
+import type { App } from "./http/app.ts";
+import type { DatabaseHealth } from "./http/health.ts";
+import { createStderrLogger } from "./log.ts";
+import type { Logger } from "./log.ts";
+import { DiskStore } from "./store/disk.ts";
+import type { PieceStore } from "./store/driver.ts";
+import { DATABASE_FILE, joinPath, PIECES_DIR } from "./store/paths.ts";
+import { UnboundStore } from "./store/unbound.ts";
+import { createAuthenticator } from "./auth/authenticator.ts";
+
+export interface StartServerOptions {
+  config: Config;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export interface RunningServer {
+  /** The listen address as a URL, e.g. http://127.0.0.1:8080 (no trailing slash). */
+  url: string;
+  baseUrl: string;
+  port: number;
+  app: App;
+  store: PieceStore;
+  db: Database;
+  /** Stops accepting, lets in-flight requests finish (up to the timeout), then closes. */
+  shutdown(options?: { timeoutMs?: number }): Promise<void>;
+}
+
+interface Storage {
+  db: Database;
+  store: PieceStore;
+  persistent: boolean;
+}
+
+export async function startServer(options: StartServerOptions): Promise<RunningServer> {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? createStderrLogger();
+  const storage = await prepareStorage(config.dataDir, logger);
+  const cleaned = await storage.store.cleanup();
+  if (cleaned.removedTemporaryFiles > 0) {
+    logger.info("removed leftovers of interrupted uploads", {
+      files: cleaned.removedTemporaryFiles,
+    });
+  }
+
+  const records = new Records(storage.db);
+  const databaseHealth = (): DatabaseHealth => {
+    try {
+      storage.db.prepare("SELECT 1").get();
+      return {
+        ok: true,
+        persistent: storage.persistent,
+        detail: storage.persistent ? "sqlite" : "in-memory: no data directory bound",
+      };
+    } catch (error) {
+      return { ok: false, persistent: storage.persistent, detail: (error as Error).message };
+    }
+  };
+
+  // The app needs the base URL, which with --port 0 is known only after binding;
+  // nothing is served before `app` is assigned because no await lies in between.
+  const late: { app?: App } = {};
+  const server = Deno.serve({
+    hostname: config.hostname,
+    port: config.port,
+    onListen: () => {},
+    onError: (error) => {
+      logger.error("unhandled server error", { error: String(error) });
+      return new Response(JSON.stringify({ error: "internal_error", message: "Internal error" }), {
+        status: 500,
+        headers: { "content-type": "application/json", "access-control-allow-origin": "*" },
+      });
+    },
+  }, (request, info) => late.app!.fetch(request, info));
+  const addr = server.addr;
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  const url = `http://${host}:${addr.port}`;
+  const baseUrl = config.baseUrl ?? url;
+  const app = late.app = createApp({
+    config,
+    baseUrl,
+    records,
+    store: storage.store,
+    clock,
+    authenticator: createAuthenticator(),
+    logger,
+    databaseHealth,
+  });
+
+  let stopping: Promise<void> | null = null;
+  const shutdown = (opts: { timeoutMs?: number } = {}) =>
+    stopping ??= (async () => {
+      const timeoutMs = opts.timeoutMs ?? config.shutdownTimeoutMs;
+      const graceful = server.shutdown();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timedOut = await Promise.race([
+        graceful.then(() => false),
+        new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(true), timeoutMs)),
+      ]);
+      clearTimeout(timer);
+      if (timedOut) {
+        logger.warn("shutdown timeout: aborting in-flight uploads");
+        app.abortInFlight("server shutting down");
+        await graceful;
+      }
+      await server.finished;
+      storage.db.close();
+    })();
+
+  return { url, baseUrl, port: addr.port, app, store: storage.store, db: storage.db, shutdown };
+}
+
+/**
+ * Creates the data directory if needed and opens what lives in it. If it
+ * cannot be used, the server still starts (so /healthz can say why) with an
+ * in-memory database and a store that answers "offline".
+ */
+async function prepareStorage(dataDir: string | null, logger: Logger): Promise<Storage> {
+  if (dataDir === null) {
+    logger.warn("no data directory configured: storage offline");
+    return offlineStorage("no data directory configured (--data-dir)");
+  }
+  const piecesDir = joinPath(dataDir, PIECES_DIR);
+  try {
+    await Deno.mkdir(piecesDir, { recursive: true });
+    const db = openDatabase({ path: joinPath(dataDir, DATABASE_FILE) });
+    return { db, store: new DiskStore({ root: piecesDir }), persistent: true };
+  } catch (error) {
+    const hint = error instanceof Deno.errors.NotCapable
+      ? ` (run with --allow-read=${dataDir} --allow-write=${dataDir})`
+      : "";
+    const reason = `Cannot use data directory ${dataDir}: ${(error as Error).message}${hint}`;
+    logger.error("storage offline", { reason });
+    return offlineStorage(reason);
+  }
+}
+
+function offlineStorage(reason: string): Storage {
+  return {
+    db: openDatabase({ path: ":memory:" }),
+    store: new UnboundStore(reason),
+    persistent: false,
+  };
+}

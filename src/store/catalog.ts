@@ -1,0 +1,120 @@
+/**
+ * The catalog joins the piece store (bytes) and the database (what is stored,
+ * who made which deal). It owns the rule that stored bytes under a cid never
+ * change: the first complete upload of a cid wins, identical re-uploads make
+ * a new deal without a second copy, different bytes are a conflict.
+ *
+ * The database is the source of truth for visibility: a piece exists once its
+ * row exists, and the row is written only after the bytes are durable. A crash
+ * between rename and insert leaves an orphan file that the next upload of the
+ * same cid simply replaces.
+ */
+import { addDays, toRfc3339 } from "../clock.ts";
+import type { Clock } from "../clock.ts";
+import type { DealIdGenerator } from "../deal_id.ts";
+import type { DealRecord, PieceRecord, Records, Tier } from "../db/records.ts";
+import type { PieceStore, StagedPiece } from "./driver.ts";
+
+export class CidConflictError extends Error {
+  constructor(cid: string) {
+    super(`Cannot store ${cid}: different bytes are already stored under it`);
+    this.name = "CidConflictError";
+  }
+}
+
+export interface AcceptUploadInput {
+  cid: string;
+  staged: StagedPiece;
+  contentType: string;
+  filename: string | null;
+  tier: Tier;
+  owner: { sub: string; email: string } | null;
+  termDays: number;
+  /** The counter this upload is charged to, e.g. "ip:v4:1.2.3.4" or "user:<sub>". */
+  usageSubject: string;
+  usageDay: string;
+}
+
+export interface CatalogOptions {
+  store: PieceStore;
+  records: Records;
+  clock: Clock;
+  dealIds: DealIdGenerator;
+}
+
+export class PieceCatalog {
+  readonly #options: CatalogOptions;
+  /** Per-cid queue: commits of one cid run one after another, different cids in parallel. */
+  readonly #cidLocks = new Map<string, Promise<unknown>>();
+
+  constructor(options: CatalogOptions) {
+    this.#options = options;
+  }
+
+  getPiece(cid: string): PieceRecord | null {
+    return this.#options.records.getPiece(cid);
+  }
+
+  /**
+   * Commits a staged upload and records its deal and usage.
+   * Throws CidConflictError (and discards the bytes) when the cid holds other bytes.
+   */
+  acceptUpload(input: AcceptUploadInput): Promise<DealRecord> {
+    return this.#withCidLock(input.cid, async () => {
+      const { records, store, clock, dealIds } = this.#options;
+      const existing = records.getPiece(input.cid);
+      let newPiece: PieceRecord | null = null;
+      const now = clock.now();
+      if (existing) {
+        await input.staged.discard();
+        if (existing.sha256 !== input.staged.sha256) throw new CidConflictError(input.cid);
+      } else {
+        await input.staged.commit(input.cid);
+        newPiece = {
+          cid: input.cid,
+          size: input.staged.size,
+          sha256: input.staged.sha256,
+          contentType: input.contentType,
+          filename: input.filename,
+          createdAt: toRfc3339(now),
+        };
+      }
+      const deal: DealRecord = {
+        id: dealIds.next(),
+        cid: input.cid,
+        tier: input.tier,
+        ownerSub: input.owner?.sub ?? null,
+        ownerEmail: input.owner?.email ?? null,
+        size: input.staged.size,
+        contentType: input.contentType,
+        filename: input.filename,
+        termDays: input.termDays,
+        createdAt: toRfc3339(now),
+        termEndsAt: toRfc3339(addDays(now, input.termDays)),
+      };
+      try {
+        records.recordUpload({
+          newPiece,
+          deal,
+          usage: { subject: input.usageSubject, day: input.usageDay, bytes: input.staged.size },
+        });
+      } catch (error) {
+        // The row never appeared, so the file must not outlive it.
+        if (newPiece) await store.delete(input.cid).catch(() => {});
+        throw error;
+      }
+      return deal;
+    });
+  }
+
+  async #withCidLock<T>(cid: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.#cidLocks.get(cid) ?? Promise.resolve();
+    const run = previous.catch(() => {}).then(fn);
+    this.#cidLocks.set(cid, run);
+    try {
+      return await run;
+    } finally {
+      if (this.#cidLocks.get(cid) === run) this.#cidLocks.delete(cid);
+    }
+  }
+}

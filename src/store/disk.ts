@@ -1,0 +1,290 @@
+/**
+ * The disk driver ("stage" source): content-addressed files under one root.
+ *
+ * Write path: exclusive-create a temp file in <root>/tmp, stream the body
+ * into it while hashing, fsync, and only on commit rename it to its sharded
+ * path and fsync the directory. A crash at any point leaves either nothing
+ * visible or a complete, durable piece; temp files are swept at start-up.
+ */
+import { createHash } from "node:crypto";
+import { assertSafeKey, joinPath, shardOf, TEMP_DIR, TEMP_SUFFIX } from "./paths.ts";
+import { StoreError } from "./driver.ts";
+import type { OpenedPiece, PieceStore, StagedPiece, StageOptions, StoreHealth } from "./driver.ts";
+
+export interface DiskStoreOptions {
+  /** Directory the pieces live under; created (with tmp/) on first use. */
+  root: string;
+}
+
+export class DiskStore implements PieceStore {
+  readonly source = "stage";
+  readonly #root: string;
+  readonly #tempDir: string;
+  /** Shard directories known to exist, so the hot path skips mkdir and its fsync. */
+  readonly #knownShards = new Set<string>();
+
+  constructor(options: DiskStoreOptions) {
+    this.#root = options.root.replace(/\/+$/, "") || "/";
+    this.#tempDir = joinPath(this.#root, TEMP_DIR);
+  }
+
+  get root(): string {
+    return this.#root;
+  }
+
+  async check(): Promise<StoreHealth> {
+    try {
+      const info = await Deno.stat(this.#root);
+      if (!info.isDirectory) return { ok: false, detail: `${this.#root} is not a directory` };
+      await Deno.mkdir(this.#tempDir, { recursive: true });
+      const probe = joinPath(this.#tempDir, `health-${crypto.randomUUID()}${TEMP_SUFFIX}`);
+      await Deno.writeFile(probe, new Uint8Array(0), { createNew: true });
+      await Deno.remove(probe);
+      return { ok: true, detail: `writable at ${this.#root}` };
+    } catch (error) {
+      return { ok: false, detail: `Cannot use ${this.#root}: ${(error as Error).message}` };
+    }
+  }
+
+  async stat(key: string): Promise<{ size: number } | null> {
+    try {
+      const info = await Deno.stat(this.#pathOf(key));
+      return { size: info.size };
+    } catch (error) {
+      return await this.#missingOrOffline(error);
+    }
+  }
+
+  async open(key: string): Promise<OpenedPiece | null> {
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(this.#pathOf(key), { read: true });
+    } catch (error) {
+      return await this.#missingOrOffline(error);
+    }
+    try {
+      const info = await file.stat();
+      // file.readable closes the file when the stream ends or is cancelled.
+      return { size: info.size, body: file.readable };
+    } catch (error) {
+      file.close();
+      throw toStoreError(error);
+    }
+  }
+
+  async stage(body: ReadableStream<Uint8Array>, options: StageOptions): Promise<StagedPiece> {
+    const tempPath = joinPath(this.#tempDir, `${crypto.randomUUID()}${TEMP_SUFFIX}`);
+    const file = await this.#createTempFile(tempPath);
+    const hash = createHash("sha256");
+    let size = 0;
+    try {
+      const reader = body.getReader();
+      const onAbort = () => reader.cancel(options.signal?.reason).catch(() => {});
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      try {
+        if (options.signal?.aborted) {
+          throw new StoreError("short_body", "Cannot store upload: it was aborted");
+        }
+        while (true) {
+          let chunk: ReadableStreamReadResult<Uint8Array>;
+          try {
+            chunk = await reader.read();
+          } catch (error) {
+            throw new StoreError("short_body", "Cannot read upload: the body ended early", {
+              cause: error,
+            });
+          }
+          if (chunk.done) break;
+          size += chunk.value.byteLength;
+          if (size > options.expectedBytes) {
+            throw new StoreError("long_body", "Cannot store upload: more bytes than declared");
+          }
+          hash.update(chunk.value);
+          await writeAll(file, chunk.value);
+        }
+      } finally {
+        options.signal?.removeEventListener("abort", onAbort);
+        reader.releaseLock();
+      }
+      if (size !== options.expectedBytes) {
+        throw new StoreError(
+          "short_body",
+          `Cannot store upload: got ${size} of ${options.expectedBytes} bytes`,
+        );
+      }
+      await file.sync();
+    } catch (error) {
+      file.close();
+      await removeQuietly(tempPath);
+      throw toStoreError(error);
+    }
+    file.close();
+    return this.#stagedPiece(tempPath, size, hash.digest("hex"));
+  }
+
+  async delete(key: string): Promise<boolean> {
+    try {
+      await Deno.remove(this.#pathOf(key));
+      return true;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return false;
+      throw toStoreError(error);
+    }
+  }
+
+  async *list(): AsyncIterable<string> {
+    for await (const level1 of readDirQuietly(this.#root)) {
+      if (!level1.isDirectory || level1.name === TEMP_DIR) continue;
+      const dir1 = joinPath(this.#root, level1.name);
+      for await (const level2 of readDirQuietly(dir1)) {
+        if (!level2.isDirectory) continue;
+        for await (const entry of readDirQuietly(joinPath(dir1, level2.name))) {
+          if (entry.isFile) yield entry.name;
+        }
+      }
+    }
+  }
+
+  async cleanup(): Promise<{ removedTemporaryFiles: number }> {
+    let removed = 0;
+    for await (const entry of readDirQuietly(this.#tempDir)) {
+      if (!entry.name.endsWith(TEMP_SUFFIX)) continue;
+      if (await removeQuietly(joinPath(this.#tempDir, entry.name))) removed++;
+    }
+    return { removedTemporaryFiles: removed };
+  }
+
+  #pathOf(key: string): string {
+    assertSafeKey(key);
+    return joinPath(this.#root, shardOf(key), key);
+  }
+
+  async #createTempFile(tempPath: string): Promise<Deno.FsFile> {
+    const create = () => Deno.open(tempPath, { createNew: true, write: true, mode: 0o644 });
+    try {
+      return await create();
+    } catch (error) {
+      // tmp/ may be gone while the root is still there (an operator cleaned up): recreate it.
+      if (!(error instanceof Deno.errors.NotFound)) throw toStoreError(error);
+    }
+    try {
+      await Deno.stat(this.#root);
+      await Deno.mkdir(this.#tempDir, { recursive: true });
+      return await create();
+    } catch (error) {
+      throw toStoreError(error, { missingMeansOffline: true });
+    }
+  }
+
+  #stagedPiece(tempPath: string, size: number, sha256: string): StagedPiece {
+    let settled = false;
+    return {
+      size,
+      sha256,
+      commit: async (key: string) => {
+        if (settled) throw new Error("Cannot commit a staged piece twice");
+        const shard = shardOf(key);
+        const shardDir = joinPath(this.#root, shard);
+        try {
+          await this.#ensureShard(shard);
+          await Deno.rename(tempPath, joinPath(shardDir, key));
+          await syncDirectory(shardDir);
+          settled = true;
+        } catch (error) {
+          await removeQuietly(tempPath);
+          settled = true;
+          throw toStoreError(error, { missingMeansOffline: true });
+        }
+      },
+      discard: async () => {
+        if (settled) return;
+        settled = true;
+        await removeQuietly(tempPath);
+      },
+    };
+  }
+
+  async #ensureShard(shard: string): Promise<void> {
+    if (this.#knownShards.has(shard)) return;
+    const [outer] = shard.split("/");
+    const outerDir = joinPath(this.#root, outer);
+    const created = await mkdirIfMissing(outerDir);
+    if (await mkdirIfMissing(joinPath(this.#root, shard))) await syncDirectory(outerDir);
+    // A new directory entry is durable only once its parent is synced too.
+    if (created) await syncDirectory(this.#root);
+    this.#knownShards.add(shard);
+  }
+
+  async #missingOrOffline(error: unknown): Promise<null> {
+    if (!(error instanceof Deno.errors.NotFound)) throw toStoreError(error);
+    // A missing piece is a 404 only while the store itself is there.
+    try {
+      await Deno.stat(this.#root);
+    } catch (rootError) {
+      throw toStoreError(rootError, { missingMeansOffline: true });
+    }
+    return null;
+  }
+}
+
+/** Maps file-system errors to the driver's failures; unknown errors pass through. */
+function toStoreError(error: unknown, options: { missingMeansOffline?: boolean } = {}): unknown {
+  if (error instanceof StoreError) return error;
+  const code = (error as { code?: string }).code;
+  if (code === "ENOSPC" || code === "EDQUOT") {
+    return new StoreError("full", "Cannot store upload: no space left on the device", {
+      cause: error,
+    });
+  }
+  if (
+    error instanceof Deno.errors.PermissionDenied || error instanceof Deno.errors.NotCapable ||
+    code === "EROFS" || code === "EACCES" || code === "EPERM" || code === "EIO" ||
+    (options.missingMeansOffline && error instanceof Deno.errors.NotFound)
+  ) {
+    return new StoreError("offline", `Cannot use storage: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  return error;
+}
+
+async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
+  let offset = 0;
+  while (offset < bytes.byteLength) offset += await file.write(bytes.subarray(offset));
+}
+
+async function syncDirectory(path: string): Promise<void> {
+  const dir = await Deno.open(path, { read: true });
+  try {
+    await dir.sync();
+  } finally {
+    dir.close();
+  }
+}
+
+async function mkdirIfMissing(path: string): Promise<boolean> {
+  try {
+    await Deno.mkdir(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.AlreadyExists) return false;
+    throw error;
+  }
+}
+
+async function removeQuietly(path: string): Promise<boolean> {
+  try {
+    await Deno.remove(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function* readDirQuietly(path: string): AsyncIterable<Deno.DirEntry> {
+  try {
+    yield* Deno.readDir(path);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+}

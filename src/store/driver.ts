@@ -1,0 +1,72 @@
+/**
+ * The piece storage driver: the only thing the HTTP layer knows about where
+ * bytes live. The disk driver implements it today; an S3/R2 driver will
+ * implement the same interface and pass the same conformance suite
+ * (tests/store_conformance_test.ts).
+ *
+ * Writing is two-phase, like a registry blob upload: `stage` streams the
+ * bytes somewhere invisible and reports their size and SHA-256; the caller
+ * decides (cid conflict? already stored?) and then `commit`s or `discard`s.
+ * A piece is visible to `open` only after a successful commit.
+ */
+
+export interface StoreHealth {
+  ok: boolean;
+  /** Why the store is not usable, for /healthz and logs. */
+  detail: string;
+}
+
+export interface OpenedPiece {
+  size: number;
+  body: ReadableStream<Uint8Array>;
+}
+
+export interface StagedPiece {
+  readonly size: number;
+  /** Lowercase hex SHA-256 of the staged bytes. */
+  readonly sha256: string;
+  /** Makes the bytes durable and visible under key (replacing any orphan left there). */
+  commit(key: string): Promise<void>;
+  /** Throws the staged bytes away. Safe to call more than once, and after commit. */
+  discard(): Promise<void>;
+}
+
+export interface StageOptions {
+  /** The exact number of bytes the stream must deliver (the Content-Length). */
+  expectedBytes: number;
+  /** Aborting stops the write and throws the staged bytes away. */
+  signal?: AbortSignal;
+}
+
+export interface PieceStore {
+  /** Value of the X-Service-Source header: "stage" (local disk) or "r2". */
+  readonly source: string;
+  /** Whether the store can read and write right now. */
+  check(): Promise<StoreHealth>;
+  stat(key: string): Promise<{ size: number } | null>;
+  open(key: string): Promise<OpenedPiece | null>;
+  stage(body: ReadableStream<Uint8Array>, options: StageOptions): Promise<StagedPiece>;
+  delete(key: string): Promise<boolean>;
+  list(): AsyncIterable<string>;
+  /** Removes leftovers of uploads that were in flight when the process died. */
+  cleanup(): Promise<{ removedTemporaryFiles: number }>;
+}
+
+export type StoreFailure =
+  /** The backend is missing, unreadable or unwritable. */
+  | "offline"
+  /** No space left; nothing partial was kept. */
+  | "full"
+  /** The stream ended (or failed) before expectedBytes arrived. */
+  | "short_body"
+  /** The stream delivered more than expectedBytes. */
+  | "long_body";
+
+export class StoreError extends Error {
+  readonly failure: StoreFailure;
+  constructor(failure: StoreFailure, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StoreError";
+    this.failure = failure;
+  }
+}

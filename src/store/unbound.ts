@@ -1,0 +1,47 @@
+/**
+ * The driver used when no storage backend is bound (no data directory
+ * configured, or it could not be prepared at start-up). The server still
+ * starts, so /healthz can say why; every piece operation is "offline".
+ */
+import { StoreError } from "./driver.ts";
+import type { OpenedPiece, PieceStore, StagedPiece, StoreHealth } from "./driver.ts";
+
+export class UnboundStore implements PieceStore {
+  readonly source = "stage";
+  readonly #reason: string;
+
+  constructor(reason: string) {
+    this.#reason = reason;
+  }
+
+  check(): Promise<StoreHealth> {
+    return Promise.resolve({ ok: false, detail: this.#reason });
+  }
+
+  stat(): Promise<{ size: number } | null> {
+    return Promise.reject(this.#offline());
+  }
+
+  open(): Promise<OpenedPiece | null> {
+    return Promise.reject(this.#offline());
+  }
+
+  async stage(body: ReadableStream<Uint8Array>): Promise<StagedPiece> {
+    await body.cancel().catch(() => {});
+    throw this.#offline();
+  }
+
+  delete(): Promise<boolean> {
+    return Promise.reject(this.#offline());
+  }
+
+  async *list(): AsyncIterable<string> {}
+
+  cleanup(): Promise<{ removedTemporaryFiles: number }> {
+    return Promise.resolve({ removedTemporaryFiles: 0 });
+  }
+
+  #offline(): StoreError {
+    return new StoreError("offline", `No storage backend bound: ${this.#reason}`);
+  }
+}
