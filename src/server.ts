@@ -42,6 +42,8 @@ interface Storage {
   db: Database;
   store: PieceStore;
   persistent: boolean;
+  /** The database file, watched by /healthz: SQLite keeps writing to a deleted file. */
+  dbPath: string | null;
 }
 
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
@@ -60,6 +62,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const databaseHealth = (): DatabaseHealth => {
     try {
       storage.db.prepare("SELECT 1").get();
+      if (storage.dbPath) Deno.statSync(storage.dbPath);
       return {
         ok: true,
         persistent: storage.persistent,
@@ -103,24 +106,31 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   let stopping: Promise<void> | null = null;
   const shutdown = (opts: { timeoutMs?: number } = {}) =>
     stopping ??= (async () => {
-      const timeoutMs = opts.timeoutMs ?? config.shutdownTimeoutMs;
-      const graceful = server.shutdown();
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const timedOut = await Promise.race([
-        graceful.then(() => false),
-        new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(true), timeoutMs)),
-      ]);
-      clearTimeout(timer);
-      if (timedOut) {
-        logger.warn("shutdown timeout: aborting in-flight uploads");
-        app.abortInFlight("server shutting down");
-        await graceful;
-      }
-      await server.finished;
+      // Uploads first: server.shutdown() would cut their bodies off mid-stream.
+      const { aborted } = await app.drainUploads(opts.timeoutMs ?? config.shutdownTimeoutMs);
+      if (aborted > 0) logger.warn("shutdown: aborted uploads still in flight", { aborted });
+      // A client that holds an idle connection open must not hold the process hostage.
+      const closed = await raceTimeout(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
+      if (!closed) logger.warn("shutdown: connections still open, closing anyway");
       storage.db.close();
     })();
 
   return { url, baseUrl, port: addr.port, app, store: storage.store, db: storage.db, shutdown };
+}
+
+const SERVER_CLOSE_TIMEOUT_MS = 2_000;
+
+/** True if promise settled within ms. */
+async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise.then(() => true),
+      new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), ms)),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -135,9 +145,10 @@ async function prepareStorage(dataDir: string | null, logger: Logger): Promise<S
   }
   const piecesDir = joinPath(dataDir, PIECES_DIR);
   try {
-    await Deno.mkdir(piecesDir, { recursive: true });
-    const db = openDatabase({ path: joinPath(dataDir, DATABASE_FILE) });
-    return { db, store: new DiskStore({ root: piecesDir }), persistent: true };
+    const store = await DiskStore.create({ root: piecesDir });
+    const dbPath = joinPath(dataDir, DATABASE_FILE);
+    const db = openDatabase({ path: dbPath });
+    return { db, store, persistent: true, dbPath };
   } catch (error) {
     const hint = error instanceof Deno.errors.NotCapable
       ? ` (run with --allow-read=${dataDir} --allow-write=${dataDir})`
@@ -153,5 +164,6 @@ function offlineStorage(reason: string): Storage {
     db: openDatabase({ path: ":memory:" }),
     store: new UnboundStore(reason),
     persistent: false,
+    dbPath: null,
   };
 }

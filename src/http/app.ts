@@ -23,6 +23,7 @@ import type { RequestContext } from "./context.ts";
 import { createHealthHandler } from "./health.ts";
 import type { DatabaseHealth } from "./health.ts";
 import { createPieceHandler } from "./pieces.ts";
+import { InFlight } from "./in_flight.ts";
 import { Router } from "./router.ts";
 import type { Route } from "./router.ts";
 import { createUploadHandler } from "./upload.ts";
@@ -43,8 +44,12 @@ export interface App {
   fetch(request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>): Promise<Response>;
   readonly routes: readonly Route[];
   readonly ledger: DailyCapLedger;
-  /** Aborts uploads still in flight (their temp files are removed, reservations released). */
-  abortInFlight(reason: string): void;
+  /**
+   * Stops accepting uploads and resolves once those in flight have finished,
+   * or, after timeoutMs, once they have been aborted (temp files removed,
+   * reservations released). Returns how many had to be aborted.
+   */
+  drainUploads(timeoutMs: number): Promise<{ aborted: number }>;
 }
 
 export function createApp(deps: AppDeps): App {
@@ -58,11 +63,21 @@ export function createApp(deps: AppDeps): App {
     clock: deps.clock,
     usedBytes: (subject, day) => deps.records.usedBytes(subject, day),
   });
+  const uploads = new InFlight();
+  let draining = false;
+  const uploadHandler = createUploadHandler({ ...deps, catalog, ledger });
   const router = new Router([
     {
       method: "POST",
       path: "/api/upload",
-      handler: createUploadHandler({ ...deps, catalog, ledger }),
+      handler: (request, context) => {
+        if (draining) {
+          throw new ApiError("storage_offline", "Server is shutting down; retry shortly", {
+            headers: { "retry-after": "5" },
+          });
+        }
+        return uploads.track(async () => await uploadHandler(request, context));
+      },
     },
     { method: "GET", path: "/p/:cid", handler: createPieceHandler({ ...deps, catalog }) },
     { method: "GET", path: "/healthz", handler: createHealthHandler(deps) },
@@ -84,6 +99,8 @@ export function createApp(deps: AppDeps): App {
       response = renderError(error, request, routeName);
     }
     applyCorsHeaders(response.headers);
+    // While draining, no connection is kept alive: shutdown would otherwise wait for its client.
+    if (draining) response.headers.set("connection", "close");
     if (deps.config.logRequests) {
       deps.logger.info("request", {
         method: request.method,
@@ -172,6 +189,19 @@ export function createApp(deps: AppDeps): App {
     fetch,
     routes: router.routes,
     ledger,
-    abortInFlight: (reason) => shutdown.abort(new Error(reason)),
+    async drainUploads(timeoutMs) {
+      draining = true;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const finished = await Promise.race([
+        uploads.idle().then(() => true),
+        new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), timeoutMs)),
+      ]);
+      clearTimeout(timer);
+      if (finished) return { aborted: 0 };
+      const aborted = uploads.count;
+      shutdown.abort(new Error("server shutting down"));
+      await uploads.idle();
+      return { aborted };
+    },
   };
 }

@@ -127,6 +127,10 @@ function toApiError(error: unknown): unknown {
       return new ApiError("insufficient_storage", "Storage is full; nothing was stored", {
         cause: error,
       });
+    case "rejected":
+      return new ApiError("stage_failed", "Storage rejected the upload; nothing was stored", {
+        cause: error,
+      });
     case "short_body":
     case "long_body":
       return new ApiError(

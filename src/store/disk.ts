@@ -12,7 +12,7 @@ import { StoreError } from "./driver.ts";
 import type { OpenedPiece, PieceStore, StagedPiece, StageOptions, StoreHealth } from "./driver.ts";
 
 export interface DiskStoreOptions {
-  /** Directory the pieces live under; created (with tmp/) on first use. */
+  /** Directory the pieces live under; `DiskStore.create` makes it (with tmp/) if missing. */
   root: string;
 }
 
@@ -22,6 +22,13 @@ export class DiskStore implements PieceStore {
   readonly #tempDir: string;
   /** Shard directories known to exist, so the hot path skips mkdir and its fsync. */
   readonly #knownShards = new Set<string>();
+
+  /** Creates the root (and tmp/) if missing and returns a store on it. */
+  static async create(options: DiskStoreOptions): Promise<DiskStore> {
+    const store = new DiskStore(options);
+    await Deno.mkdir(store.#tempDir, { recursive: true });
+    return store;
+  }
 
   constructor(options: DiskStoreOptions) {
     this.#root = options.root.replace(/\/+$/, "") || "/";
@@ -116,7 +123,7 @@ export class DiskStore implements PieceStore {
     } catch (error) {
       file.close();
       await removeQuietly(tempPath);
-      throw toStoreError(error);
+      throw toStoreError(error, { unexpected: "rejected" });
     }
     file.close();
     return this.#stagedPiece(tempPath, size, hash.digest("hex"));
@@ -165,7 +172,9 @@ export class DiskStore implements PieceStore {
       return await create();
     } catch (error) {
       // tmp/ may be gone while the root is still there (an operator cleaned up): recreate it.
-      if (!(error instanceof Deno.errors.NotFound)) throw toStoreError(error);
+      if (!(error instanceof Deno.errors.NotFound)) {
+        throw toStoreError(error, { unexpected: "rejected" });
+      }
     }
     try {
       await Deno.stat(this.#root);
@@ -193,7 +202,7 @@ export class DiskStore implements PieceStore {
         } catch (error) {
           await removeQuietly(tempPath);
           settled = true;
-          throw toStoreError(error, { missingMeansOffline: true });
+          throw toStoreError(error, { missingMeansOffline: true, unexpected: "rejected" });
         }
       },
       discard: async () => {
@@ -227,8 +236,14 @@ export class DiskStore implements PieceStore {
   }
 }
 
-/** Maps file-system errors to the driver's failures; unknown errors pass through. */
-function toStoreError(error: unknown, options: { missingMeansOffline?: boolean } = {}): unknown {
+interface MapOptions {
+  missingMeansOffline?: boolean;
+  /** On the write path any other error means the backend refused the piece. */
+  unexpected?: "rejected";
+}
+
+/** Maps file-system errors to the driver's failures; others pass through unless `unexpected`. */
+function toStoreError(error: unknown, options: MapOptions = {}): unknown {
   if (error instanceof StoreError) return error;
   const code = (error as { code?: string }).code;
   if (code === "ENOSPC" || code === "EDQUOT") {
@@ -242,6 +257,11 @@ function toStoreError(error: unknown, options: { missingMeansOffline?: boolean }
     (options.missingMeansOffline && error instanceof Deno.errors.NotFound)
   ) {
     return new StoreError("offline", `Cannot use storage: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
+  if (options.unexpected === "rejected") {
+    return new StoreError("rejected", `Storage refused the piece: ${(error as Error).message}`, {
       cause: error,
     });
   }

@@ -60,7 +60,9 @@ export type StoreFailure =
   /** The stream ended (or failed) before expectedBytes arrived. */
   | "short_body"
   /** The stream delivered more than expectedBytes. */
-  | "long_body";
+  | "long_body"
+  /** The backend refused the write for another reason (an I/O error, a blocked path). */
+  | "rejected";
 
 export class StoreError extends Error {
   readonly failure: StoreFailure;

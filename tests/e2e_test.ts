@@ -1,0 +1,104 @@
+/** main.ts as its own process, with the start task's permission flags. */
+import { assertEquals, assertMatch, assertOk } from "./helpers/assert.ts";
+import { spawnServer } from "./helpers/spawn.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+
+Deno.test("e2e: --help lists the flags and exits 0", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-env=STORAGE_*", `${ROOT}main.ts`, "--help"],
+    stdout: "piped",
+  }).output();
+  assertEquals(out.code, 0);
+  const text = new TextDecoder().decode(out.stdout);
+  for (const flag of ["--hostname", "--port", "--data-dir", "--base-url", "--trusted-proxies"]) {
+    assertMatch(text, new RegExp(flag));
+  }
+});
+
+Deno.test("e2e: a bad flag exits 2 and names it", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-env=STORAGE_*", `${ROOT}main.ts`, "--port", "nope"],
+    stderr: "piped",
+  }).output();
+  assertEquals(out.code, 2);
+  assertMatch(new TextDecoder().decode(out.stderr), /--port/);
+});
+
+Deno.test("e2e: the server serves, stops on SIGTERM, and keeps its data across a restart", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
+  try {
+    {
+      await using server = await spawnServer(dataDir);
+      const upload = await fetch(`${server.url}/api/upload?cid=bafke2epiece01`, {
+        method: "POST",
+        headers: { "content-type": "text/plain", "x-filename": "notes.txt" },
+        body: "from another process",
+      });
+      assertEquals(upload.status, 200);
+      assertEquals((await upload.json()).retrievalUrl, `${server.url}/p/bafke2epiece01`);
+      server.process.kill("SIGTERM");
+      assertEquals(await server.exited, 0);
+      // One structured line per request on stderr.
+      const line = server.stderr().split("\n").map((l) => l.trim()).find((l) =>
+        l.includes('"route":"/api/upload"')
+      );
+      assertOk(line, server.stderr());
+      assertEquals(JSON.parse(line).status, 200);
+    }
+    await using again = await spawnServer(dataDir);
+    const served = await fetch(`${again.url}/p/bafke2epiece01`);
+    assertEquals(await served.text(), "from another process");
+    assertMatch(served.headers.get("content-disposition")!, /notes\.txt/);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("e2e: SIGTERM lets an upload in flight finish before exiting", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
+  try {
+    await using server = await spawnServer(dataDir);
+    const port = Number(new URL(server.url).port);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const encoder = new TextEncoder();
+    await conn.write(encoder.encode(
+      "POST /api/upload?cid=bafkinflight01 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\n" +
+        "Content-Length: 10\r\nConnection: close\r\n\r\nhello",
+    ));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    server.process.kill("SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await conn.write(encoder.encode("world"));
+    const response = await new Response(conn.readable).text();
+    assertMatch(response, /^HTTP\/1\.1 200/);
+    assertEquals(await server.exited, 0);
+    const pieces: string[] = [];
+    for await (const e of Deno.readDir(`${dataDir}/pieces/tmp`)) pieces.push(e.name);
+    assertEquals(pieces, []);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("e2e: SIGTERM with a stalled upload cleans it up after the grace period", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
+  try {
+    await using server = await spawnServer(dataDir, ["--shutdown-timeout", "1"]);
+    const port = Number(new URL(server.url).port);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    await conn.write(new TextEncoder().encode(
+      "POST /api/upload?cid=bafkstalled001 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\n" +
+        "Content-Length: 1000\r\n\r\nhello",
+    ));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    server.process.kill("SIGTERM");
+    assertEquals(await server.exited, 0);
+    conn.close();
+    const left: string[] = [];
+    for await (const e of Deno.readDir(`${dataDir}/pieces/tmp`)) left.push(e.name);
+    assertEquals(left, []);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});

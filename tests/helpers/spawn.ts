@@ -1,0 +1,78 @@
+/**
+ * Spawns main.ts as a separate process with exactly the permission flags of
+ * the `start` task in deno.json (the same ones `deno task compile` bakes into
+ * the binary), only pointing the data directory at a temp dir.
+ */
+export interface SpawnedServer extends AsyncDisposable {
+  process: Deno.ChildProcess;
+  url: string;
+  stderr: () => string;
+  /** Resolves with the exit code. */
+  exited: Promise<number>;
+}
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+
+export async function startTaskFlags(dataDir: string): Promise<string[]> {
+  const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
+  const task: string = config.tasks.start;
+  const words = task.split(/\s+/);
+  if (words[0] !== "deno" || words[1] !== "run" || words.at(-1) !== "main.ts") {
+    throw new Error(`unexpected start task: ${task}`);
+  }
+  return words.slice(2, -1).map((w) => w.replaceAll("./data", dataDir));
+}
+
+export async function spawnServer(dataDir: string, args: string[] = []): Promise<SpawnedServer> {
+  const flags = await startTaskFlags(dataDir);
+  const process = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...flags, `${ROOT}main.ts`, "--port", "0", "--data-dir", dataDir, ...args],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1" },
+  }).spawn();
+  let stderrText = "";
+  const stderrDone = process.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
+    new WritableStream({ write: (chunk) => void (stderrText += chunk) }),
+  );
+  const lines = process.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let stdoutText = "";
+  let url: string | null = null;
+  const deadline = Date.now() + 20_000;
+  while (url === null && Date.now() < deadline) {
+    const { value, done } = await lines.read();
+    if (done) break;
+    stdoutText += value;
+    const match = /^Listening on (http:\/\/\S+)\/$/m.exec(stdoutText);
+    if (match) url = match[1];
+  }
+  // Keep draining stdout so the child never blocks on a full pipe.
+  const stdoutDone = (async () => {
+    while (!(await lines.read()).done) { /* drain */ }
+  })();
+  const exited = (async () => {
+    const status = await process.status;
+    await Promise.all([stderrDone, stdoutDone]);
+    return status.code;
+  })();
+  if (url === null) {
+    try {
+      process.kill("SIGKILL");
+    } catch { /* already gone */ }
+    await exited;
+    throw new Error(`server did not print its listen line:\n${stdoutText}\n${stderrText}`);
+  }
+  return {
+    process,
+    url,
+    stderr: () => stderrText,
+    exited,
+    async [Symbol.asyncDispose]() {
+      try {
+        process.kill("SIGKILL");
+      } catch { /* already exited */ }
+      await exited;
+    },
+  };
+}
