@@ -307,7 +307,10 @@ function parseProxyList(value: string, name: string): IpRange[] {
 function deepFreeze<T extends object>(value: T): T {
   for (const key of Object.keys(value)) {
     const child = (value as Record<string, unknown>)[key];
-    if (child && typeof child === "object") deepFreeze(child as object);
+    // Typed arrays (IP range bytes) cannot be frozen; nothing hands them out for writing.
+    if (child && typeof child === "object" && !ArrayBuffer.isView(child)) {
+      deepFreeze(child as object);
+    }
   }
   return Object.freeze(value);
 }

@@ -57,6 +57,11 @@ Deno.test("config: bad values name the flag or variable", () => {
   assertMatch(configError(["--port"]), /needs a value/);
 });
 
+Deno.test("config: trusted proxies parse into ranges", () => {
+  const config = configOf(["--trusted-proxies", "10.0.0.0/8, ::1"]);
+  assertEquals(config.trustedProxies.map((r) => r.prefixLength), [8, 128]);
+});
+
 Deno.test("config: an empty data dir means no storage is bound; base URL loses its slash", () => {
   assertEquals(configOf(["--data-dir", ""]).dataDir, null);
   assertEquals(
