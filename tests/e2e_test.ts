@@ -1,6 +1,6 @@
 /** main.ts as its own process, with the start task's permission flags. */
 import { assertEquals, assertMatch, assertOk } from "./helpers/assert.ts";
-import { spawnServer } from "./helpers/spawn.ts";
+import { spawnServer } from "../scripts/lib/spawn_server.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

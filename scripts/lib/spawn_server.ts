@@ -11,7 +11,7 @@ export interface SpawnedServer extends AsyncDisposable {
   exited: Promise<number>;
 }
 
-const ROOT = new URL("../..", import.meta.url).pathname;
+const ROOT = new URL("../..", import.meta.url).pathname; // the repository root
 
 export async function startTaskFlags(dataDir: string): Promise<string[]> {
   const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
@@ -75,4 +75,59 @@ export async function spawnServer(dataDir: string, args: string[] = []): Promise
       await exited;
     },
   };
+}
+
+/** Resident set size of a process in bytes (Linux /proc), or null where unavailable. */
+export async function rssBytes(pid: number): Promise<number | null> {
+  try {
+    const status = await Deno.readTextFile(`/proc/${pid}/status`);
+    const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
+    return match ? Number(match[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Sends an upload whose body is streamed from a generator with a fixed
+ * Content-Length (fetch would use chunked encoding for a stream, which the
+ * service refuses), over raw HTTP/1.1. Returns the status and the JSON body.
+ */
+export async function streamUpload(options: {
+  url: string;
+  cid: string;
+  size: number;
+  chunk: Uint8Array;
+  headers?: Record<string, string>;
+}): Promise<{ status: number; body: string }> {
+  const target = new URL(`${options.url}/api/upload?cid=${options.cid}`);
+  const conn = await Deno.connect({ hostname: target.hostname, port: Number(target.port) });
+  try {
+    const extra = Object.entries(options.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+    const head = `POST ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${target.host}\r\n` +
+      `Content-Type: application/octet-stream\r\nContent-Length: ${options.size}\r\n` +
+      `Connection: close\r\n${extra}\r\n`;
+    await writeAll(conn, new TextEncoder().encode(head));
+    let sent = 0;
+    while (sent < options.size) {
+      const piece = options.chunk.subarray(0, Math.min(options.chunk.length, options.size - sent));
+      await writeAll(conn, piece);
+      sent += piece.length;
+    }
+    const text = await new Response(conn.readable).text();
+    return {
+      status: Number(text.split(" ")[1]),
+      body: text.slice(text.indexOf("\r\n\r\n") + 4),
+    };
+  } catch (error) {
+    try {
+      conn.close();
+    } catch { /* closed by the stream */ }
+    throw error;
+  }
+}
+
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  let offset = 0;
+  while (offset < bytes.length) offset += await conn.write(bytes.subarray(offset));
 }
