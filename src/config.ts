@@ -31,6 +31,13 @@ export interface Config {
   token: Readonly<TierConfig>;
   /** How long a graceful shutdown waits for in-flight requests. */
   shutdownTimeoutMs: number;
+  /** Operator-provided HMAC key file (hex); null = <data-dir>/hmac.key, created on first start. */
+  hmacKeyFile: string | null;
+  /** How often a running server re-reads the key file to pick up a rotation. */
+  hmacKeyReloadMs: number;
+  tokenLifetimeDays: number;
+  /** Successful signups allowed per client IP per hour. */
+  signupsPerHour: number;
   logRequests: boolean;
 }
 
@@ -146,6 +153,38 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.token.termDays = parseInteger(v, n, { min: 1, max: 36500 }),
   },
   {
+    flag: "token-lifetime-days",
+    env: "STORAGE_TOKEN_LIFETIME_DAYS",
+    placeholder: "DAYS",
+    description: "Lifetime of a new token (the key rotation period)",
+    defaultText: "90",
+    apply: (c, v, n) => c.tokenLifetimeDays = parseInteger(v, n, { min: 1, max: 3650 }),
+  },
+  {
+    flag: "hmac-key-file",
+    env: "STORAGE_HMAC_KEY_FILE",
+    placeholder: "FILE",
+    description: "HMAC key as hex (64+ digits); default <data-dir>/hmac.key, made on first start",
+    defaultText: "<data-dir>/hmac.key",
+    apply: (c, v) => c.hmacKeyFile = v === "" ? null : v,
+  },
+  {
+    flag: "hmac-key-reload",
+    env: "STORAGE_HMAC_KEY_RELOAD",
+    placeholder: "SECONDS",
+    description: "How often the key file is re-read to pick up a rotation",
+    defaultText: "2",
+    apply: (c, v, n) => c.hmacKeyReloadMs = parseInteger(v, n, { min: 1, max: 3600 }) * 1000,
+  },
+  {
+    flag: "signup-limit",
+    env: "STORAGE_SIGNUP_LIMIT",
+    placeholder: "COUNT",
+    description: "Signups per client IP per hour",
+    defaultText: "20",
+    apply: (c, v, n) => c.signupsPerHour = parseInteger(v, n, { min: 1, max: 1_000_000 }),
+  },
+  {
     flag: "shutdown-timeout",
     env: "STORAGE_SHUTDOWN_TIMEOUT",
     placeholder: "SECONDS",
@@ -213,7 +252,8 @@ export function helpText(): string {
   return [
     "Content storage staging service",
     "",
-    "Usage: main.ts [serve] [flags]",
+    "Usage: main.ts [serve] [flags]      run the service",
+    "       main.ts rotate-key [flags]   replace the HMAC key; every issued token becomes invalid",
     "",
     "Flags (each also read from the environment variable shown; a flag wins):",
     ...rows,
@@ -233,6 +273,10 @@ function defaultConfig(): MutableConfig {
     sponsored: { maxFileBytes: 100 * MIB, dailyCapBytes: 200 * MIB, termDays: 30 },
     token: { maxFileBytes: 5 * GIB, dailyCapBytes: 1 * GIB, termDays: 365 },
     shutdownTimeoutMs: 30_000,
+    hmacKeyFile: null,
+    hmacKeyReloadMs: 2_000,
+    tokenLifetimeDays: 90,
+    signupsPerHour: 20,
     logRequests: true,
   };
 }

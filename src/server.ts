@@ -19,6 +19,10 @@ import type { PieceStore } from "./store/driver.ts";
 import { DATABASE_FILE, joinPath, PIECES_DIR } from "./store/paths.ts";
 import { UnboundStore } from "./store/unbound.ts";
 import { createAuthenticator } from "./auth/authenticator.ts";
+import { HmacKeyRing, KeyFileError, keyFilePath } from "./auth/hmac_key.ts";
+import { TokenService } from "./auth/tokens.ts";
+import { TokenRecords } from "./db/token_records.ts";
+import { MIB } from "./limits/tiers.ts";
 
 export interface StartServerOptions {
   config: Config;
@@ -44,13 +48,14 @@ interface Storage {
   persistent: boolean;
   /** The database file, watched by /healthz: SQLite keeps writing to a deleted file. */
   dbPath: string | null;
+  keys: HmacKeyRing;
 }
 
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createStderrLogger();
-  const storage = await prepareStorage(config.dataDir, logger);
+  const storage = await prepareStorage(config, logger);
   const cleaned = await storage.store.cleanup();
   if (cleaned.removedTemporaryFiles > 0) {
     logger.info("removed leftovers of interrupted uploads", {
@@ -59,6 +64,18 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   }
 
   const records = new Records(storage.db);
+  const tokenRecords = new TokenRecords(storage.db);
+  const tokens = new TokenService({
+    keys: storage.keys,
+    records: tokenRecords,
+    clock,
+    lifetimeDays: config.tokenLifetimeDays,
+    maxQuotaMb: Math.floor(config.token.dailyCapBytes / MIB),
+  });
+  const stopWatchingKey = storage.keys.watch(
+    config.hmacKeyReloadMs,
+    (error) => logger.error("cannot reload HMAC key", { error: String(error) }),
+  );
   const databaseHealth = (): DatabaseHealth => {
     try {
       storage.db.prepare("SELECT 1").get();
@@ -98,7 +115,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     records,
     store: storage.store,
     clock,
-    authenticator: createAuthenticator(),
+    authenticator: createAuthenticator(tokens),
+    tokens,
+    tokenRecords,
     logger,
     databaseHealth,
   });
@@ -109,6 +128,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       // Uploads first: server.shutdown() would cut their bodies off mid-stream.
       const { aborted } = await app.drainUploads(opts.timeoutMs ?? config.shutdownTimeoutMs);
       if (aborted > 0) logger.warn("shutdown: aborted uploads still in flight", { aborted });
+      stopWatchingKey();
       // A client that holds an idle connection open must not hold the process hostage.
       const closed = await raceTimeout(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
       if (!closed) logger.warn("shutdown: connections still open, closing anyway");
@@ -138,29 +158,43 @@ async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<boole
  * cannot be used, the server still starts (so /healthz can say why) with an
  * in-memory database and a store that answers "offline".
  */
-async function prepareStorage(dataDir: string | null, logger: Logger): Promise<Storage> {
+async function prepareStorage(config: Config, logger: Logger): Promise<Storage> {
+  const { dataDir } = config;
   if (dataDir === null) {
     logger.warn("no data directory configured: storage offline");
-    return offlineStorage("no data directory configured (--data-dir)");
+    return await offlineStorage("no data directory configured (--data-dir)");
   }
   const piecesDir = joinPath(dataDir, PIECES_DIR);
   try {
     const store = await DiskStore.create({ root: piecesDir });
     const dbPath = joinPath(dataDir, DATABASE_FILE);
     const db = openDatabase({ path: dbPath });
-    return { db, store, persistent: true, dbPath };
+    try {
+      const keys = await HmacKeyRing.open({
+        path: keyFilePath({ dataDir, keyFile: config.hmacKeyFile }),
+        createIfMissing: config.hmacKeyFile === null,
+      });
+      return { db, store, persistent: true, dbPath, keys };
+    } catch (error) {
+      db.close();
+      throw error;
+    }
   } catch (error) {
+    // A key file that exists but is wrong is the operator's to fix: refuse to start.
+    if (error instanceof KeyFileError) throw error;
     const hint = error instanceof Deno.errors.NotCapable
       ? ` (run with --allow-read=${dataDir} --allow-write=${dataDir})`
       : "";
     const reason = `Cannot use data directory ${dataDir}: ${(error as Error).message}${hint}`;
     logger.error("storage offline", { reason });
-    return offlineStorage(reason);
+    return await offlineStorage(reason);
   }
 }
 
-function offlineStorage(reason: string): Storage {
+async function offlineStorage(reason: string): Promise<Storage> {
   return {
+    // Tokens cannot be issued without a persistent database; this key only verifies nothing.
+    keys: await HmacKeyRing.open({ path: null, createIfMissing: false }),
     db: openDatabase({ path: ":memory:" }),
     store: new UnboundStore(reason),
     persistent: false,

@@ -1,18 +1,23 @@
 /**
- * The authenticator of the service. Tokens are issued from issue 3 on; until
- * then any credentials are refused as invalid, and requests without them are
- * sponsored.
+ * The one authentication step every endpoint uses: no credentials means a
+ * sponsored (anonymous) caller; credentials must be a live token.
  */
 import { ApiError } from "../errors.ts";
 import type { Authenticator } from "./caller.ts";
 import { findCredentials } from "./credentials.ts";
+import type { TokenService } from "./tokens.ts";
 
-export function createAuthenticator(): Authenticator {
+export function createAuthenticator(tokens: TokenService): Authenticator {
   return {
     authenticate(request, url) {
       const credentials = findCredentials(request, url);
       if (credentials === null) return Promise.resolve(null);
-      return Promise.reject(new ApiError("invalid_token", "Token is invalid or expired"));
+      if (credentials === "malformed") {
+        return Promise.reject(
+          new ApiError("invalid_token", "Authorization header must be: Bearer <token>"),
+        );
+      }
+      return tokens.verify(credentials.token, { viaQuery: credentials.viaQuery });
     },
   };
 }

@@ -1,5 +1,5 @@
 import { ApiError } from "../errors.ts";
-import type { Scope, TokenCaller } from "./caller.ts";
+import type { Caller, Scope, TokenCaller } from "./caller.ts";
 
 /** Throws 403 insufficient_scope unless the token carries the scope. */
 export function requireScope(caller: TokenCaller, scope: Scope): void {
@@ -10,4 +10,16 @@ export function requireScope(caller: TokenCaller, scope: Scope): void {
       },
     });
   }
+}
+
+/** Narrows a caller to a token holder: 401 when the request carried no token. */
+export function requireTokenCaller(caller: Caller): TokenCaller {
+  if (caller.kind !== "token") {
+    throw new ApiError(
+      "invalid_token",
+      "This endpoint needs a token: send Authorization: Bearer <token>",
+      { headers: { "www-authenticate": 'Bearer realm="storage"' } },
+    );
+  }
+  return caller;
 }

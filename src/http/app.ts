@@ -12,6 +12,13 @@ import type { Authenticator, Caller } from "../auth/caller.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Records } from "../db/records.ts";
+import type { TokenRecords } from "../db/token_records.ts";
+import type { TokenService } from "../auth/tokens.ts";
+import { MIB } from "../limits/tiers.ts";
+import { WindowLimit } from "../limits/window_limit.ts";
+import { applyDeprecationHeaders, deprecationsHandler, usesQueryToken } from "./deprecation.ts";
+import { createRevokeHandler } from "./revoke.ts";
+import { createSignupHandler } from "./signup.ts";
 import { DealIdGenerator } from "../deal_id.ts";
 import { DailyCapLedger } from "../limits/daily_caps.ts";
 import type { Logger } from "../log.ts";
@@ -36,6 +43,8 @@ export interface AppDeps {
   store: PieceStore;
   clock: Clock;
   authenticator: Authenticator;
+  tokens: TokenService;
+  tokenRecords: TokenRecords;
   logger: Logger;
   databaseHealth(): DatabaseHealth;
 }
@@ -66,6 +75,11 @@ export function createApp(deps: AppDeps): App {
   const uploads = new InFlight();
   let draining = false;
   const uploadHandler = createUploadHandler({ ...deps, catalog, ledger });
+  const signupLimit = new WindowLimit({
+    limit: deps.config.signupsPerHour,
+    windowMs: 3_600_000,
+    clock: deps.clock,
+  });
   const router = new Router([
     {
       method: "POST",
@@ -80,7 +94,19 @@ export function createApp(deps: AppDeps): App {
       },
     },
     { method: "GET", path: "/p/:cid", handler: createPieceHandler({ ...deps, catalog }) },
+    {
+      method: "POST",
+      path: "/api/auth/signup",
+      handler: createSignupHandler({
+        tokens: deps.tokens,
+        signupLimit,
+        maxQuotaMb: Math.floor(deps.config.token.dailyCapBytes / MIB),
+        databaseIsPersistent: deps.databaseHealth().persistent,
+      }),
+    },
+    { method: "POST", path: "/api/tokens/revoke", handler: createRevokeHandler(deps) },
     { method: "GET", path: "/healthz", handler: createHealthHandler(deps) },
+    { method: "GET", path: "/docs/deprecations", handler: deprecationsHandler },
   ]);
   const shutdown = new AbortController();
 
@@ -99,6 +125,7 @@ export function createApp(deps: AppDeps): App {
       response = renderError(error, request, routeName);
     }
     applyCorsHeaders(response.headers);
+    if (usesQueryToken(request, url)) applyDeprecationHeaders(response.headers, deps.baseUrl);
     // While draining, no connection is kept alive: shutdown would otherwise wait for its client.
     if (draining) response.headers.set("connection", "close");
     if (deps.config.logRequests) {

@@ -112,3 +112,36 @@ export async function listFiles(dir: string, prefix = ""): Promise<string[]> {
   }
   return out.sort();
 }
+
+export interface SignupResult {
+  token: string;
+  userId: string;
+  email: string;
+  scopes: string[];
+  quotaMb: number;
+  expiresAt: string;
+}
+
+/** Signs up (default: all scopes, full quota) and returns the signup result. */
+export async function signup(
+  server: TestServer,
+  body: Record<string, unknown> = {},
+): Promise<SignupResult> {
+  const response = await fetch(`${server.url}/api/auth/signup`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email: "dev@example.org", label: "test", ...body }),
+  });
+  if (response.status !== 201) throw new Error(`signup failed: ${await response.text()}`);
+  return await response.json();
+}
+
+export function bearer(token: string): Record<string, string> {
+  return { authorization: `Bearer ${token}` };
+}
+
+/** The jti of a token, read from its payload as any client could. */
+export function jtiOf(token: string): string {
+  const payload = token.replace(/^pk_live_/, "").split(".")[1];
+  return JSON.parse(atob(payload.replace(/-/g, "+").replace(/_/g, "/"))).jti;
+}

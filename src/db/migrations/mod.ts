@@ -3,6 +3,7 @@
  * has shipped; a change to the schema is a new file with the next number.
  */
 import { sql as initial } from "./0001_initial.ts";
+import { sql as tokens } from "./0002_tokens.ts";
 
 export interface Migration {
   version: number;
@@ -12,4 +13,5 @@ export interface Migration {
 
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial", sql: initial },
+  { version: 2, name: "tokens", sql: tokens },
 ];

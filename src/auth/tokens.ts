@@ -1,0 +1,170 @@
+/**
+ * Access tokens: `pk_live_` + an HS256 JWT whose claims are exactly sub,
+ * email, scopes, quotaMb, iat, exp and jti.
+ *
+ * Verification accepts HS256 only (jose rejects `alg: none` and every other
+ * algorithm given the allow-list), requires a finite exp in the future, and
+ * checks every claim's type. Signature checks are remembered per token string
+ * (until the key rotates), because the HMAC and JSON work dominate a request;
+ * expiry and revocation are still checked on every request.
+ */
+import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
+import { createHash } from "node:crypto";
+import { ApiError } from "../errors.ts";
+import type { Clock } from "../clock.ts";
+import { toRfc3339 } from "../clock.ts";
+import type { TokenRecord, TokenRecords } from "../db/token_records.ts";
+import { SCOPES } from "./caller.ts";
+import type { Scope, TokenCaller } from "./caller.ts";
+import type { HmacKeyRing } from "./hmac_key.ts";
+
+export const TOKEN_PREFIX = "pk_live_";
+/** Longest token string considered at all; ours are ~400 characters. */
+const MAX_TOKEN_LENGTH = 4096;
+const VERIFIED_CACHE_SIZE = 10_000;
+const CLAIM_NAMES = ["email", "exp", "iat", "jti", "quotaMb", "scopes", "sub"];
+
+export interface TokenClaims {
+  sub: string;
+  email: string;
+  scopes: Scope[];
+  quotaMb: number;
+  iat: number;
+  exp: number;
+  jti: string;
+}
+
+export interface MintInput {
+  email: string;
+  label: string;
+  scopes: readonly Scope[];
+  quotaMb: number;
+}
+
+export interface TokenServiceOptions {
+  keys: HmacKeyRing;
+  records: TokenRecords;
+  clock: Clock;
+  lifetimeDays: number;
+  /** Highest quotaMb a token may carry (the tier's daily cap in MiB). */
+  maxQuotaMb: number;
+}
+
+/**
+ * The stable user id of an e-mail: SHA-256 of the trimmed, lowercased address,
+ * not keyed by the HMAC key, so user ids survive key rotation.
+ */
+export function userIdOf(email: string): string {
+  return "u_" + createHash("sha256").update(email.trim().toLowerCase()).digest("hex").slice(0, 32);
+}
+
+export class TokenService {
+  readonly #options: TokenServiceOptions;
+  readonly #verified = new Map<string, TokenClaims>();
+  #cachedKeyVersion: number;
+
+  constructor(options: TokenServiceOptions) {
+    this.#options = options;
+    this.#cachedKeyVersion = options.keys.version;
+  }
+
+  /** Signs a new token and records its metadata (never the token itself). */
+  async mint(
+    input: MintInput,
+  ): Promise<{ token: string; claims: TokenClaims; record: TokenRecord }> {
+    const { clock, lifetimeDays, keys, records } = this.#options;
+    const iat = Math.floor(clock.now() / 1000);
+    const claims: TokenClaims = {
+      sub: userIdOf(input.email),
+      email: input.email,
+      scopes: [...input.scopes],
+      quotaMb: input.quotaMb,
+      iat,
+      exp: iat + lifetimeDays * 86_400,
+      jti: crypto.randomUUID(),
+    };
+    const jwt = await new SignJWT({ ...claims })
+      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
+      .sign(keys.key);
+    const record: TokenRecord = {
+      jti: claims.jti,
+      sub: claims.sub,
+      email: claims.email,
+      label: input.label,
+      scopes: claims.scopes,
+      quotaMb: claims.quotaMb,
+      issuedAt: toRfc3339(iat * 1000),
+      expiresAt: toRfc3339(claims.exp * 1000),
+      revokedAt: null,
+    };
+    records.insert(record);
+    return { token: TOKEN_PREFIX + jwt, claims, record };
+  }
+
+  /** Verifies a token string and returns its caller, or throws 401 invalid_token / revoked_token. */
+  async verify(token: string, options: { viaQuery: boolean }): Promise<TokenCaller> {
+    if (token.length > MAX_TOKEN_LENGTH) throw invalid("Token is too long");
+    if (!token.startsWith(TOKEN_PREFIX)) throw invalid(`Token must start with ${TOKEN_PREFIX}`);
+    const claims = await this.#verifySignature(token);
+    const nowSeconds = this.#options.clock.now() / 1000;
+    if (claims.exp <= nowSeconds) throw invalid("Token has expired");
+    const revocation = this.#options.records.revocationOf(claims.jti);
+    if (revocation === "unknown") throw invalid("Token was not issued by this service");
+    if (revocation !== null) {
+      throw new ApiError("revoked_token", "Token has been revoked", {
+        headers: {
+          "www-authenticate": 'Bearer error="invalid_token", error_description="revoked"',
+        },
+      });
+    }
+    return { kind: "token", ...claims, viaQuery: options.viaQuery };
+  }
+
+  async #verifySignature(token: string): Promise<TokenClaims> {
+    const { keys, clock } = this.#options;
+    if (keys.version !== this.#cachedKeyVersion) {
+      this.#verified.clear();
+      this.#cachedKeyVersion = keys.version;
+    }
+    const cached = this.#verified.get(token);
+    if (cached) return cached;
+    let payload: Record<string, unknown>;
+    try {
+      ({ payload } = await jwtVerify(token.slice(TOKEN_PREFIX.length), keys.key, {
+        algorithms: ["HS256"],
+        typ: "JWT",
+        requiredClaims: ["exp", "iat", "jti", "sub"],
+        currentDate: new Date(clock.now()),
+      }));
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) throw invalid("Token has expired");
+      throw invalid("Token is invalid");
+    }
+    const claims = this.#checkClaims(payload);
+    if (this.#verified.size >= VERIFIED_CACHE_SIZE) {
+      // Forget the oldest entry (Map keeps insertion order).
+      this.#verified.delete(this.#verified.keys().next().value!);
+    }
+    this.#verified.set(token, claims);
+    return claims;
+  }
+
+  #checkClaims(payload: Record<string, unknown>): TokenClaims {
+    const names = Object.keys(payload).sort();
+    const { sub, email, scopes, quotaMb, iat, exp, jti } = payload;
+    const ok = names.length === CLAIM_NAMES.length &&
+      names.every((n, i) => n === CLAIM_NAMES[i]) &&
+      typeof sub === "string" && typeof email === "string" && typeof jti === "string" &&
+      Array.isArray(scopes) && scopes.length > 0 &&
+      scopes.every((s) => (SCOPES as readonly unknown[]).includes(s)) &&
+      Number.isSafeInteger(quotaMb) && (quotaMb as number) >= 1 &&
+      (quotaMb as number) <= this.#options.maxQuotaMb &&
+      Number.isSafeInteger(iat) && Number.isSafeInteger(exp);
+    if (!ok) throw invalid("Token claims are malformed");
+    return payload as unknown as TokenClaims;
+  }
+}
+
+function invalid(message: string): ApiError {
+  return new ApiError("invalid_token", message);
+}

@@ -1,0 +1,72 @@
+/** Token metadata rows: insert at signup, revocation state on every request. */
+import type { StatementSync } from "node:sqlite";
+import type { Database } from "./database.ts";
+import type { Scope } from "../auth/caller.ts";
+
+export interface TokenRecord {
+  jti: string;
+  sub: string;
+  email: string;
+  label: string;
+  scopes: Scope[];
+  quotaMb: number;
+  issuedAt: string;
+  expiresAt: string;
+  revokedAt: string | null;
+}
+
+interface TokenRow extends Omit<TokenRecord, "scopes"> {
+  scopes: string;
+}
+
+export class TokenRecords {
+  readonly #insert: StatementSync;
+  readonly #get: StatementSync;
+  readonly #revocation: StatementSync;
+  readonly #revoke: StatementSync;
+
+  constructor(db: Database) {
+    this.#insert = db.prepare(
+      `INSERT INTO tokens (jti, sub, email, label, scopes, quota_mb, issued_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.#get = db.prepare(
+      `SELECT jti, sub, email, label, scopes, quota_mb AS quotaMb, issued_at AS issuedAt,
+              expires_at AS expiresAt, revoked_at AS revokedAt
+       FROM tokens WHERE jti = ?`,
+    );
+    this.#revocation = db.prepare(`SELECT revoked_at AS revokedAt FROM tokens WHERE jti = ?`);
+    this.#revoke = db.prepare(
+      `UPDATE tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL`,
+    );
+  }
+
+  insert(token: Omit<TokenRecord, "revokedAt">): void {
+    this.#insert.run(
+      token.jti,
+      token.sub,
+      token.email,
+      token.label,
+      JSON.stringify(token.scopes),
+      token.quotaMb,
+      token.issuedAt,
+      token.expiresAt,
+    );
+  }
+
+  get(jti: string): TokenRecord | null {
+    const row = this.#get.get(jti) as TokenRow | undefined;
+    return row ? { ...row, scopes: JSON.parse(row.scopes) } : null;
+  }
+
+  /** "unknown" when this service never issued the jti; otherwise its revocation time or null. */
+  revocationOf(jti: string): "unknown" | string | null {
+    const row = this.#revocation.get(jti) as { revokedAt: string | null } | undefined;
+    return row === undefined ? "unknown" : row.revokedAt;
+  }
+
+  /** Marks a token revoked; a token revoked before keeps its first revocation time. */
+  revoke(jti: string, at: string): void {
+    this.#revoke.run(at, jti);
+  }
+}

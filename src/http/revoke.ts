@@ -1,0 +1,39 @@
+/**
+ * POST /api/tokens/revoke — {jti}. A live token may always revoke itself;
+ * revoking a sibling (same user) needs the `list` scope; another user's or an
+ * unknown jti is 404, so the endpoint never tells whether a jti exists.
+ * Idempotent: revoking again answers the first revocation time.
+ */
+import { ApiError } from "../errors.ts";
+import { toRfc3339 } from "../clock.ts";
+import type { Clock } from "../clock.ts";
+import type { TokenRecords } from "../db/token_records.ts";
+import { requireScope, requireTokenCaller } from "../auth/scopes.ts";
+import { readJsonObject } from "./body.ts";
+import { jsonResponse } from "./json.ts";
+import type { Handler } from "./router.ts";
+
+export interface RevokeDeps {
+  tokenRecords: TokenRecords;
+  clock: Clock;
+}
+
+export function createRevokeHandler(deps: RevokeDeps): Handler {
+  return async (request, context) => {
+    const caller = requireTokenCaller(await context.caller());
+    const { jti } = await readJsonObject(request);
+    if (typeof jti !== "string" || jti === "" || jti.length > 128) {
+      throw new ApiError("invalid_request", "jti (the id of the token to revoke) is required");
+    }
+    const target = deps.tokenRecords.get(jti);
+    if (target === null || target.sub !== caller.sub) {
+      throw new ApiError("not_found", "No such token");
+    }
+    if (target.jti !== caller.jti) requireScope(caller, "list");
+    if (target.revokedAt === null) {
+      deps.tokenRecords.revoke(jti, toRfc3339(deps.clock.now()));
+    }
+    const revokedAt = deps.tokenRecords.get(jti)!.revokedAt;
+    return jsonResponse(200, { jti, revoked: true, revokedAt });
+  };
+}
