@@ -8,6 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { assertSafeKey, joinPath, shardOf, TEMP_DIR, TEMP_SUFFIX } from "./paths.ts";
+import { createChunkReader } from "./chunk_reader.ts";
 import { StoreError } from "./driver.ts";
 import type { OpenedPiece, PieceStore, StagedPiece, StageOptions, StoreHealth } from "./driver.ts";
 
@@ -85,7 +86,7 @@ export class DiskStore implements PieceStore {
     const hash = createHash("sha256");
     let size = 0;
     try {
-      const reader = body.getReader();
+      const reader = createChunkReader(body);
       const onAbort = () => reader.cancel(options.signal?.reason).catch(() => {});
       options.signal?.addEventListener("abort", onAbort, { once: true });
       try {
@@ -93,25 +94,25 @@ export class DiskStore implements PieceStore {
           throw new StoreError("short_body", "Cannot store upload: it was aborted");
         }
         while (true) {
-          let chunk: ReadableStreamReadResult<Uint8Array>;
+          let chunk: Uint8Array | null;
           try {
-            chunk = await reader.read();
+            chunk = await reader.next();
           } catch (error) {
             throw new StoreError("short_body", "Cannot read upload: the body ended early", {
               cause: error,
             });
           }
-          if (chunk.done) break;
-          size += chunk.value.byteLength;
+          if (chunk === null) break;
+          size += chunk.byteLength;
           if (size > options.expectedBytes) {
             throw new StoreError("long_body", "Cannot store upload: more bytes than declared");
           }
-          hash.update(chunk.value);
-          await writeAll(file, chunk.value);
+          hash.update(chunk);
+          await writeAll(file, chunk);
         }
       } finally {
         options.signal?.removeEventListener("abort", onAbort);
-        reader.releaseLock();
+        reader.release();
       }
       if (size !== options.expectedBytes) {
         throw new StoreError(
