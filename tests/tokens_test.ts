@@ -267,7 +267,7 @@ for (const attack of attacks) {
     const response = await server.upload("bafkattack0001", "x", { headers: bearer(token) });
     assertEquals(response.status, 401);
     assertEquals(response.headers.get("content-type"), "application/json");
-    assertMatch(response.headers.get("www-authenticate")!, /^Bearer error="invalid_token"/);
+    assertEquals(response.headers.get("www-authenticate"), 'Bearer error="invalid_token"');
     assertEquals((await errorOf(response)).error, attack.error);
     const revoke = await postJson(server, "/api/tokens/revoke", { jti: "x" }, bearer(token));
     assertEquals(revoke.status, 401, "refused on every authenticated endpoint");

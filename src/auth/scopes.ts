@@ -18,7 +18,6 @@ export function requireTokenCaller(caller: Caller): TokenCaller {
     throw new ApiError(
       "invalid_token",
       "This endpoint needs a token: send Authorization: Bearer <token>",
-      { headers: { "www-authenticate": 'Bearer realm="storage"' } },
     );
   }
   return caller;
