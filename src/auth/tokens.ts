@@ -111,11 +111,7 @@ export class TokenService {
     const revocation = this.#options.records.revocationOf(claims.jti);
     if (revocation === "unknown") throw invalid("Token was not issued by this service");
     if (revocation !== null) {
-      throw new ApiError("revoked_token", "Token has been revoked", {
-        headers: {
-          "www-authenticate": 'Bearer error="invalid_token", error_description="revoked"',
-        },
-      });
+      throw new ApiError("revoked_token", "Token has been revoked");
     }
     return { kind: "token", ...claims, viaQuery: options.viaQuery };
   }
