@@ -22,3 +22,10 @@ export function requireTokenCaller(caller: Caller): TokenCaller {
   }
   return caller;
 }
+
+/** A token caller that carries the scope: 401 without a token, 403 without the scope. */
+export function requireTokenScope(caller: Caller, scope: Scope): TokenCaller {
+  const tokenCaller = requireTokenCaller(caller);
+  requireScope(tokenCaller, scope);
+  return tokenCaller;
+}

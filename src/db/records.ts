@@ -54,6 +54,11 @@ export class Records {
   readonly #getUsage: StatementSync;
   readonly #addUsage: StatementSync;
   readonly #countDeals: StatementSync;
+  readonly #listDeals: StatementSync;
+  readonly #listDealsAfter: StatementSync;
+  readonly #getDeal: StatementSync;
+  readonly #extendDeal: StatementSync;
+  readonly #usageRange: StatementSync;
 
   constructor(db: Database) {
     this.#db = db;
@@ -79,6 +84,52 @@ export class Records {
        SET bytes = bytes + excluded.bytes, uploads = uploads + 1`,
     );
     this.#countDeals = db.prepare(`SELECT count(*) AS n FROM deals WHERE cid = ?`);
+    const dealColumns = `id, cid, tier, owner_sub AS ownerSub, owner_email AS ownerEmail, size,
+      content_type AS contentType, filename, term_days AS termDays, created_at AS createdAt,
+      term_ends_at AS termEndsAt`;
+    // Deal ids are time-ordered and unique, so "id < cursor" pages newest-first without
+    // duplicates or gaps while new uploads (with larger ids) keep arriving.
+    this.#listDeals = db.prepare(
+      `SELECT ${dealColumns} FROM deals WHERE owner_sub = ? ORDER BY id DESC LIMIT ?`,
+    );
+    this.#listDealsAfter = db.prepare(
+      `SELECT ${dealColumns} FROM deals WHERE owner_sub = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+    );
+    this.#getDeal = db.prepare(`SELECT ${dealColumns} FROM deals WHERE id = ?`);
+    this.#extendDeal = db.prepare(
+      `UPDATE deals SET term_days = term_days + ?, term_ends_at = ? WHERE id = ?`,
+    );
+    this.#usageRange = db.prepare(
+      `SELECT day, bytes, uploads FROM usage_daily
+       WHERE subject = ? AND day >= ? AND day <= ? ORDER BY day`,
+    );
+  }
+
+  /** A user's deals, newest first, strictly older than beforeId when given. */
+  listDeals(ownerSub: string, options: { beforeId: string | null; limit: number }): DealRecord[] {
+    const rows = options.beforeId === null
+      ? this.#listDeals.all(ownerSub, options.limit)
+      : this.#listDealsAfter.all(ownerSub, options.beforeId, options.limit);
+    return rows as unknown as DealRecord[];
+  }
+
+  getDeal(id: string): DealRecord | null {
+    return (this.#getDeal.get(id) as DealRecord | undefined) ?? null;
+  }
+
+  extendDeal(id: string, addDays: number, termEndsAt: string): void {
+    this.#extendDeal.run(addDays, termEndsAt, id);
+  }
+
+  /** Usage rows of a subject between two days (inclusive); days without uploads are absent. */
+  usageBetween(subject: string, from: string, to: string): UsageRecord[] {
+    return (this.#usageRange.all(subject, from, to) as unknown as Omit<UsageRecord, "subject">[])
+      .map((row) => ({
+        subject,
+        day: row.day,
+        bytes: Number(row.bytes),
+        uploads: Number(row.uploads),
+      }));
   }
 
   getPiece(cid: string): PieceRecord | null {

@@ -24,6 +24,7 @@ export class TokenRecords {
   readonly #get: StatementSync;
   readonly #revocation: StatementSync;
   readonly #revoke: StatementSync;
+  readonly #listBySub: StatementSync;
 
   constructor(db: Database) {
     this.#insert = db.prepare(
@@ -36,6 +37,11 @@ export class TokenRecords {
        FROM tokens WHERE jti = ?`,
     );
     this.#revocation = db.prepare(`SELECT revoked_at AS revokedAt FROM tokens WHERE jti = ?`);
+    this.#listBySub = db.prepare(
+      `SELECT jti, sub, email, label, scopes, quota_mb AS quotaMb, issued_at AS issuedAt,
+              expires_at AS expiresAt, revoked_at AS revokedAt
+       FROM tokens WHERE sub = ? ORDER BY issued_at DESC, jti`,
+    );
     this.#revoke = db.prepare(
       `UPDATE tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL`,
     );
@@ -57,6 +63,14 @@ export class TokenRecords {
   get(jti: string): TokenRecord | null {
     const row = this.#get.get(jti) as TokenRow | undefined;
     return row ? { ...row, scopes: JSON.parse(row.scopes) } : null;
+  }
+
+  /** Every token of a user, newest first. */
+  listBySub(sub: string): TokenRecord[] {
+    return (this.#listBySub.all(sub) as unknown as TokenRow[]).map((row) => ({
+      ...row,
+      scopes: JSON.parse(row.scopes),
+    }));
   }
 
   /** "unknown" when this service never issued the jti; otherwise its revocation time or null. */

@@ -17,7 +17,13 @@ import type { TokenService } from "../auth/tokens.ts";
 import { MIB } from "../limits/tiers.ts";
 import { WindowLimit } from "../limits/window_limit.ts";
 import { applyDeprecationHeaders, deprecationsHandler, usesQueryToken } from "./deprecation.ts";
-import { createRevokeHandler } from "./revoke.ts";
+import { createRevokeHandler, createTokenListHandler } from "./tokens.ts";
+import { createFilesHandler } from "./files.ts";
+import { createUsageHandler } from "./usage.ts";
+import { createExtendDealHandler } from "./deals.ts";
+import { createLimitsHandler } from "./limits.ts";
+import { pieceCidsHandler } from "./piece_cids.ts";
+import { createOpenApiHandler } from "./openapi.ts";
 import { createSignupHandler } from "./signup.ts";
 import { DealIdGenerator } from "../deal_id.ts";
 import { DailyCapLedger } from "../limits/daily_caps.ts";
@@ -105,7 +111,18 @@ export function createApp(deps: AppDeps): App {
       }),
     },
     { method: "POST", path: "/api/tokens/revoke", handler: createRevokeHandler(deps) },
+    { method: "GET", path: "/api/tokens", handler: createTokenListHandler(deps) },
+    { method: "GET", path: "/api/files", handler: createFilesHandler(deps) },
+    { method: "GET", path: "/api/usage", handler: createUsageHandler({ ...deps, ledger }) },
+    {
+      method: "POST",
+      path: "/api/deals/:dealId/extend",
+      handler: createExtendDealHandler(deps),
+    },
+    { method: "GET", path: "/api/limits", handler: createLimitsHandler({ ...deps, ledger }) },
+    { method: "GET", path: "/api/piece-cids", handler: pieceCidsHandler },
     { method: "GET", path: "/healthz", handler: createHealthHandler(deps) },
+    { method: "GET", path: "/openapi.json", handler: createOpenApiHandler(deps.baseUrl) },
     { method: "GET", path: "/docs/deprecations", handler: deprecationsHandler },
   ]);
   const shutdown = new AbortController();

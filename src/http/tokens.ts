@@ -1,4 +1,9 @@
 /**
+ * The caller's tokens.
+ *
+ * GET /api/tokens [list] — metadata of every token of the user, newest first,
+ * revoked ones marked; never a token itself.
+ *
  * POST /api/tokens/revoke — {jti}. A live token may always revoke itself;
  * revoking a sibling (same user) needs the `list` scope; another user's or an
  * unknown jti is 404, so the endpoint never tells whether a jti exists.
@@ -8,7 +13,7 @@ import { ApiError } from "../errors.ts";
 import { toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { TokenRecords } from "../db/token_records.ts";
-import { requireScope, requireTokenCaller } from "../auth/scopes.ts";
+import { requireScope, requireTokenCaller, requireTokenScope } from "../auth/scopes.ts";
 import { readJsonObject } from "./body.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
@@ -35,5 +40,23 @@ export function createRevokeHandler(deps: RevokeDeps): Handler {
     }
     const revokedAt = deps.tokenRecords.get(jti)!.revokedAt;
     return jsonResponse(200, { jti, revoked: true, revokedAt });
+  };
+}
+
+export function createTokenListHandler(deps: RevokeDeps): Handler {
+  return async (_request, context) => {
+    const caller = requireTokenScope(await context.caller(), "list");
+    const tokens = deps.tokenRecords.listBySub(caller.sub).map((t) => ({
+      jti: t.jti,
+      label: t.label,
+      scopes: t.scopes,
+      quotaMb: Number(t.quotaMb),
+      issuedAt: t.issuedAt,
+      expiresAt: t.expiresAt,
+      revoked: t.revokedAt !== null,
+      revokedAt: t.revokedAt,
+      current: t.jti === caller.jti,
+    }));
+    return jsonResponse(200, { tokens });
   };
 }

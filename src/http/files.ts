@@ -1,0 +1,62 @@
+/**
+ * GET /api/files [list] — the caller's uploads, newest first, paginated by an
+ * opaque cursor (the last deal id seen). Because deal ids only grow, uploads
+ * arriving while a client pages never shift the pages it has not read yet.
+ */
+import { ApiError } from "../errors.ts";
+import { requireTokenScope } from "../auth/scopes.ts";
+import type { Records } from "../db/records.ts";
+import { dealView } from "./deal_view.ts";
+import { jsonResponse } from "./json.ts";
+import type { Handler } from "./router.ts";
+
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 1000;
+
+export interface FilesDeps {
+  records: Records;
+  baseUrl: string;
+}
+
+export function createFilesHandler(deps: FilesDeps): Handler {
+  return async (_request, context) => {
+    const caller = requireTokenScope(await context.caller(), "list");
+    const limit = parseLimit(context.url.searchParams.get("limit"));
+    const beforeId = parseCursor(context.url.searchParams.get("cursor"));
+    // One extra row tells whether another page exists.
+    const rows = deps.records.listDeals(caller.sub, { beforeId, limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1].id) : null;
+    return jsonResponse(200, {
+      files: page.map((deal) => dealView(deal, deps.baseUrl)),
+      nextCursor,
+    });
+  };
+}
+
+function parseLimit(raw: string | null): number {
+  if (raw === null) return DEFAULT_LIMIT;
+  const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!(n >= 1 && n <= MAX_LIMIT)) {
+    throw new ApiError("invalid_request", `limit must be a whole number from 1 to ${MAX_LIMIT}`);
+  }
+  return n;
+}
+
+function encodeCursor(dealId: string): string {
+  return btoa(dealId).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+}
+
+function parseCursor(raw: string | null): string | null {
+  if (raw === null) return null;
+  let decoded = "";
+  try {
+    decoded = atob(raw.replace(/-/g, "+").replace(/_/g, "/"));
+  } catch {
+    // fall through to the error below
+  }
+  if (!/^[a-z0-9-]{1,64}$/.test(decoded)) {
+    throw new ApiError("invalid_request", "cursor is not one this service returned");
+  }
+  return decoded;
+}

@@ -1,0 +1,72 @@
+/**
+ * GET /api/usage?from=YYYY-MM-DD&to=YYYY-MM-DD [list] — the caller's uploads
+ * per UTC day (every day of the range, zeros included), the daily quota and
+ * what is left of it today. Default range: the last 30 days; at most 366.
+ */
+import { ApiError } from "../errors.ts";
+import { requireTokenScope } from "../auth/scopes.ts";
+import { utcDay } from "../clock.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config.ts";
+import type { Records } from "../db/records.ts";
+import type { DailyCapLedger } from "../limits/daily_caps.ts";
+import { uploadPolicyFor } from "../limits/tiers.ts";
+import { jsonResponse } from "./json.ts";
+import type { Handler } from "./router.ts";
+
+const DAY_MS = 86_400_000;
+const MAX_DAYS = 366;
+const DEFAULT_DAYS = 30;
+
+export interface UsageDeps {
+  records: Records;
+  ledger: DailyCapLedger;
+  clock: Clock;
+  config: Config;
+}
+
+export function createUsageHandler(deps: UsageDeps): Handler {
+  return async (_request, context) => {
+    const caller = requireTokenScope(await context.caller(), "list");
+    const today = utcDay(deps.clock.now());
+    const to = parseDay(context.url.searchParams.get("to"), "to") ?? today;
+    const from = parseDay(context.url.searchParams.get("from"), "from") ??
+      utcDay(Date.parse(to) - (DEFAULT_DAYS - 1) * DAY_MS);
+    const span = (Date.parse(to) - Date.parse(from)) / DAY_MS + 1;
+    if (span < 1) throw new ApiError("invalid_request", "from must not be after to");
+    if (span > MAX_DAYS) {
+      throw new ApiError("invalid_request", `The range may cover at most ${MAX_DAYS} days`);
+    }
+    const policy = uploadPolicyFor(caller, deps.config);
+    const rows = new Map(
+      deps.records.usageBetween(policy.usageSubject, from, to).map((r) => [r.day, r]),
+    );
+    const days = [];
+    for (let t = Date.parse(from); t <= Date.parse(to); t += DAY_MS) {
+      const date = utcDay(t);
+      const row = rows.get(date);
+      days.push({ date, bytes: row?.bytes ?? 0, uploads: row?.uploads ?? 0 });
+    }
+    const status = deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
+    return jsonResponse(200, {
+      from,
+      to,
+      days,
+      quotaBytes: policy.dailyCapBytes,
+      remainingTodayBytes: status.remainingBytes,
+    });
+  };
+}
+
+function parseDay(raw: string | null, name: string): string | null {
+  if (raw === null) return null;
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(raw) || utcDayOrNull(raw) !== raw) {
+    throw new ApiError("invalid_request", `${name} must be a date like 2026-11-21`);
+  }
+  return raw;
+}
+
+function utcDayOrNull(day: string): string | null {
+  const t = Date.parse(`${day}T00:00:00Z`);
+  return Number.isNaN(t) ? null : utcDay(t);
+}
