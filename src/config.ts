@@ -38,6 +38,10 @@ export interface Config {
   tokenLifetimeDays: number;
   /** Successful signups allowed per client IP per hour. */
   signupsPerHour: number;
+  /** Refuse cids the server cannot verify (opaque names). */
+  requireVerifiableCids: boolean;
+  /** Workers that hash piece cids; 0 hashes on the main thread; null = one per CPU. */
+  hashWorkers: number | null;
   logRequests: boolean;
 }
 
@@ -185,6 +189,22 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.signupsPerHour = parseInteger(v, n, { min: 1, max: 1_000_000 }),
   },
   {
+    flag: "require-verifiable-cids",
+    env: "STORAGE_REQUIRE_VERIFIABLE_CIDS",
+    placeholder: "BOOL",
+    description: "Refuse opaque cids: accept only PieceCIDv2/v1 and sha2-256 CIDv1",
+    defaultText: "false",
+    apply: (c, v, n) => c.requireVerifiableCids = parseBoolean(v, n),
+  },
+  {
+    flag: "hash-workers",
+    env: "STORAGE_HASH_WORKERS",
+    placeholder: "COUNT",
+    description: "Worker threads that verify piece cids (0 = on the main thread)",
+    defaultText: "number of CPUs",
+    apply: (c, v, n) => c.hashWorkers = parseInteger(v, n, { min: 0, max: 64 }),
+  },
+  {
     flag: "shutdown-timeout",
     env: "STORAGE_SHUTDOWN_TIMEOUT",
     placeholder: "SECONDS",
@@ -277,6 +297,8 @@ function defaultConfig(): MutableConfig {
     hmacKeyReloadMs: 2_000,
     tokenLifetimeDays: 90,
     signupsPerHour: 20,
+    requireVerifiableCids: false,
+    hashWorkers: null,
     logRequests: true,
   };
 }

@@ -23,6 +23,7 @@ import { HmacKeyRing, KeyFileError, keyFilePath } from "./auth/hmac_key.ts";
 import { TokenService } from "./auth/tokens.ts";
 import { TokenRecords } from "./db/token_records.ts";
 import { MIB } from "./limits/tiers.ts";
+import { HashWorkerPool } from "./piece_cid/pool.ts";
 
 export interface StartServerOptions {
   config: Config;
@@ -72,6 +73,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     lifetimeDays: config.tokenLifetimeDays,
     maxQuotaMb: Math.floor(config.token.dailyCapBytes / MIB),
   });
+  const hashPool = config.hashWorkers === 0
+    ? null
+    : new HashWorkerPool({ workers: config.hashWorkers ?? undefined });
   const stopWatchingKey = storage.keys.watch(
     config.hmacKeyReloadMs,
     (error) => logger.error("cannot reload HMAC key", { error: String(error) }),
@@ -118,6 +122,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     authenticator: createAuthenticator(tokens),
     tokens,
     tokenRecords,
+    hashPool,
     logger,
     databaseHealth,
   });
@@ -129,6 +134,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const { aborted } = await app.drainUploads(opts.timeoutMs ?? config.shutdownTimeoutMs);
       if (aborted > 0) logger.warn("shutdown: aborted uploads still in flight", { aborted });
       stopWatchingKey();
+      hashPool?.close();
       // A client that holds an idle connection open must not hold the process hostage.
       const closed = await raceTimeout(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
       if (!closed) logger.warn("shutdown: connections still open, closing anyway");

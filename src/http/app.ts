@@ -22,7 +22,8 @@ import { createFilesHandler } from "./files.ts";
 import { createUsageHandler } from "./usage.ts";
 import { createExtendDealHandler } from "./deals.ts";
 import { createLimitsHandler } from "./limits.ts";
-import { pieceCidsHandler } from "./piece_cids.ts";
+import { createComputePieceCidHandler, createPieceCidsInfoHandler } from "./piece_cids.ts";
+import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createOpenApiHandler } from "./openapi.ts";
 import { createSignupHandler } from "./signup.ts";
 import { DealIdGenerator } from "../deal_id.ts";
@@ -51,6 +52,8 @@ export interface AppDeps {
   authenticator: Authenticator;
   tokens: TokenService;
   tokenRecords: TokenRecords;
+  /** Workers that verify piece cids; null hashes on the main thread. */
+  hashPool: HashWorkerPool | null;
   logger: Logger;
   databaseHealth(): DatabaseHealth;
 }
@@ -120,7 +123,8 @@ export function createApp(deps: AppDeps): App {
       handler: createExtendDealHandler(deps),
     },
     { method: "GET", path: "/api/limits", handler: createLimitsHandler({ ...deps, ledger }) },
-    { method: "GET", path: "/api/piece-cids", handler: pieceCidsHandler },
+    { method: "GET", path: "/api/piece-cids", handler: createPieceCidsInfoHandler(deps.config) },
+    { method: "POST", path: "/api/piece-cids", handler: createComputePieceCidHandler(deps) },
     { method: "GET", path: "/healthz", handler: createHealthHandler(deps) },
     { method: "GET", path: "/openapi.json", handler: createOpenApiHandler(deps.baseUrl) },
     { method: "GET", path: "/docs/deprecations", handler: deprecationsHandler },

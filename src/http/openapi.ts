@@ -128,6 +128,7 @@ export function buildOpenApi(baseUrl: string): Record<string, unknown> {
               "invalid_content_type",
               "invalid_filename",
               "incomplete_body",
+              "cid_mismatch",
               ...tokenErrors,
               "insufficient_scope",
               "cid_conflict",
@@ -363,9 +364,30 @@ export function buildOpenApi(baseUrl: string): Record<string, unknown> {
       },
       "/api/piece-cids": {
         get: {
-          summary: "The cid forms the service accepts and how to compute them",
+          summary: "The cid forms the service accepts and verifies, and how to compute them",
           security: [],
           responses: { "200": json({ type: "object" }) },
+        },
+        post: {
+          summary: "Compute the PieceCIDv2 of a body (nothing stored, no quota) [put]",
+          security: bearer,
+          parameters: [{ name: "Content-Length", in: "header", required: true, schema: integer }],
+          requestBody: {
+            required: true,
+            content: { "*/*": { schema: { type: "string", format: "binary" } } },
+          },
+          responses: {
+            "200": json({ type: "object", properties: { cid: string, size: integer } }),
+            ...errors(
+              "no_body",
+              "empty_bodyy",
+              "incomplete_body",
+              ...tokenErrors,
+              "insufficient_scope",
+              "length_required",
+              "too_large",
+            ),
+          },
         },
       },
       "/healthz": {

@@ -1,9 +1,20 @@
 /**
- * GET /api/piece-cids — public: which cid forms the service accepts and how
- * a client computes them. Today every form is stored as given (verification
- * in the upload stream is the next piece of work); the `verified` flags say
- * so honestly, so clients can tell when it changes.
+ * GET /api/piece-cids — public: which cid forms the service accepts, which it
+ * verifies, and how a client computes them.
+ *
+ * POST /api/piece-cids [put] — the server computes the PieceCIDv2 of a body:
+ * `{cid, size}`. Same framing rules and per-file cap as an upload; nothing is
+ * stored and no quota is charged.
  */
+import { ApiError } from "../errors.ts";
+import { requireTokenScope } from "../auth/scopes.ts";
+import type { Config } from "../config.ts";
+import { pieceCidV2 } from "../piece_cid/cid.ts";
+import { ParallelPieceHasher } from "../piece_cid/parallel.ts";
+import type { HashWorkerPool } from "../piece_cid/pool.ts";
+import { uploadPolicyFor } from "../limits/tiers.ts";
+import { createChunkReader } from "../store/chunk_reader.ts";
+import { requireContentLength } from "./body.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 
@@ -18,7 +29,7 @@ export const PIECE_CID_FORMS = [
     howToCompute: "Fr32-pad every 127 bytes into 128, zero-pad to a power of two, build a " +
       "SHA-256 binary Merkle tree with the top two bits of every node cleared; the root, " +
       "tree height and padding form the digest (synapse-sdk and go-fil-commp produce it).",
-    verified: false,
+    verified: true,
   },
   {
     name: "PieceCIDv1",
@@ -26,7 +37,7 @@ export const PIECE_CID_FORMS = [
     cid: "CIDv1, multibase base32, codec fil-commitment-unsealed (0xf101)",
     multihash: "sha2-256-trunc254-padded (0x1012)",
     howToCompute: "The same Merkle root as PieceCIDv2, without height and padding.",
-    verified: false,
+    verified: true,
   },
   {
     name: "CIDv1 sha2-256",
@@ -34,7 +45,7 @@ export const PIECE_CID_FORMS = [
     cid: "CIDv1, multibase base32, any codec (raw 0x55 usual)",
     multihash: "sha2-256 (0x12) of the bytes",
     howToCompute: "SHA-256 of the whole body.",
-    verified: false,
+    verified: true,
   },
   {
     name: "opaque",
@@ -45,9 +56,59 @@ export const PIECE_CID_FORMS = [
   },
 ];
 
-export const pieceCidsHandler: Handler = () =>
-  jsonResponse(200, {
-    pattern: "^[a-z0-9]{8,80}$",
-    caseInsensitive: true,
-    forms: PIECE_CID_FORMS,
-  }, { "cache-control": "public, max-age=300" });
+export function createPieceCidsInfoHandler(config: Config): Handler {
+  return () =>
+    jsonResponse(200, {
+      pattern: "^[a-z0-9]{8,80}$",
+      caseInsensitive: true,
+      opaqueAccepted: !config.requireVerifiableCids,
+      forms: PIECE_CID_FORMS,
+      compute: "POST /api/piece-cids with the bytes (token with put scope) returns {cid, size}",
+    }, { "cache-control": "public, max-age=300" });
+}
+
+export interface ComputeDeps {
+  config: Config;
+  hashPool: HashWorkerPool | null;
+}
+
+export function createComputePieceCidHandler(deps: ComputeDeps): Handler {
+  return async (request, context) => {
+    const caller = requireTokenScope(await context.caller(), "put");
+    const length = requireContentLength(request.headers);
+    const policy = uploadPolicyFor(caller, deps.config);
+    if (length > policy.maxFileBytes) {
+      throw new ApiError(
+        "too_large",
+        `Body exceeds the per-file limit of ${policy.maxFileBytes} bytes`,
+      );
+    }
+    if (!request.body) throw new ApiError("no_body", "Request body is required");
+    const hasher = new ParallelPieceHasher({ pool: deps.hashPool });
+    const reader = createChunkReader(request.body);
+    try {
+      while (true) {
+        const chunk = await reader.next().catch(() => {
+          throw new ApiError(
+            "incomplete_body",
+            "The body ended before Content-Length bytes arrived",
+          );
+        });
+        if (chunk === null) break;
+        const wait = hasher.update(chunk);
+        if (wait) await wait;
+      }
+    } finally {
+      reader.release();
+    }
+    if (hasher.size !== length) {
+      throw new ApiError("incomplete_body", "The body ended before Content-Length bytes arrived");
+    }
+    const digest = await hasher.digest();
+    context.logFields.bytesIn = length;
+    return jsonResponse(200, {
+      cid: pieceCidV2(digest.root, digest.height, digest.padding),
+      size: length,
+    });
+  };
+}

@@ -12,7 +12,10 @@ import { ApiError } from "../errors.ts";
 import { CidConflictError } from "../store/catalog.ts";
 import type { PieceCatalog } from "../store/catalog.ts";
 import { StoreError } from "../store/driver.ts";
-import type { PieceStore } from "../store/driver.ts";
+import type { PieceStore, StageOptions } from "../store/driver.ts";
+import { parseCid } from "../piece_cid/cid.ts";
+import type { HashWorkerPool } from "../piece_cid/pool.ts";
+import { createCidVerifier } from "../piece_cid/verify.ts";
 import type { Config } from "../config.ts";
 import type { DailyCapLedger } from "../limits/daily_caps.ts";
 import { uploadPolicyFor } from "../limits/tiers.ts";
@@ -29,6 +32,8 @@ export interface UploadDeps {
   store: PieceStore;
   catalog: PieceCatalog;
   ledger: DailyCapLedger;
+  /** Workers for piece-cid verification; null hashes on the main thread. */
+  hashPool: HashWorkerPool | null;
 }
 
 export function createUploadHandler(deps: UploadDeps): Handler {
@@ -43,12 +48,27 @@ export function createUploadHandler(deps: UploadDeps): Handler {
           : "cid must be 8 to 80 letters or digits",
       );
     }
+    const parsedCid = parseCid(cid);
+    if (parsedCid.kind === "opaque" && deps.config.requireVerifiableCids) {
+      throw new ApiError(
+        "invalid_cid",
+        "This server accepts only cids it can verify: PieceCIDv2, PieceCIDv1 or a sha2-256 CIDv1",
+      );
+    }
     const caller = await context.caller();
     if (caller.kind === "token") requireScope(caller, "put");
 
     const length = requireContentLength(request.headers);
     const contentType = requireContentType(request.headers.get("content-type"));
     const filename = decodeFilename(request.headers.get("x-filename"));
+
+    if (parsedCid.kind === "piece_v2" && parsedCid.payloadSize !== length) {
+      // A PieceCIDv2 fixes the payload size: no need to read a byte to refuse this.
+      throw new ApiError(
+        "cid_mismatch",
+        `This PieceCIDv2 is for ${parsedCid.payloadSize} bytes, not ${length}`,
+      );
+    }
 
     const policy = uploadPolicyFor(caller, deps.config);
     if (length > policy.maxFileBytes) {
@@ -74,7 +94,17 @@ export function createUploadHandler(deps: UploadDeps): Handler {
 
     const { reservation } = reserved;
     try {
-      const staged = await stageBody(deps.store, request, length, context.signal);
+      const verifier = createCidVerifier(parsedCid, deps.hashPool);
+      const staged = await stageBody(deps.store, request, {
+        expectedBytes: length,
+        signal: context.signal,
+        onChunk: verifier ? (chunk) => verifier.onChunk(chunk) : undefined,
+      });
+      if (verifier && !await verifier.matches(staged.sha256)) {
+        await staged.discard();
+        throw new ApiError("cid_mismatch", "The bytes do not hash to this cid; nothing was stored");
+      }
+      context.logFields.verified = verifier !== null;
       const deal = await deps.catalog.acceptUpload({
         cid,
         staged,
@@ -106,10 +136,10 @@ export function createUploadHandler(deps: UploadDeps): Handler {
   };
 }
 
-async function stageBody(store: PieceStore, request: Request, length: number, signal: AbortSignal) {
+async function stageBody(store: PieceStore, request: Request, options: StageOptions) {
   if (!request.body) throw new ApiError("no_body", "Request body is required");
   try {
-    return await store.stage(request.body, { expectedBytes: length, signal });
+    return await store.stage(request.body, options);
   } catch (error) {
     throw toApiError(error);
   }

@@ -108,6 +108,8 @@ export class DiskStore implements PieceStore {
             throw new StoreError("long_body", "Cannot store upload: more bytes than declared");
           }
           hash.update(chunk);
+          const inspected = options.onChunk?.(chunk);
+          if (inspected) await inspected;
           await writeAll(file, chunk);
         }
       } finally {

@@ -36,6 +36,12 @@ export interface StageOptions {
   expectedBytes: number;
   /** Aborting stops the write and throws the staged bytes away. */
   signal?: AbortSignal;
+  /**
+   * Sees every chunk, in order, before it is written (for verifying hashes on the
+   * way). The chunk's memory is reused afterwards: copy what you keep. A returned
+   * promise pauses reading until it settles.
+   */
+  onChunk?: (chunk: Uint8Array) => Promise<void> | undefined;
 }
 
 export interface PieceStore {

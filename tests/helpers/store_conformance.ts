@@ -149,6 +149,23 @@ export function runStoreConformance(name: string, create: () => Promise<StoreFix
     assertEquals(await store.open("bafkpiece0006"), null);
   });
 
+  test("onChunk sees every byte, in order, and can make the reader wait", async (store) => {
+    const seen: number[] = [];
+    let waits = 0;
+    const staged = await store.stage(streamOf("ab", "cde", "f"), {
+      expectedBytes: 6,
+      onChunk: (chunk) => {
+        seen.push(...chunk);
+        waits++;
+        return new Promise((resolve) => setTimeout(resolve, 1));
+      },
+    });
+    assertEquals(String.fromCharCode(...seen), "abcdef");
+    assertOk(waits >= 1);
+    await staged.commit("bafkpiece0007");
+    assertEquals(await readAll((await store.open("bafkpiece0007"))!.body), "abcdef");
+  });
+
   test("a healthy store says so", async (store) => {
     assertEquals((await store.check()).ok, true);
   });

@@ -1,0 +1,57 @@
+/**
+ * Checks uploaded bytes against the cid they are uploaded under, while they
+ * stream to disk. PieceCIDv1/v2 are recomputed by the (parallel) piece hasher;
+ * a sha2-256 CIDv1 is compared with the SHA-256 the store computes anyway;
+ * opaque cids cannot be checked.
+ */
+import type { ParsedCid } from "./cid.ts";
+import { ParallelPieceHasher } from "./parallel.ts";
+import type { HashWorkerPool } from "./pool.ts";
+
+export interface CidVerifier {
+  /** Sees every chunk in order (copies what it keeps); may ask the producer to wait. */
+  onChunk(chunk: Uint8Array): Promise<void> | undefined;
+  /** True when the bytes seen hash to the cid; sha256Hex is the store's digest of them. */
+  matches(sha256Hex: string): Promise<boolean>;
+}
+
+export function createCidVerifier(
+  parsed: ParsedCid,
+  pool: HashWorkerPool | null,
+): CidVerifier | null {
+  switch (parsed.kind) {
+    case "opaque":
+      return null;
+    case "sha256": {
+      const expected = toHex(parsed.digest);
+      return {
+        onChunk: () => undefined,
+        matches: (sha256Hex) => Promise.resolve(sha256Hex === expected),
+      };
+    }
+    case "piece_v1":
+    case "piece_v2": {
+      const hasher = new ParallelPieceHasher({ pool });
+      return {
+        onChunk: (chunk) => hasher.update(chunk),
+        matches: async () => {
+          const digest = await hasher.digest();
+          if (!equalBytes(digest.root, parsed.root)) return false;
+          return parsed.kind === "piece_v1" ||
+            (digest.height === parsed.height && digest.padding === parsed.padding);
+        },
+      };
+    }
+  }
+}
+
+function toHex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
+  return diff === 0;
+}
