@@ -102,3 +102,36 @@ Deno.test("e2e: SIGTERM with a stalled upload cleans it up after the grace perio
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("e2e: a verified PieceCIDv2 upload works under the start task's permissions", async () => {
+  const { PieceHasher } = await import("../src/piece_cid/hasher.ts");
+  const { pieceCidV2 } = await import("../src/piece_cid/cid.ts");
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
+  try {
+    await using server = await spawnServer(dataDir);
+    // Several segments, so the hashing Workers run inside the spawned server.
+    const body = Uint8Array.from({ length: 3 * 1024 * 1024 }, (_, i) => (i * 7) & 0xff);
+    const hasher = new PieceHasher();
+    hasher.update(body);
+    const d = hasher.digest();
+    const cid = pieceCidV2(d.root, d.height, d.padding);
+    const ok = await fetch(`${server.url}/api/upload?cid=${cid}`, {
+      method: "POST",
+      headers: { "content-type": "application/octet-stream" },
+      body,
+    });
+    assertEquals(ok.status, 200, await ok.clone().text());
+    await ok.body?.cancel();
+    body[12345] ^= 1;
+    const bad = await fetch(`${server.url}/api/upload?cid=${cid}`, {
+      method: "POST",
+      headers: { "content-type": "application/octet-stream" },
+      body,
+    });
+    // Verification comes before the stored-bytes comparison: these bytes are not this cid's.
+    assertEquals(bad.status, 400);
+    assertEquals((await bad.json()).error, "cid_mismatch");
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});

@@ -4,7 +4,8 @@
  * with close(). Segments go to the worker with the fewest in flight.
  */
 import { SEGMENT_BYTES } from "./segment.ts";
-import type { SegmentRequest, SegmentResponse } from "./worker.ts";
+import { hashWorkerUrl } from "./worker_source.ts";
+import type { SegmentRequest, SegmentResponse } from "./worker_source.ts";
 
 export interface HashPoolOptions {
   /** Number of Workers; default: the number of CPUs (at least 1, at most 8). */
@@ -79,7 +80,7 @@ export class HashWorkerPool {
 
   #start(): PooledWorker[] {
     return Array.from({ length: this.#size }, () => {
-      const worker = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });
+      const worker = new Worker(hashWorkerUrl(), { type: "module" });
       const pooled: PooledWorker = { worker, inFlight: 0 };
       worker.onmessage = (event: MessageEvent<SegmentResponse>) => {
         const pending = this.#pending.get(event.data.id);

@@ -3,17 +3,8 @@
  * payload bytes), whose tree is a complete subtree at level 15. Segments at
  * aligned offsets are independent, so any thread can hash them.
  */
-import type { CommpKernel } from "./kernel.ts";
 
 export const SEGMENT_CHUNKS = 8192;
 export const SEGMENT_BYTES = 127 * SEGMENT_CHUNKS;
 /** Tree level of a segment's root: log2(4 leaves per chunk * 8192 chunks). */
 export const SEGMENT_LEVEL = 15;
-
-/** Hashes one full segment (kernel.io must hold SEGMENT_BYTES) and returns its root. */
-export function hashSegment(kernel: CommpKernel): Uint8Array {
-  kernel.reset();
-  kernel.update(SEGMENT_CHUNKS);
-  kernel.finish(0, SEGMENT_LEVEL);
-  return kernel.io.slice(0, 32);
-}
