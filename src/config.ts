@@ -42,6 +42,8 @@ export interface Config {
   requireVerifiableCids: boolean;
   /** Workers that hash piece cids; 0 hashes on the main thread; null = one per CPU. */
   hashWorkers: number | null;
+  /** Memory for small pieces (≤ 64 KiB) served without touching the disk; 0 disables. */
+  smallPieceCacheBytes: number;
   logRequests: boolean;
 }
 
@@ -205,6 +207,14 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.hashWorkers = parseInteger(v, n, { min: 0, max: 64 }),
   },
   {
+    flag: "small-piece-cache",
+    env: "STORAGE_SMALL_PIECE_CACHE",
+    placeholder: "SIZE",
+    description: "Memory for pieces of at most 64 KiB served without disk access (0 = off)",
+    defaultText: "64MiB",
+    apply: (c, v, n) => c.smallPieceCacheBytes = v.trim() === "0" ? 0 : parseSize(v, n),
+  },
+  {
     flag: "shutdown-timeout",
     env: "STORAGE_SHUTDOWN_TIMEOUT",
     placeholder: "SECONDS",
@@ -299,6 +309,7 @@ function defaultConfig(): MutableConfig {
     signupsPerHour: 20,
     requireVerifiableCids: false,
     hashWorkers: null,
+    smallPieceCacheBytes: 64 * MIB,
     logRequests: true,
   };
 }

@@ -17,16 +17,46 @@ export function createJsonLogger(write: (line: string) => void): Logger {
   };
 }
 
-/** Logs to stderr, leaving stdout to the one "Listening on" line scripts wait for. */
-export function createStderrLogger(): Logger {
+export interface FlushableLogger extends Logger {
+  /** Writes out what is buffered (call before exiting). */
+  flush(): void;
+}
+
+/**
+ * Logs to stderr, leaving stdout to the one "Listening on" line scripts wait
+ * for. Lines are buffered and written in batches (every 50 ms, or at 64 KiB):
+ * a synchronous write per request would cost more than serving a small piece.
+ */
+export function createStderrLogger(): FlushableLogger {
   const encoder = new TextEncoder();
-  return createJsonLogger((line) => {
+  let buffer: string[] = [];
+  let bufferedChars = 0;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const flush = () => {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+    if (buffer.length === 0) return;
+    const text = buffer.join("");
+    buffer = [];
+    bufferedChars = 0;
     try {
-      Deno.stderr.writeSync(encoder.encode(line + "\n"));
+      const bytes = encoder.encode(text);
+      let offset = 0;
+      while (offset < bytes.length) offset += Deno.stderr.writeSync(bytes.subarray(offset));
     } catch {
       // A closed stderr must never take a request down with it.
     }
+  };
+  const logger = createJsonLogger((line) => {
+    buffer.push(line + "\n");
+    bufferedChars += line.length + 1;
+    if (bufferedChars >= 65536) flush();
+    else if (timer === null) {
+      timer = setTimeout(flush, 50);
+      Deno.unrefTimer(timer);
+    }
   });
+  return { ...logger, flush };
 }
 
 export const silentLogger: Logger = { info() {}, warn() {}, error() {} };

@@ -28,7 +28,7 @@ import { HashWorkerPool } from "./piece_cid/pool.ts";
 export interface StartServerOptions {
   config: Config;
   clock?: Clock;
-  logger?: Logger;
+  logger?: Logger & { flush?(): void };
 }
 
 export interface RunningServer {
@@ -134,11 +134,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const { aborted } = await app.drainUploads(opts.timeoutMs ?? config.shutdownTimeoutMs);
       if (aborted > 0) logger.warn("shutdown: aborted uploads still in flight", { aborted });
       stopWatchingKey();
+      app.close();
       hashPool?.close();
       // A client that holds an idle connection open must not hold the process hostage.
       const closed = await raceTimeout(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
       if (!closed) logger.warn("shutdown: connections still open, closing anyway");
       storage.db.close();
+      logger.flush?.();
     })();
 
   return { url, baseUrl, port: addr.port, app, store: storage.store, db: storage.db, shutdown };

@@ -223,3 +223,40 @@ Deno.test("logging: one line per request with method, route, status and ms, neve
   assertEquals(typeof line.ms, "number");
   assertEquals(JSON.stringify(server.logs).includes("secret-token"), false);
 });
+
+Deno.test("cache: a small piece served from memory has the same headers, HEAD and 304", async () => {
+  await withPiece(async (server) => {
+    const first = await server.get(`/p/${CID}`);
+    const firstBody = await first.text();
+    const second = await server.get(`/p/${CID}`);
+    assertEquals(await second.text(), firstBody);
+    for (const [name, value] of first.headers) {
+      if (name !== "date") assertEquals(second.headers.get(name), value, name);
+    }
+    const head = await server.get(`/p/${CID}`, { method: "HEAD" });
+    assertEquals([head.status, await head.text()], [200, ""]);
+    assertEquals(head.headers.get("content-length"), "14");
+    const notModified = await server.get(`/p/${CID}`, { headers: { "if-none-match": `"${CID}"` } });
+    assertEquals(notModified.status, 304);
+    assertEquals(notModified.headers.get("etag"), `"${CID}"`);
+    await notModified.body?.cancel();
+  }, { filename: "a.html" });
+});
+
+Deno.test("cache: a cached piece answers 503 once its store has gone (within a second)", async () => {
+  await withPiece(async (server) => {
+    await (await server.get(`/p/${CID}`)).body?.cancel(); // now cached
+    const pieces = `${server.dataDir}/pieces`;
+    await Deno.rename(pieces, `${pieces}-away`);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1300));
+      const response = await server.get(`/p/${CID}`);
+      assertEquals(response.status, 503);
+      assertEquals((await errorOf(response)).error, "storage_offline");
+    } finally {
+      await Deno.rename(`${pieces}-away`, pieces);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    assertEquals((await server.get(`/p/${CID}`)).status, 200);
+  });
+});

@@ -39,7 +39,8 @@ import type { DatabaseHealth } from "./health.ts";
 import { createPieceHandler } from "./pieces.ts";
 import { InFlight } from "./in_flight.ts";
 import { Router } from "./router.ts";
-import type { Route } from "./router.ts";
+import type { Route, RouteMatch } from "./router.ts";
+import { SmallPieceCache } from "../store/small_piece_cache.ts";
 import { createUploadHandler } from "./upload.ts";
 
 export interface AppDeps {
@@ -68,7 +69,12 @@ export interface App {
    * reservations released). Returns how many had to be aborted.
    */
   drainUploads(timeoutMs: number): Promise<{ aborted: number }>;
+  /** Stops the app's timers. */
+  close(): void;
 }
+
+/** How often the store's reachability is re-checked for the small-piece cache. */
+const REACHABILITY_INTERVAL_MS = 1000;
 
 export function createApp(deps: AppDeps): App {
   const catalog = new PieceCatalog({
@@ -81,6 +87,24 @@ export function createApp(deps: AppDeps): App {
     clock: deps.clock,
     usedBytes: (subject, day) => deps.records.usedBytes(subject, day),
   });
+  const cache = new SmallPieceCache({
+    maxPieceBytes: 64 * 1024,
+    maxTotalBytes: deps.config.smallPieceCacheBytes,
+  });
+  // Cached pieces bypass the store, so keep a cheap answer to "is it still there?".
+  let storeReachable = true;
+  const probeStore = () =>
+    deps.store.stat("reachabilityprobe").then(
+      () => storeReachable = true,
+      () => storeReachable = false,
+    );
+  const probeTimer = setInterval(probeStore, REACHABILITY_INTERVAL_MS);
+  Deno.unrefTimer(probeTimer);
+  const pieceRoute: Route = {
+    method: "GET",
+    path: "/p/:cid",
+    handler: createPieceHandler({ ...deps, catalog, cache, storeReachable: () => storeReachable }),
+  };
   const uploads = new InFlight();
   let draining = false;
   const uploadHandler = createUploadHandler({ ...deps, catalog, ledger });
@@ -102,7 +126,7 @@ export function createApp(deps: AppDeps): App {
         return uploads.track(async () => await uploadHandler(request, context));
       },
     },
-    { method: "GET", path: "/p/:cid", handler: createPieceHandler({ ...deps, catalog }) },
+    pieceRoute,
     {
       method: "POST",
       path: "/api/auth/signup",
@@ -172,7 +196,13 @@ export function createApp(deps: AppDeps): App {
       setRouteName("preflight");
       return preflightResponse();
     }
-    const match = router.match(request.method, url.pathname);
+    // Retrieval is the hot path: skip the route table for it.
+    const pathname = url.pathname;
+    const isRetrieval = (request.method === "GET" || request.method === "HEAD") &&
+      pathname.startsWith("/p/") && pathname.indexOf("/", 3) === -1;
+    const match: RouteMatch = isRetrieval
+      ? { kind: "found", route: pieceRoute, params: { cid: pathname.slice(3) } }
+      : router.match(request.method, pathname);
     if (match.kind === "not_found") {
       throw new ApiError("not_found", `No route for ${request.method} ${url.pathname}`);
     }
@@ -183,23 +213,31 @@ export function createApp(deps: AppDeps): App {
       });
     }
     setRouteName(match.route.path);
-    const address = resolveClientAddress(
-      info.remoteAddr.hostname,
-      request.headers.get("x-forwarded-for"),
-      deps.config.trustedProxies,
-    );
-    const clientKey = address ? clientKeyOf(address) : `peer:${info.remoteAddr.hostname}`;
+    let clientKey: string | null = null;
+    const clientKeyOfRequest = () => {
+      if (clientKey === null) {
+        const address = resolveClientAddress(
+          info.remoteAddr.hostname,
+          request.headers.get("x-forwarded-for"),
+          deps.config.trustedProxies,
+        );
+        clientKey = address ? clientKeyOf(address) : `peer:${info.remoteAddr.hostname}`;
+      }
+      return clientKey;
+    };
     let caller: Promise<Caller> | null = null;
     const context: RequestContext = {
       url,
       params: match.params,
-      clientKey,
+      get clientKey() {
+        return clientKeyOfRequest();
+      },
       signal: shutdown.signal,
       logFields,
       caller: () =>
         caller ??= deps.authenticator.authenticate(request, url).then((token) => {
           logFields.caller = token ? "token" : "sponsored";
-          return token ?? { kind: "sponsored", clientKey };
+          return token ?? { kind: "sponsored", clientKey: clientKeyOfRequest() };
         }),
     };
     const response = await match.route.handler(request, context);
@@ -237,6 +275,7 @@ export function createApp(deps: AppDeps): App {
     fetch,
     routes: router.routes,
     ledger,
+    close: () => clearInterval(probeTimer),
     async drainUploads(timeoutMs) {
       draining = true;
       let timer: ReturnType<typeof setTimeout> | undefined;

@@ -14,12 +14,17 @@ import { StoreError } from "../store/driver.ts";
 import type { PieceStore } from "../store/driver.ts";
 import type { Logger } from "../log.ts";
 import { contentDisposition } from "./upload_headers.ts";
+import { applyCorsHeaders } from "./cors.ts";
+import type { CachedPiece, SmallPieceCache } from "../store/small_piece_cache.ts";
 import type { Handler } from "./router.ts";
 
 export interface PieceDeps {
   store: PieceStore;
   catalog: PieceCatalog;
   logger: Logger;
+  cache: SmallPieceCache;
+  /** False while the store's root is known to be gone (checked every second). */
+  storeReachable(): boolean;
 }
 
 export function createPieceHandler(deps: PieceDeps): Handler {
@@ -28,6 +33,8 @@ export function createPieceHandler(deps: PieceDeps): Handler {
     if (cid === null) {
       throw new ApiError("invalid_cid", "cid must be 8 to 80 letters or digits");
     }
+    const cached = deps.cache.get(cid);
+    if (cached && deps.storeReachable()) return cachedResponse(request, cached, cid);
     const piece = deps.catalog.getPiece(cid);
     if (piece === null) {
       // Tell "not stored" from "cannot look": the store says offline if it is.
@@ -47,8 +54,28 @@ export function createPieceHandler(deps: PieceDeps): Handler {
     }
     const opened = await mustExist(deps, cid, () => deps.store.open(cid));
     context.logFields.bytesOut = opened.size;
+    if (deps.cache.accepts(opened.size)) {
+      const bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
+      if (bytes.byteLength !== piece.size) {
+        throw new ApiError("internal_error", `Piece ${cid} has ${bytes.byteLength} bytes on disk`);
+      }
+      applyCorsHeaders(headers);
+      const entry = { bytes, headers: [...headers] };
+      deps.cache.set(cid, entry);
+      return cachedResponse(request, entry, cid);
+    }
     return new Response(opened.body, { status: 200, headers });
   };
+}
+
+function cachedResponse(request: Request, cached: CachedPiece, cid: string): Response {
+  if (matchesEtag(request.headers.get("if-none-match"), cid)) {
+    const headers = new Headers(cached.headers);
+    headers.delete("content-length");
+    return new Response(null, { status: 304, headers });
+  }
+  const body = request.method === "HEAD" ? null : cached.bytes;
+  return new Response(body, { status: 200, headers: cached.headers as [string, string][] });
 }
 
 function pieceHeaders(piece: PieceRecord, source: string): Headers {
