@@ -1,18 +1,24 @@
 /**
- * deno task bench — throughput and memory of the real service, started with
- * the start task's permission flags on a temp data dir. Prints a table and
- * writes bench-results/latest.json. Talks only to 127.0.0.1 and stops what
- * it started.
+ * deno task bench — the service against baselines measured in the same run.
  *
- * Figures (medians of --runs runs):
- *   upload 100 MiB (sponsored, opaque cid)   MiB/s
- *   retrieve 100 MiB                          MiB/s
- *   retrieve 1 KiB, 64 concurrent fetches     req/s for --seconds
- *   1 GiB in and out                          RSS growth (memory_check.ts)
+ * Contenders: the service (main.ts with the start task's permission flags, on a
+ * temp data dir), a bare Deno.serve (file streaming; body-to-file with fsync),
+ * and nginx (sendfile; DAV PUT) when installed. Runs alternate A B C A B C so
+ * machine noise hits every contender alike; each figure is a median with min
+ * and max, and every target is a ratio to a baseline from this same run.
+ * Prints a table and writes bench-results/latest.json. Talks only to
+ * 127.0.0.1 and stops everything it started, by PID.
+ *
+ *   deno task bench [--runs 3] [--seconds 10] [--big-gib 1] [--quick]
  */
-import { spawnServer, streamUpload } from "./lib/spawn_server.ts";
-import { runMemoryCheck } from "./memory_check.ts";
+import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
+import type { SpawnedServer } from "./lib/spawn_server.ts";
+import { startBareDeno, startNginx } from "./lib/baselines.ts";
+import type { Baseline } from "./lib/baselines.ts";
+import { runWrk, UPLOAD_SCRIPT, wrkAvailable } from "./lib/wrk.ts";
 import { benchPieceCid, summarize } from "./bench_piece_cid.ts";
+import type { Summary } from "./bench_piece_cid.ts";
+import { runMemoryCheck } from "./memory_check.ts";
 import { PieceHasher } from "../src/piece_cid/hasher.ts";
 import { pieceCidV2 } from "../src/piece_cid/cid.ts";
 
@@ -22,114 +28,286 @@ function flag(name: string, fallback: string): string {
   const i = Deno.args.indexOf(name);
   return i === -1 ? fallback : Deno.args[i + 1];
 }
+const quick = Deno.args.includes("--quick");
+const runs = Number(flag("--runs", quick ? "2" : "3"));
+const loadSeconds = Number(flag("--seconds", quick ? "3" : "10"));
+const bigGiB = Number(flag("--big-gib", quick ? "0.25" : "1"));
 
-const runs = Number(flag("--runs", "3"));
-const loadSeconds = Number(flag("--seconds", "5"));
-const memoryMiB = Number(flag("--memory-mib", "1024"));
+type Contender = { name: string; url: string };
+const results: Record<string, unknown> = {
+  date: new Date().toISOString(),
+  machine: `${navigator.hardwareConcurrency} CPUs, Deno ${Deno.version.deno}, ${Deno.build.target}`,
+  runs,
+  loadSeconds,
+};
+const ratios: Record<string, { value: number; target: string; met: boolean }> = {};
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+function ratio(name: string, value: number, target: number) {
+  const rounded = Math.round(value * 100) / 100;
+  ratios[name] = { value: rounded, target: `>= ${target}`, met: rounded >= target };
 }
 
-const summary = summarize;
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await fn();
+  return (performance.now() - start) / 1000;
+}
 
-async function loadSmallRetrievals(url: string, seconds: number, connections: number) {
-  const deadline = performance.now() + seconds * 1000;
-  const latencies: number[] = [];
-  let errors = 0;
-  await Promise.all(Array.from({ length: connections }, async () => {
-    while (performance.now() < deadline) {
-      const start = performance.now();
-      const response = await fetch(url);
-      await response.arrayBuffer();
-      if (response.status !== 200) errors++;
-      latencies.push(performance.now() - start);
+async function download(url: string): Promise<number> {
+  const response = await fetch(url);
+  let bytes = 0;
+  for await (const chunk of response.body!) bytes += chunk.byteLength;
+  if (response.status !== 200) throw new Error(`GET ${url}: ${response.status}`);
+  return bytes;
+}
+
+/** Samples a process's RSS every 50 ms until stopped; returns the peak in MiB. */
+function sampleRss(pid: number): { stop(): Promise<number> } {
+  let peak = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      peak = Math.max(peak, (await rssBytes(pid)) ?? 0);
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
-  }));
-  latencies.sort((a, b) => a - b);
+  })();
   return {
-    requestsPerSecond: latencies.length / seconds,
-    p99Ms: latencies[Math.floor(latencies.length * 0.99)] ?? 0,
-    errors,
+    async stop() {
+      running = false;
+      await loop;
+      return Math.round((peak / MIB) * 10) / 10;
+    },
   };
 }
 
-const dataDir = await Deno.makeTempDir({ prefix: "storage-bench-" });
-const results: Record<string, unknown> = { date: new Date().toISOString(), runs };
-try {
-  await using server = await spawnServer(dataDir, [
-    "--sponsored-daily-cap",
-    "100GiB",
-    "--log-requests",
-    "false",
-  ]);
-  const chunk = new Uint8Array(MIB);
-  crypto.getRandomValues(chunk.subarray(0, 65536));
-  const uploads: number[] = [];
-  const verifiedUploads: number[] = [];
-  const downloads: number[] = [];
+function cidOf(chunk: Uint8Array, count: number): string {
+  const hasher = new PieceHasher();
+  for (let i = 0; i < count; i++) hasher.update(chunk);
+  const d = hasher.digest();
+  return pieceCidV2(d.root, d.height, d.padding);
+}
+
+async function uploadsOf100MiB(service: SpawnedServer, baselines: Baseline[], chunk: Uint8Array) {
+  const series: Record<string, number[]> = { "service, opaque cid": [], "service, PieceCIDv2": [] };
+  for (const b of baselines) series[b.name] = [];
   for (let run = 0; run < runs; run++) {
-    // A: opaque cid (stored as given). B: PieceCIDv2 (verified while streaming).
-    // Each run's payload differs (its first byte), so neither is a dedupe.
-    chunk[0] = run;
-    const cid = `benchupload${run}x`;
-    const start = performance.now();
-    const upload = await streamUpload({ url: server.url, cid, size: 100 * MIB, chunk });
-    if (upload.status !== 200) throw new Error(`upload failed: ${upload.body}`);
-    uploads.push(100 / ((performance.now() - start) / 1000));
-
-    chunk[0] = 100 + run;
-    const hasher = new PieceHasher();
-    for (let i = 0; i < 100; i++) hasher.update(chunk);
-    const d = hasher.digest();
-    const verifiedCid = pieceCidV2(d.root, d.height, d.padding);
-    const verifiedStart = performance.now();
-    const verified = await streamUpload({
-      url: server.url,
-      cid: verifiedCid,
-      size: 100 * MIB,
-      chunk,
+    chunk[0] = run; // every run uploads new bytes: no dedupe
+    const opaque = await timed(async () => {
+      const r = await streamUpload({
+        url: service.url,
+        cid: `benchup${run}x`,
+        size: 100 * MIB,
+        chunk,
+      });
+      if (r.status !== 200) throw new Error(r.body);
     });
-    if (verified.status !== 200) throw new Error(`verified upload failed: ${verified.body}`);
-    verifiedUploads.push(100 / ((performance.now() - verifiedStart) / 1000));
-
-    const getStart = performance.now();
-    const response = await fetch(`${server.url}/p/${cid}`);
-    for await (const _ of response.body!) { /* discard */ }
-    downloads.push(100 / ((performance.now() - getStart) / 1000));
+    series["service, opaque cid"].push(100 / opaque);
+    for (const b of baselines) {
+      const { method, path } = b.upload(`up${run}`);
+      series[b.name].push(
+        100 / await timed(async () => {
+          const r = await streamUpload({ url: b.url, path, method, size: 100 * MIB, chunk });
+          if (r.status >= 300) throw new Error(`${b.name}: ${r.status} ${r.body}`);
+        }),
+      );
+    }
+    chunk[0] = 100 + run;
+    const cid = cidOf(chunk, 100);
+    series["service, PieceCIDv2"].push(
+      100 / await timed(async () => {
+        const r = await streamUpload({ url: service.url, cid, size: 100 * MIB, chunk });
+        if (r.status !== 200) throw new Error(r.body);
+      }),
+    );
   }
-  results.upload100MiB_MiBps = summary(uploads);
-  results.uploadVerifiedPieceCidV2_100MiB_MiBps = summary(verifiedUploads);
-  results.verifiedVsUnverified = Math.round(median(verifiedUploads) / median(uploads) * 100) / 100;
-  results.retrieve100MiB_MiBps = summary(downloads);
-
-  await streamUpload({ url: server.url, cid: "benchsmall01", size: 1024, chunk });
-  const small = await loadSmallRetrievals(`${server.url}/p/benchsmall01`, loadSeconds, 64);
-  results.retrieve1KiB = {
-    connections: 64,
-    seconds: loadSeconds,
-    client: "Deno fetch (in-process load generator)",
-    requestsPerSecond: Math.round(small.requestsPerSecond),
-    p99Ms: Math.round(small.p99Ms * 10) / 10,
-    errors: small.errors,
-  };
-} finally {
-  await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+  const out = Object.fromEntries(Object.entries(series).map(([k, v]) => [k, summarize(v)]));
+  const bare = out["bare Deno.serve"].median;
+  ratio("upload 100 MiB opaque / bare Deno", out["service, opaque cid"].median / bare, 0.9);
+  ratio("upload 100 MiB PieceCIDv2 / bare Deno", out["service, PieceCIDv2"].median / bare, 0.5);
+  return out;
 }
-results.pieceCid100MiB = await benchPieceCid(runs);
-results.memory = await runMemoryCheck(memoryMiB);
 
-console.table({
-  "upload 100 MiB, opaque cid (MiB/s)": results.upload100MiB_MiBps,
-  "upload 100 MiB, PieceCIDv2 verified (MiB/s)": results.uploadVerifiedPieceCidV2_100MiB_MiBps,
-  "retrieve 100 MiB (MiB/s)": results.retrieve100MiB_MiBps,
-});
-console.log("verified / unverified upload:", results.verifiedVsUnverified);
-console.log("PieceCIDv2 of 100 MiB in memory:", results.pieceCid100MiB);
-console.log("retrieve 1 KiB under load:", results.retrieve1KiB);
-console.log("memory:", results.memory);
+async function retrievalsOf100MiB(contenders: Contender[], parallel: number) {
+  const series: Record<string, number[]> = {};
+  for (const c of contenders) series[c.name] = [];
+  for (let run = 0; run < runs; run++) {
+    for (const c of contenders) {
+      const seconds = await timed(() =>
+        Promise.all(Array.from({ length: parallel }, () => download(c.url)))
+      );
+      series[c.name].push((100 * parallel) / seconds);
+    }
+  }
+  return Object.fromEntries(Object.entries(series).map(([k, v]) => [k, summarize(v)]));
+}
+
+async function smallRetrievalLoad(contenders: Contender[]) {
+  const series: Record<string, { rps: number[]; p99: number[]; errors: number }> = {};
+  for (const c of contenders) series[c.name] = { rps: [], p99: [], errors: 0 };
+  for (let round = 0; round < 2; round++) {
+    for (const c of contenders) {
+      const r = await runWrk({ url: c.url, connections: 64, seconds: loadSeconds });
+      series[c.name].rps.push(r.requestsPerSecond);
+      series[c.name].p99.push(r.p99Ms);
+      series[c.name].errors += r.non2xx + r.socketErrors;
+    }
+  }
+  return Object.fromEntries(
+    Object.entries(series).map((
+      [k, v],
+    ) => [k, { requestsPerSecond: summarize(v.rps), p99Ms: summarize(v.p99), errors: v.errors }]),
+  );
+}
+
+async function smallUploadLoad(service: SpawnedServer, token: string) {
+  const series: Record<string, { rps: number[]; p99: number[]; errors: number }> = {
+    sponsored: { rps: [], p99: [], errors: 0 },
+    token: { rps: [], p99: [], errors: 0 },
+  };
+  for (let round = 0; round < 2; round++) {
+    for (const [name, bearer] of [["sponsored", ""], ["token", token]]) {
+      const r = await runWrk({
+        url: service.url,
+        connections: 64,
+        seconds: loadSeconds,
+        script: UPLOAD_SCRIPT,
+        env: { BENCH_TOKEN: bearer, BENCH_PREFIX: `w${name[0]}${round}` },
+      });
+      series[name].rps.push(r.requestsPerSecond);
+      series[name].p99.push(r.p99Ms);
+      series[name].errors += r.non2xx + r.socketErrors;
+    }
+  }
+  return Object.fromEntries(
+    Object.entries(series).map((
+      [k, v],
+    ) => [k, { uploadsPerSecond: summarize(v.rps), p99Ms: summarize(v.p99), errors: v.errors }]),
+  );
+}
+
+async function bigTransfers(service: SpawnedServer, chunk: Uint8Array) {
+  const size = Math.round(bigGiB * 1024) * MIB;
+  const sampler = sampleRss(service.process.pid);
+  const baseline = Math.round(((await rssBytes(service.process.pid)) ?? 0) / MIB * 10) / 10;
+  const uploadSeconds = await timed(() =>
+    Promise.all(Array.from({ length: 8 }, async (_, i) => {
+      const r = await streamUpload({ url: service.url, cid: `benchbig${i}x`, size, chunk });
+      if (r.status !== 200) throw new Error(r.body);
+    }))
+  );
+  const downloadSeconds = await timed(() =>
+    Promise.all(Array.from({ length: 8 }, (_, i) => download(`${service.url}/p/benchbig${i}x`)))
+  );
+  const peak = await sampler.stop();
+  return {
+    transfers: `8 x ${size / MIB} MiB up, then 8 x ${size / MIB} MiB down, concurrently`,
+    rssBeforeMiB: baseline,
+    peakRssMiB: peak,
+    uploadMiBps: Math.round((8 * size / MIB) / uploadSeconds),
+    downloadMiBps: Math.round((8 * size / MIB) / downloadSeconds),
+  };
+}
+
+const serviceDir = await Deno.makeTempDir({ prefix: "bench-service-" });
+const baseDir = await Deno.makeTempDir({ prefix: "bench-files-" });
+try {
+  await using service = await spawnServer(serviceDir, [
+    "--sponsored-max-file-size",
+    "8GiB",
+    "--sponsored-daily-cap",
+    "1000GiB",
+    "--token-daily-cap",
+    "1000GiB",
+    "--signup-limit",
+    "1000",
+  ]);
+  await using bare = await startBareDeno(baseDir);
+  const nginx = await startNginx(baseDir);
+  try {
+    if (!nginx) console.log("nginx is not installed: its columns are skipped");
+    const baselines = nginx ? [bare, nginx] : [bare];
+    const chunk = new Uint8Array(MIB);
+    for (let i = 0; i < chunk.length; i++) chunk[i] = (i * 31 + 7) & 0xff;
+
+    // Files every contender serves: 100 MiB and 1 KiB.
+    const big = new Uint8Array(100 * MIB);
+    for (let i = 0; i < 100; i++) big.set(chunk, i * MIB);
+    await Deno.writeFile(`${baseDir}/big`, big);
+    await Deno.writeFile(`${baseDir}/small`, chunk.subarray(0, 1024));
+    await streamUpload({ url: service.url, cid: "benchbigpiece1", size: 100 * MIB, chunk });
+    await streamUpload({ url: service.url, cid: "benchsmallpiece", size: 1024, chunk });
+
+    console.log("1/6 uploads of 100 MiB");
+    results.upload100MiB_MiBps = await uploadsOf100MiB(service, baselines, chunk);
+
+    console.log("2/6 retrievals of 100 MiB");
+    const bigGets: Contender[] = [
+      { name: "service", url: `${service.url}/p/benchbigpiece1` },
+      ...baselines.map((b) => ({ name: b.name, url: `${b.url}${b.getPath("big")}` })),
+    ];
+    const one = await retrievalsOf100MiB(bigGets, 1);
+    const four = await retrievalsOf100MiB(bigGets, 4);
+    results.retrieve100MiB_oneClient_MiBps = one;
+    results.retrieve100MiB_fourClients_MiBps = four;
+    ratio("retrieve 100 MiB / bare Deno", one.service.median / one["bare Deno.serve"].median, 0.9);
+    ratio(
+      "retrieve 100 MiB x4 / bare Deno",
+      four.service.median / four["bare Deno.serve"].median,
+      0.9,
+    );
+
+    if (wrkAvailable()) {
+      console.log("3/6 1 KiB retrievals under load (wrk, 64 connections)");
+      const small = await smallRetrievalLoad([
+        { name: "service", url: `${service.url}/p/benchsmallpiece` },
+        ...baselines.map((b) => ({ name: b.name, url: `${b.url}${b.getPath("small")}` })),
+      ]);
+      results.retrieve1KiB_wrk = small;
+      const rps = (name: string) =>
+        (small[name] as { requestsPerSecond: Summary }).requestsPerSecond.median;
+      ratio("retrieve 1 KiB req/s / bare Deno", rps("service") / rps("bare Deno.serve"), 4);
+      if (nginx) ratio("retrieve 1 KiB req/s / nginx", rps("service") / rps("nginx"), 0);
+
+      console.log("4/6 1 KiB uploads under load (wrk), sponsored vs token");
+      const signup = await fetch(`${service.url}/api/auth/signup`, {
+        method: "POST",
+        body: JSON.stringify({ email: "bench@example.org", label: "bench", quotaMb: 1024000 }),
+      });
+      const { token } = await signup.json();
+      const uploads = await smallUploadLoad(service, token);
+      results.upload1KiB_wrk = uploads;
+      const ups = (name: string) =>
+        (uploads[name] as { uploadsPerSecond: Summary }).uploadsPerSecond.median;
+      ratio("token 1 KiB uploads/s / sponsored", ups("token") / ups("sponsored"), 0.8);
+    } else {
+      console.log("wrk is not installed: load workloads 3 and 4 skipped (apt-get install wrk)");
+    }
+
+    console.log(`5/6 8 concurrent ${bigGiB} GiB uploads and downloads (service RSS)`);
+    const transfers = await bigTransfers(service, chunk);
+    results.bigTransfers = transfers;
+    ratios["peak RSS during big transfers (MiB)"] = {
+      value: transfers.peakRssMiB,
+      target: "< 300",
+      met: transfers.peakRssMiB < 300,
+    };
+  } finally {
+    await nginx?.[Symbol.asyncDispose]();
+  }
+} finally {
+  await Deno.remove(serviceDir, { recursive: true }).catch(() => {});
+  await Deno.remove(baseDir, { recursive: true }).catch(() => {});
+}
+
+console.log("6/6 PieceCIDv2 in memory, and 1 GiB memory check");
+results.pieceCid100MiB = await benchPieceCid(runs);
+results.memory = await runMemoryCheck(Math.round(bigGiB * 1024));
+results.ratios = ratios;
+
+console.log(JSON.stringify(results, null, 2));
+console.table(
+  Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, { ...v }])),
+);
 await Deno.mkdir("bench-results", { recursive: true });
 await Deno.writeTextFile("bench-results/latest.json", JSON.stringify(results, null, 2) + "\n");
 console.log("wrote bench-results/latest.json");

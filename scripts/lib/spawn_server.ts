@@ -95,16 +95,20 @@ export async function rssBytes(pid: number): Promise<number | null> {
  */
 export async function streamUpload(options: {
   url: string;
-  cid: string;
+  /** The service's upload of this cid, unless `path` says otherwise. */
+  cid?: string;
+  path?: string;
+  method?: string;
   size: number;
   chunk: Uint8Array;
   headers?: Record<string, string>;
 }): Promise<{ status: number; body: string }> {
-  const target = new URL(`${options.url}/api/upload?cid=${options.cid}`);
+  const target = new URL(`${options.url}${options.path ?? `/api/upload?cid=${options.cid}`}`);
   const conn = await Deno.connect({ hostname: target.hostname, port: Number(target.port) });
   try {
     const extra = Object.entries(options.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join("");
-    const head = `POST ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${target.host}\r\n` +
+    const head = `${options.method ?? "POST"} ${target.pathname}${target.search} HTTP/1.1\r\n` +
+      `Host: ${target.host}\r\n` +
       `Content-Type: application/octet-stream\r\nContent-Length: ${options.size}\r\n` +
       `Connection: close\r\n${extra}\r\n`;
     await writeAll(conn, new TextEncoder().encode(head));
