@@ -24,6 +24,18 @@ export function createHealthHandler(deps: HealthDeps): Handler {
       status: ok ? "ok" : "degraded",
       storage: { ok: storage.ok, source: deps.store.source, detail: storage.detail },
       database,
+      memory: memoryMiB(),
     });
+  };
+}
+
+function memoryMiB(): Record<string, number> {
+  const usage = Deno.memoryUsage();
+  const mib = (n: number) => Math.round((n / 1048576) * 10) / 10;
+  return {
+    rssMiB: mib(usage.rss),
+    heapUsedMiB: mib(usage.heapUsed),
+    heapTotalMiB: mib(usage.heapTotal),
+    externalMiB: mib(usage.external),
   };
 }

@@ -6,7 +6,8 @@
  *
  * A chunk from `next()` is valid only until the following `next()` call.
  */
-const BUFFER_BYTES = 1 << 20;
+const MAX_BUFFER_BYTES = 1 << 20;
+const MIN_BUFFER_BYTES = 16 << 10;
 
 export interface ChunkReader {
   /** The next chunk, or null at the end of the stream. */
@@ -15,7 +16,14 @@ export interface ChunkReader {
   release(): void;
 }
 
-export function createChunkReader(stream: ReadableStream<Uint8Array>): ChunkReader {
+/**
+ * @param expectedBytes how much the stream will deliver, when known: the buffer
+ *   is never larger than needed (a 1 KiB upload must not pin 1 MiB).
+ */
+export function createChunkReader(
+  stream: ReadableStream<Uint8Array>,
+  expectedBytes = MAX_BUFFER_BYTES,
+): ChunkReader {
   let byob: ReadableStreamBYOBReader | null = null;
   try {
     byob = stream.getReader({ mode: "byob" });
@@ -34,7 +42,8 @@ export function createChunkReader(stream: ReadableStream<Uint8Array>): ChunkRead
     };
   }
   const reader = byob;
-  let buffer: ArrayBuffer = new ArrayBuffer(BUFFER_BYTES);
+  const size = Math.max(MIN_BUFFER_BYTES, Math.min(MAX_BUFFER_BYTES, expectedBytes));
+  let buffer: ArrayBuffer = new ArrayBuffer(size);
   return {
     next: async () => {
       const { done, value } = await reader.read(new Uint8Array(buffer));

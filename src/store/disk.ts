@@ -86,7 +86,7 @@ export class DiskStore implements PieceStore {
     const hash = createHash("sha256");
     let size = 0;
     try {
-      const reader = createChunkReader(body);
+      const reader = createChunkReader(body, options.expectedBytes);
       const onAbort = () => reader.cancel(options.signal?.reason).catch(() => {});
       options.signal?.addEventListener("abort", onAbort, { once: true });
       try {
@@ -107,10 +107,17 @@ export class DiskStore implements PieceStore {
           if (size > options.expectedBytes) {
             throw new StoreError("long_body", "Cannot store upload: more bytes than declared");
           }
-          hash.update(chunk);
-          const inspected = options.onChunk?.(chunk);
+          // Start the write (it runs on Deno's I/O threads), then hash and inspect the
+          // same bytes while it is in flight. The buffer is reused only after both.
+          const writing = writeAll(file, chunk);
+          let inspected: Promise<void> | undefined;
+          try {
+            hash.update(chunk);
+            inspected = options.onChunk?.(chunk);
+          } finally {
+            await writing;
+          }
           if (inspected) await inspected;
-          await writeAll(file, chunk);
         }
       } finally {
         options.signal?.removeEventListener("abort", onAbort);
