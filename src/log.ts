@@ -3,6 +3,8 @@ export type LogFields = Record<string, string | number | boolean | null | undefi
 
 export interface Logger {
   info(message: string, fields?: LogFields): void;
+  /** A line already serialised as one JSON object (for hot paths); `time` is prepended. */
+  raw?(jsonFieldsWithoutBraces: string): void;
   warn(message: string, fields?: LogFields): void;
   error(message: string, fields?: LogFields): void;
 }
@@ -14,6 +16,7 @@ export function createJsonLogger(write: (line: string) => void): Logger {
     info: (m, f) => emit("info", m, f),
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
+    raw: (fields) => write(`{"time":"${new Date().toISOString()}",${fields}}`),
   };
 }
 
@@ -59,4 +62,4 @@ export function createStderrLogger(): FlushableLogger {
   return { ...logger, flush };
 }
 
-export const silentLogger: Logger = { info() {}, warn() {}, error() {} };
+export const silentLogger: Logger = { info() {}, warn() {}, error() {}, raw() {} };

@@ -36,7 +36,7 @@ import { applyCorsHeaders, preflightResponse } from "./cors.ts";
 import type { RequestContext } from "./context.ts";
 import { createHealthHandler } from "./health.ts";
 import type { DatabaseHealth } from "./health.ts";
-import { createPieceHandler } from "./pieces.ts";
+import { createPieceHandler, serveCachedPiece } from "./pieces.ts";
 import { InFlight } from "./in_flight.ts";
 import { Router } from "./router.ts";
 import type { Route, RouteMatch } from "./router.ts";
@@ -60,7 +60,7 @@ export interface AppDeps {
 }
 
 export interface App {
-  fetch(request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>): Promise<Response>;
+  fetch(request: Request, info: Deno.ServeHandlerInfo<Deno.NetAddr>): Response | Promise<Response>;
   readonly routes: readonly Route[];
   readonly ledger: DailyCapLedger;
   /**
@@ -155,11 +155,31 @@ export function createApp(deps: AppDeps): App {
   ]);
   const shutdown = new AbortController();
 
-  async function fetch(
+  const pieceDeps = { cache, storeReachable: () => storeReachable };
+
+  /** Synchronous for cached pieces (no Promise per request); everything else goes on. */
+  function fetch(
     request: Request,
     info: Deno.ServeHandlerInfo<Deno.NetAddr>,
-  ): Promise<Response> {
+  ): Response | Promise<Response> {
     const started = performance.now();
+    const cached = draining ? null : serveCachedPiece(request, pieceDeps);
+    if (cached === null) return handle(request, info, started);
+    if (deps.config.logRequests) {
+      const ms = Math.round((performance.now() - started) * 100) / 100;
+      const line = `"level":"info","msg":"request","method":"GET","route":"/p/:cid","status":200,` +
+        `"ms":${ms},"cached":true`;
+      if (deps.logger.raw) deps.logger.raw(line);
+      else deps.logger.info("request", JSON.parse(`{${line}}`));
+    }
+    return cached;
+  }
+
+  async function handle(
+    request: Request,
+    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+    started: number,
+  ): Promise<Response> {
     const url = new URL(request.url);
     const logFields: RequestContext["logFields"] = {};
     let routeName = "unmatched";

@@ -121,3 +121,27 @@ async function mustExist<T>(deps: PieceDeps, cid: string, read: () => Promise<T 
 function offline(): ApiError {
   return new ApiError("storage_offline", "Storage backend is offline; try again later");
 }
+
+/**
+ * The hot path of the whole service: a plain GET of a cached piece, answered
+ * before the generic pipeline runs (no URL object, no header edits: the cached
+ * headers already include CORS). Returns null whenever anything is unusual
+ * (a query string, a conditional request, HEAD), and the normal path decides.
+ */
+export function serveCachedPiece(
+  request: Request,
+  deps: Pick<PieceDeps, "cache" | "storeReachable">,
+): Response | null {
+  if (request.method !== "GET") return null;
+  const url = request.url;
+  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+  if (url.startsWith("/p/", pathStart) === false) return null;
+  const cidText = url.slice(pathStart + 3);
+  if (cidText.includes("/") || cidText.includes("?") || request.headers.has("if-none-match")) {
+    return null;
+  }
+  const cid = normalizeCid(cidText);
+  const cached = cid === null ? undefined : deps.cache.get(cid);
+  if (!cached || !deps.storeReachable()) return null;
+  return new Response(cached.bytes, { status: 200, headers: cached.headers as [string, string][] });
+}
