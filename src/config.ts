@@ -44,6 +44,10 @@ export interface Config {
   hashWorkers: number | null;
   /** Memory for small pieces (≤ 64 KiB) served without touching the disk; 0 disables. */
   smallPieceCacheBytes: number;
+  /** An upload whose body sends nothing for this long is abandoned (408). */
+  bodyIdleTimeoutMs: number;
+  /** How long a write waits for SQLite's lock before answering 503. */
+  dbBusyTimeoutMs: number;
   logRequests: boolean;
 }
 
@@ -215,6 +219,22 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.smallPieceCacheBytes = v.trim() === "0" ? 0 : parseSize(v, n),
   },
   {
+    flag: "body-idle-timeout",
+    env: "STORAGE_BODY_IDLE_TIMEOUT",
+    placeholder: "SECONDS",
+    description: "Abandon an upload whose body sends nothing for this long (408)",
+    defaultText: "30",
+    apply: (c, v, n) => c.bodyIdleTimeoutMs = parseInteger(v, n, { min: 1, max: 86400 }) * 1000,
+  },
+  {
+    flag: "db-busy-timeout",
+    env: "STORAGE_DB_BUSY_TIMEOUT",
+    placeholder: "MS",
+    description: "How long a database write waits for a lock before answering 503",
+    defaultText: "5000",
+    apply: (c, v, n) => c.dbBusyTimeoutMs = parseInteger(v, n, { min: 0, max: 600_000 }),
+  },
+  {
     flag: "shutdown-timeout",
     env: "STORAGE_SHUTDOWN_TIMEOUT",
     placeholder: "SECONDS",
@@ -310,6 +330,8 @@ function defaultConfig(): MutableConfig {
     requireVerifiableCids: false,
     hashWorkers: null,
     smallPieceCacheBytes: 64 * MIB,
+    bodyIdleTimeoutMs: 30_000,
+    dbBusyTimeoutMs: 5_000,
     logRequests: true,
   };
 }

@@ -26,6 +26,7 @@ export const ERROR_STATUS = {
   insufficient_scope: 403,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   cid_conflict: 409,
   length_required: 411,
   too_large: 413,

@@ -176,7 +176,7 @@ async function prepareStorage(config: Config, logger: Logger): Promise<Storage> 
   try {
     const store = await DiskStore.create({ root: piecesDir });
     const dbPath = joinPath(dataDir, DATABASE_FILE);
-    const db = openDatabase({ path: dbPath });
+    const db = openDatabase({ path: dbPath, busyTimeoutMs: config.dbBusyTimeoutMs });
     try {
       const keys = await HmacKeyRing.open({
         path: keyFilePath({ dataDir, keyFile: config.hmacKeyFile }),

@@ -14,12 +14,14 @@ export interface OpenDatabaseOptions {
   /** File path, or ":memory:" when no data directory is bound. */
   path: string;
   migrations?: readonly Migration[];
+  /** How long a statement waits for another connection's lock (SQLITE_BUSY after). */
+  busyTimeoutMs?: number;
 }
 
 export function openDatabase(options: OpenDatabaseOptions): Database {
   const db = new DatabaseSync(options.path);
   try {
-    db.exec("PRAGMA busy_timeout = 5000");
+    db.exec(`PRAGMA busy_timeout = ${Math.floor(options.busyTimeoutMs ?? 5000)}`);
     if (options.path !== ":memory:") db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = FULL");
     db.exec("PRAGMA foreign_keys = ON");
@@ -57,4 +59,12 @@ export function transaction<T>(db: Database, fn: () => T): T {
     if (db.isTransaction) db.exec("ROLLBACK");
     throw error;
   }
+}
+
+/** True for SQLite's "database is locked/busy" errors (another connection holds a lock). */
+export function isDatabaseBusy(error: unknown): boolean {
+  const e = error as { errcode?: number; message?: string } | null;
+  // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes in the high byte.
+  const primary = typeof e?.errcode === "number" ? e.errcode & 0xff : -1;
+  return primary === 5 || primary === 6 || /database is (locked|busy)/i.test(e?.message ?? "");
 }

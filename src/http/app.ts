@@ -12,6 +12,7 @@ import type { Authenticator, Caller } from "../auth/caller.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { Records } from "../db/records.ts";
+import { isDatabaseBusy } from "../db/database.ts";
 import type { TokenRecords } from "../db/token_records.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import { MIB } from "../limits/tiers.ts";
@@ -278,6 +279,15 @@ export function createApp(deps: AppDeps): App {
         });
       }
       return errorResponse(error, request.method);
+    }
+    if (isDatabaseBusy(error)) {
+      deps.logger.warn("database busy", { route: routeName });
+      return errorResponse(
+        new ApiError("storage_offline", "The database is busy; retry in a moment", {
+          headers: { "retry-after": "1" },
+        }),
+        request.method,
+      );
     }
     // Anything we did not anticipate is our bug: log it whole, answer 500, never 400.
     deps.logger.error("unhandled error", {

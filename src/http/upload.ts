@@ -98,6 +98,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       const staged = await stageBody(deps.store, request, {
         expectedBytes: length,
         signal: context.signal,
+        idleTimeoutMs: deps.config.bodyIdleTimeoutMs,
         onChunk: verifier ? (chunk) => verifier.onChunk(chunk) : undefined,
       });
       if (verifier && !await verifier.matches(staged.sha256)) {
@@ -160,6 +161,11 @@ function toApiError(error: unknown): unknown {
     case "rejected":
       return new ApiError("stage_failed", "Storage rejected the upload; nothing was stored", {
         cause: error,
+      });
+    case "stalled":
+      return new ApiError("request_timeout", "The body stalled; nothing was stored", {
+        cause: error,
+        headers: { connection: "close" },
       });
     case "short_body":
     case "long_body":

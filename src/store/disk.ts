@@ -9,6 +9,7 @@
 import { createHash } from "node:crypto";
 import { assertSafeKey, joinPath, shardOf, TEMP_DIR, TEMP_SUFFIX } from "./paths.ts";
 import { createChunkReader } from "./chunk_reader.ts";
+import type { ChunkReader } from "./chunk_reader.ts";
 import { StoreError } from "./driver.ts";
 import type { OpenedPiece, PieceStore, StagedPiece, StageOptions, StoreHealth } from "./driver.ts";
 
@@ -96,8 +97,9 @@ export class DiskStore implements PieceStore {
         while (true) {
           let chunk: Uint8Array | null;
           try {
-            chunk = await reader.next();
+            chunk = await nextWithin(reader, options.idleTimeoutMs);
           } catch (error) {
+            if (error instanceof StoreError) throw error;
             throw new StoreError("short_body", "Cannot read upload: the body ended early", {
               cause: error,
             });
@@ -276,6 +278,23 @@ function toStoreError(error: unknown, options: MapOptions = {}): unknown {
     });
   }
   return error;
+}
+
+/** The next chunk, unless none arrives within idleMs: then the reader is cancelled. */
+async function nextWithin(reader: ChunkReader, idleMs: number | undefined) {
+  if (idleMs === undefined) return await reader.next();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reader.cancel(new Error("stalled")).catch(() => {});
+      reject(new StoreError("stalled", `Cannot read upload: no bytes for ${idleMs} ms`));
+    }, idleMs);
+  });
+  try {
+    return await Promise.race([reader.next(), stalled]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {

@@ -42,6 +42,8 @@ export interface StageOptions {
    * promise pauses reading until it settles.
    */
   onChunk?: (chunk: Uint8Array) => Promise<void> | undefined;
+  /** Give up (failure "stalled") when no bytes arrive for this long. */
+  idleTimeoutMs?: number;
 }
 
 export interface PieceStore {
@@ -65,6 +67,8 @@ export type StoreFailure =
   | "full"
   /** The stream ended (or failed) before expectedBytes arrived. */
   | "short_body"
+  /** No bytes arrived for idleTimeoutMs. */
+  | "stalled"
   /** The stream delivered more than expectedBytes. */
   | "long_body"
   /** The backend refused the write for another reason (an I/O error, a blocked path). */
