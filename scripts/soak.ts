@@ -1,0 +1,150 @@
+/**
+ * Load and soak: a mixed workload at 64 concurrent connections against the
+ * real server (start task's flags) for a bounded time, then checks that every
+ * upload answered 200 is retrievable byte-identical. Reports req/s, p99, 5xx,
+ * and the server's RSS from the end of the first minute (or first half) to the
+ * end. Talks only to 127.0.0.1; stops the server it started.
+ *
+ *   deno run -A scripts/soak.ts [--seconds 120] [--connections 64] [--max-growth-mib 50]
+ *
+ * Mix: 45% GET 1 KiB piece, 20% GET 1 MiB piece, 12% sponsored 1 MiB upload,
+ * 12% token 1 MiB upload, 6% GET /api/files, 5% signup.
+ */
+import { createHash } from "node:crypto";
+import { rssBytes, spawnServer } from "./lib/spawn_server.ts";
+
+function flag(name: string, fallback: string): string {
+  const i = Deno.args.indexOf(name);
+  return i === -1 ? fallback : Deno.args[i + 1];
+}
+const seconds = Number(flag("--seconds", "120"));
+const connections = Number(flag("--connections", "64"));
+const maxGrowthMiB = Number(flag("--max-growth-mib", "50"));
+const MIB = 1024 * 1024;
+
+function bytesFor(fill: number, size: number): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(size);
+  for (let i = 0; i < size; i++) out[i] = (i * 31 + fill) & 0xff;
+  return out;
+}
+const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
+
+const dataDir = await Deno.makeTempDir({ prefix: "soak-" });
+const latencies: number[] = [];
+const statuses = new Map<number, number>();
+const acknowledged: { cid: string; sha256: string }[] = [];
+const rssSamples: { t: number; mib: number }[] = [];
+let networkErrors = 0;
+
+try {
+  await using server = await spawnServer(dataDir, [
+    "--sponsored-daily-cap",
+    "1000GiB",
+    "--token-daily-cap",
+    "1000GiB",
+    "--signup-limit",
+    "1000000",
+  ]);
+  const small = bytesFor(1, 1024);
+  const big = bytesFor(2, MIB);
+  const post = (path: string, body: BodyInit, headers: Record<string, string> = {}) =>
+    fetch(`${server.url}${path}`, { method: "POST", body, headers });
+  await post("/api/upload?cid=soaksmall01", small, { "content-type": "a/b" });
+  await post("/api/upload?cid=soakbig0001", big, { "content-type": "a/b" });
+  const { token } = await (await post(
+    "/api/auth/signup",
+    JSON.stringify({ email: "soak@example.org", label: "soak", quotaMb: 1024000 }),
+  )).json();
+  const uploadBody = bytesFor(3, MIB);
+  const uploadSha = sha(uploadBody);
+
+  let counter = 0;
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  const sampler = (async () => {
+    while (performance.now() < deadline) {
+      rssSamples.push({
+        t: (performance.now() - started) / 1000,
+        mib: ((await rssBytes(server.process.pid)) ?? 0) / MIB,
+      });
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  })();
+
+  async function one(): Promise<void> {
+    const pick = Math.random();
+    const t0 = performance.now();
+    let response: Response;
+    let uploaded: string | null = null;
+    try {
+      if (pick < 0.45) response = await fetch(`${server.url}/p/soaksmall01`);
+      else if (pick < 0.65) response = await fetch(`${server.url}/p/soakbig0001`);
+      else if (pick < 0.89) {
+        const cid = `soakup${counter++}x`;
+        const headers: Record<string, string> = { "content-type": "application/octet-stream" };
+        if (pick >= 0.77) headers.authorization = `Bearer ${token}`;
+        response = await post(`/api/upload?cid=${cid}`, uploadBody, headers);
+        uploaded = cid;
+      } else if (pick < 0.95) {
+        response = await fetch(`${server.url}/api/files?limit=10`, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+      } else {
+        response = await post(
+          "/api/auth/signup",
+          JSON.stringify({ email: `soak${counter++}@example.org`, label: "soak" }),
+        );
+      }
+      await response.arrayBuffer();
+    } catch {
+      networkErrors++;
+      return;
+    }
+    latencies.push(performance.now() - t0);
+    statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+    if (uploaded && response.status === 200) {
+      acknowledged.push({ cid: uploaded, sha256: uploadSha });
+    }
+  }
+
+  await Promise.all(Array.from({ length: connections }, async () => {
+    while (performance.now() < deadline) await one();
+  }));
+  await sampler;
+  const elapsed = (performance.now() - started) / 1000;
+
+  // Nothing lost: every acknowledged upload is there, byte for byte.
+  let lost = 0;
+  for (const { cid, sha256 } of acknowledged) {
+    const response = await fetch(`${server.url}/p/${cid}`);
+    const body = new Uint8Array(await response.arrayBuffer());
+    if (response.status !== 200 || sha(body) !== sha256) lost++;
+  }
+
+  latencies.sort((a, b) => a - b);
+  const fivexx = [...statuses].filter(([s]) => s >= 500).reduce((n, [, c]) => n + c, 0);
+  const splitAt = Math.min(60, seconds / 2);
+  const early = rssSamples.filter((s) => s.t <= splitAt).at(-1)?.mib ?? 0;
+  const late = rssSamples.at(-1)?.mib ?? 0;
+  const report = {
+    seconds: Math.round(elapsed),
+    connections,
+    requests: latencies.length,
+    requestsPerSecond: Math.round(latencies.length / elapsed),
+    p99Ms: Math.round((latencies[Math.floor(latencies.length * 0.99)] ?? 0) * 10) / 10,
+    statuses: Object.fromEntries(statuses),
+    fivexx,
+    networkErrors,
+    uploadsAcknowledged: acknowledged.length,
+    uploadsLost: lost,
+    rssMiB: { [`at ${Math.round(splitAt)} s`]: Math.round(early), atEnd: Math.round(late) },
+    rssGrowthMiB: Math.round(late - early),
+  };
+  console.log(JSON.stringify(report, null, 2));
+  const ok = fivexx === 0 && lost === 0 && networkErrors === 0 &&
+    report.rssGrowthMiB < maxGrowthMiB;
+  console.log(ok ? "soak: nothing lost, no 5xx" : "soak: FAILED");
+  if (!ok) Deno.exitCode = 1;
+} finally {
+  await Deno.remove(dataDir, { recursive: true }).catch(() => {});
+}
