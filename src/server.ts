@@ -29,6 +29,8 @@ export interface StartServerOptions {
   config: Config;
   clock?: Clock;
   logger?: Logger & { flush?(): void };
+  /** Wraps the piece store (fault-injection tests); production passes nothing. */
+  wrapStore?: (store: PieceStore) => PieceStore;
 }
 
 export interface RunningServer {
@@ -57,6 +59,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createStderrLogger();
   const storage = await prepareStorage(config, logger);
+  if (options.wrapStore) storage.store = options.wrapStore(storage.store);
   const cleaned = await storage.store.cleanup();
   if (cleaned.removedTemporaryFiles > 0) {
     logger.info("removed leftovers of interrupted uploads", {

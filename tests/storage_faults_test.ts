@@ -156,3 +156,41 @@ Deno.test({
     await after.body?.cancel();
   },
 });
+
+Deno.test("faults: a driver that runs out of space mid-upload is 507, nothing kept or charged", async () => {
+  // Driver-level fault, for machines where a tmpfs cannot be mounted: the real disk store,
+  // whose writes fail with ENOSPC once 1 MiB has gone through.
+  const { StoreError } = await import("../src/store/driver.ts");
+  await using server = await startTestServer({
+    args: ["--sponsored-daily-cap", "3MiB"],
+    wrapStore: (store) => ({
+      ...Object.fromEntries(
+        ["check", "stat", "open", "delete", "list", "cleanup"].map((k) => [
+          k,
+          (store as unknown as Record<string, (...a: unknown[]) => unknown>)[k].bind(store),
+        ]),
+      ),
+      source: store.source,
+      stage: (body, options) => {
+        let seen = 0;
+        return store.stage(body, {
+          ...options,
+          onChunk: (chunk) => {
+            seen += chunk.byteLength;
+            if (seen > MIB) throw new StoreError("full", "No space left on device (injected)");
+            return options.onChunk?.(chunk);
+          },
+        });
+      },
+    } as typeof store),
+  });
+  const response = await server.upload("bafkdriverfull1", patternBytes(2 * MIB));
+  assertEquals(response.status, 507);
+  assertEquals((await errorOf(response)).error, "insufficient_storage");
+  assertEquals(await listFiles(`${server.dataDir}/pieces/tmp`), []);
+  assertEquals(server.server.app.ledger.status("ip:v4:127.0.0.1", 1).usedBytes, 0);
+  assertEquals(server.server.app.ledger.reservedTotal, 0);
+  const small = await server.upload("bafkdriverfull2", patternBytes(1000));
+  assertEquals(small.status, 200);
+  await small.body?.cancel();
+});

@@ -8,6 +8,7 @@ import { startServer } from "../../src/server.ts";
 import type { RunningServer } from "../../src/server.ts";
 import type { Clock } from "../../src/clock.ts";
 import { createJsonLogger } from "../../src/log.ts";
+import type { PieceStore } from "../../src/store/driver.ts";
 
 export interface TestServerOptions {
   /** Extra flags, e.g. ["--sponsored-daily-cap", "1KiB"]. */
@@ -15,6 +16,8 @@ export interface TestServerOptions {
   clock?: Clock;
   /** Reuse a data directory (for restart tests); it is then not removed on dispose. */
   dataDir?: string;
+  /** Wraps the piece store, for driver-level fault injection. */
+  wrapStore?: (store: PieceStore) => PieceStore;
 }
 
 export interface TestServer extends AsyncDisposable {
@@ -52,6 +55,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const server = await startServer({
     config: loaded.config,
     clock: options.clock,
+    wrapStore: options.wrapStore,
     logger: createJsonLogger((line) => logs.push(JSON.parse(line))),
   });
   const url = server.url;
