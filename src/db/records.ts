@@ -53,7 +53,6 @@ export class Records {
   readonly #insertDeal: StatementSync;
   readonly #getUsage: StatementSync;
   readonly #addUsage: StatementSync;
-  readonly #countDeals: StatementSync;
   readonly #listDeals: StatementSync;
   readonly #listDealsAfter: StatementSync;
   readonly #getDeal: StatementSync;
@@ -83,7 +82,6 @@ export class Records {
        ON CONFLICT (subject, day) DO UPDATE
        SET bytes = bytes + excluded.bytes, uploads = uploads + 1`,
     );
-    this.#countDeals = db.prepare(`SELECT count(*) AS n FROM deals WHERE cid = ?`);
     const dealColumns = `id, cid, tier, owner_sub AS ownerSub, owner_email AS ownerEmail, size,
       content_type AS contentType, filename, term_days AS termDays, created_at AS createdAt,
       term_ends_at AS termEndsAt`;
@@ -140,15 +138,6 @@ export class Records {
   usedBytes(subject: string, day: string): number {
     const row = this.#getUsage.get(subject, day) as UsageRecord | undefined;
     return row ? Number(row.bytes) : 0;
-  }
-
-  getUsage(subject: string, day: string): UsageRecord {
-    const row = this.#getUsage.get(subject, day) as UsageRecord | undefined;
-    return row ?? { subject, day, bytes: 0, uploads: 0 };
-  }
-
-  countDealsForCid(cid: string): number {
-    return Number((this.#countDeals.get(cid) as { n: number }).n);
   }
 
   /** Inserts the piece (if new), the deal and the usage increment atomically. */

@@ -37,10 +37,6 @@ export class DiskStore implements PieceStore {
     this.#tempDir = joinPath(this.#root, TEMP_DIR);
   }
 
-  get root(): string {
-    return this.#root;
-  }
-
   async check(): Promise<StoreHealth> {
     try {
       const info = await Deno.stat(this.#root);

@@ -50,8 +50,4 @@ export class SmallPieceCache {
       this.#totalBytes -= old.bytes.byteLength;
     }
   }
-
-  get totalBytes(): number {
-    return this.#totalBytes;
-  }
 }
