@@ -71,7 +71,7 @@ try {
     }
   })();
 
-  async function one(): Promise<void> {
+  const one = async (): Promise<void> => {
     const pick = Math.random();
     const t0 = performance.now();
     let response: Response;
@@ -105,7 +105,7 @@ try {
     if (uploaded && response.status === 200) {
       acknowledged.push({ cid: uploaded, sha256: uploadSha });
     }
-  }
+  };
 
   await Promise.all(Array.from({ length: connections }, async () => {
     while (performance.now() < deadline) await one();

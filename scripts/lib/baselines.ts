@@ -59,7 +59,7 @@ export async function startBareDeno(dir: string): Promise<Baseline> {
   };
 }
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const { port } = listener.addr as Deno.NetAddr;
   listener.close();
@@ -77,7 +77,7 @@ export async function startNginx(dir: string): Promise<Baseline | null> {
   });
   if (!binary) return null;
   const prefix = await Deno.makeTempDir({ prefix: "bench-nginx-" });
-  const port = await freePort();
+  const port = freePort();
   await Deno.mkdir(`${prefix}/body`);
   await Deno.writeTextFile(
     `${prefix}/nginx.conf`,
