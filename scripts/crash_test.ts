@@ -150,7 +150,7 @@ try {
         // A fifth re-send an acknowledged piece (dedupe path); the rest are new.
         const known = [...acknowledged.values()];
         if (known.length > 0 && random() < 0.2) return known[Math.floor(random() * known.length)];
-        const size = Math.max(1, Math.floor(random() ** 2 * 8 * 1024 * KIB));
+        const size = Math.max(1, Math.floor(random() ** 2 * 48 * 1024 * KIB));
         return { cid: `crash${seed}x${counter++}`, size, fill: Math.floor(random() * 256) };
       });
       started += uploads.length;
@@ -168,7 +168,7 @@ try {
           interrupted++;
         }
       });
-      await new Promise((resolve) => setTimeout(resolve, 5 + random() * 250));
+      await new Promise((resolve) => setTimeout(resolve, 5 + random() * 120));
       server.process.kill("SIGKILL");
       await Promise.all(inFlight);
     } finally {
@@ -188,6 +188,9 @@ console.log(
   `crash test: ${iterations} SIGKILLs (seed ${seed}), ${started} uploads started, ` +
     `${acknowledged.size} acknowledged and all intact, ${interrupted} cut off by the kill`,
 );
+if (iterations >= 3 && interrupted === 0) {
+  failures.push("no upload was cut off by a kill: the run exercised no crash mid-upload");
+}
 if (failures.length > 0) {
   console.error(`FAILED:\n- ${failures.join("\n- ")}`);
   Deno.exit(1);
