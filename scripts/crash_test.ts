@@ -14,6 +14,7 @@ import { DatabaseSync } from "node:sqlite";
 import { createHash } from "node:crypto";
 import { spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import { shardOf } from "../src/store/paths.ts";
+import { seededRandom } from "./lib/random.ts";
 
 function flag(name: string, fallback: string): string {
   const i = Deno.args.indexOf(name);
@@ -23,16 +24,7 @@ const iterations = Number(flag("--iterations", "20"));
 const seed = Number(flag("--seed", "7"));
 const KIB = 1024;
 
-function mulberry32(s: number): () => number {
-  let a = s >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = mulberry32(seed);
+const random = seededRandom(seed);
 
 interface Upload {
   cid: string;

@@ -12,6 +12,7 @@ import { ParallelPieceHasher } from "../src/piece_cid/parallel.ts";
 import { HashWorkerPool } from "../src/piece_cid/pool.ts";
 import { base32Encode, parseCid, pieceCidV1, pieceCidV2, sha256Cid } from "../src/piece_cid/cid.ts";
 import { pieceCidOfStream } from "../src/piece_cid/mod.ts";
+import { seededRandom } from "../scripts/lib/random.ts";
 
 function ours(bytes: Uint8Array): { v2: string; v1: string } {
   const hasher = new PieceHasher();
@@ -115,17 +116,6 @@ for (const [name, make] of ISSUE_VECTORS) {
   });
 }
 
-/** A small seeded PRNG (mulberry32), so failures reproduce. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function boundarySizes(): number[] {
   const sizes = new Set<number>([1, 2, 31, 32, 33, 63, 64, 65, 126, 127, 128]);
   for (let k = 0; k <= 23; k++) {
@@ -138,7 +128,7 @@ function boundarySizes(): number[] {
 }
 
 Deno.test("piece cid: randomized payloads at every power-of-two and 127-byte boundary", () => {
-  const next = random(0x5eed);
+  const next = seededRandom(0x5eed);
   const sizes = boundarySizes();
   const largest = sizes[sizes.length - 1];
   const pool = new Uint8Array(largest);
@@ -151,7 +141,7 @@ Deno.test("piece cid: randomized payloads at every power-of-two and 127-byte bou
 });
 
 Deno.test("piece cid: chunking never changes the result", () => {
-  const next = random(7);
+  const next = seededRandom(7);
   const bytes = Uint8Array.from({ length: 300_001 }, () => Math.floor(next() * 256));
   const expected = ours(bytes).v2;
   for (const step of [1, 126, 127, 128, 4096, 65_537]) {

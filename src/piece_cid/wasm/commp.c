@@ -161,19 +161,25 @@ static inline void transpose4(v128_t *r0, v128_t *r1, v128_t *r2, v128_t *r3) {
   ROUND(c, d, e, f, g, h, a, b, wk[(t) + 6]);          \
   ROUND(b, c, d, e, f, g, h, a, wk[(t) + 7])
 
+// Adds the working variables back into the state at the end of a block.
+#define FEED_FORWARD(s)  \
+  do {                   \
+    s[0] = ADD(s[0], a); \
+    s[1] = ADD(s[1], b); \
+    s[2] = ADD(s[2], c); \
+    s[3] = ADD(s[3], d); \
+    s[4] = ADD(s[4], e); \
+    s[5] = ADD(s[5], f); \
+    s[6] = ADD(s[6], g); \
+    s[7] = ADD(s[7], h); \
+  } while (0)
+
 static inline void compress4(v128_t s[8], const v128_t wk[64]) {
   v128_t a = s[0], b = s[1], c = s[2], d = s[3], e = s[4], f = s[5], g = s[6], h = s[7];
   for (int t = 0; t < 64; t += 8) {
     ROUNDS8(wk, t);
   }
-  s[0] = ADD(s[0], a);
-  s[1] = ADD(s[1], b);
-  s[2] = ADD(s[2], c);
-  s[3] = ADD(s[3], d);
-  s[4] = ADD(s[4], e);
-  s[5] = ADD(s[5], f);
-  s[6] = ADD(s[6], g);
-  s[7] = ADD(s[7], h);
+  FEED_FORWARD(s);
 }
 
 // One schedule step: w[t] from w[t-16], w[t-15], w[t-7], w[t-2] in a 16-word ring.
@@ -197,14 +203,7 @@ static inline void compress4_message(v128_t s[8], v128_t w[16]) {
     for (int i = 0; i < 8; i++) wk[t + i] = ADD(w[(t + i) & 15], wasm_i32x4_splat((int32_t)K[t + i]));
     ROUNDS8(wk, t);
   }
-  s[0] = ADD(s[0], a);
-  s[1] = ADD(s[1], b);
-  s[2] = ADD(s[2], c);
-  s[3] = ADD(s[3], d);
-  s[4] = ADD(s[4], e);
-  s[5] = ADD(s[5], f);
-  s[6] = ADD(s[6], g);
-  s[7] = ADD(s[7], h);
+  FEED_FORWARD(s);
 }
 
 // out[32*i..] = trunc254(SHA-256(in[64*i..64*i+64])) for i = 0..3. out may overlap in
