@@ -9,7 +9,11 @@
  * Prints a table and writes bench-results/latest.json. Talks only to
  * 127.0.0.1 and stops everything it started, by PID.
  *
- *   deno task bench [--runs 3] [--seconds 10] [--big-gib 1] [--quick]
+ *   deno task bench [--runs 3] [--seconds 10] [--big-gib 1] [--quick] [--only 1,3]
+ *
+ * --only runs just the numbered workloads (1 uploads, 2 big retrievals, 3 small
+ * retrievals, 4 small uploads, 5 big transfers, 6 piece cids and memory), to
+ * reproduce one figure quickly; a full run is what the README reports.
  */
 import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
@@ -32,6 +36,8 @@ const quick = Deno.args.includes("--quick");
 const runs = Number(flag("--runs", quick ? "2" : "3"));
 const loadSeconds = Number(flag("--seconds", quick ? "3" : "10"));
 const bigGiB = Number(flag("--big-gib", quick ? "0.25" : "1"));
+const only = new Set(flag("--only", "1,2,3,4,5,6").split(",").map(Number));
+const wanted = (workload: number) => only.has(workload);
 
 type Contender = { name: string; url: string };
 const results: Record<string, unknown> = {
@@ -237,26 +243,37 @@ try {
     await streamUpload({ url: service.url, cid: "benchbigpiece1", size: 100 * MIB, chunk });
     await streamUpload({ url: service.url, cid: "benchsmallpiece", size: 1024, chunk });
 
-    console.log("1/6 uploads of 100 MiB");
-    results.upload100MiB_MiBps = await uploadsOf100MiB(service, baselines, chunk);
+    if (wanted(1)) {
+      console.log("1/6 uploads of 100 MiB");
+      results.upload100MiB_MiBps = await uploadsOf100MiB(service, baselines, chunk);
+    }
 
-    console.log("2/6 retrievals of 100 MiB");
-    const bigGets: Contender[] = [
-      { name: "service", url: `${service.url}/p/benchbigpiece1` },
-      ...baselines.map((b) => ({ name: b.name, url: `${b.url}${b.getPath("big")}` })),
-    ];
-    const one = await retrievalsOf100MiB(bigGets, 1);
-    const four = await retrievalsOf100MiB(bigGets, 4);
-    results.retrieve100MiB_oneClient_MiBps = one;
-    results.retrieve100MiB_fourClients_MiBps = four;
-    ratio("retrieve 100 MiB / bare Deno", one.service.median / one["bare Deno.serve"].median, 0.9);
-    ratio(
-      "retrieve 100 MiB x4 / bare Deno",
-      four.service.median / four["bare Deno.serve"].median,
-      0.9,
-    );
+    if (wanted(2)) {
+      console.log("2/6 retrievals of 100 MiB");
+      const bigGets: Contender[] = [
+        { name: "service", url: `${service.url}/p/benchbigpiece1` },
+        ...baselines.map((b) => ({ name: b.name, url: `${b.url}${b.getPath("big")}` })),
+      ];
+      const one = await retrievalsOf100MiB(bigGets, 1);
+      const four = await retrievalsOf100MiB(bigGets, 4);
+      results.retrieve100MiB_oneClient_MiBps = one;
+      results.retrieve100MiB_fourClients_MiBps = four;
+      ratio(
+        "retrieve 100 MiB / bare Deno",
+        one.service.median / one["bare Deno.serve"].median,
+        0.9,
+      );
+      ratio(
+        "retrieve 100 MiB x4 / bare Deno",
+        four.service.median / four["bare Deno.serve"].median,
+        0.9,
+      );
+    }
 
-    if (wrkAvailable()) {
+    if (!wrkAvailable()) {
+      console.log("wrk is not installed: load workloads 3 and 4 skipped (apt-get install wrk)");
+    }
+    if (wrkAvailable() && wanted(3)) {
       console.log("3/6 1 KiB retrievals under load (wrk, 64 connections)");
       const small = await smallRetrievalLoad([
         { name: "service", url: `${service.url}/p/benchsmallpiece` },
@@ -267,7 +284,8 @@ try {
         (small[name] as { requestsPerSecond: Summary }).requestsPerSecond.median;
       ratio("retrieve 1 KiB req/s / bare Deno", rps("service") / rps("bare Deno.serve"), 4);
       if (nginx) ratio("retrieve 1 KiB req/s / nginx", rps("service") / rps("nginx"), 0);
-
+    }
+    if (wrkAvailable() && wanted(4)) {
       console.log("4/6 1 KiB uploads under load (wrk), sponsored vs token");
       const signup = await fetch(`${service.url}/api/auth/signup`, {
         method: "POST",
@@ -279,18 +297,18 @@ try {
       const ups = (name: string) =>
         (uploads[name] as { uploadsPerSecond: Summary }).uploadsPerSecond.median;
       ratio("token 1 KiB uploads/s / sponsored", ups("token") / ups("sponsored"), 0.8);
-    } else {
-      console.log("wrk is not installed: load workloads 3 and 4 skipped (apt-get install wrk)");
     }
 
-    console.log(`5/6 8 concurrent ${bigGiB} GiB uploads and downloads (service RSS)`);
-    const transfers = await bigTransfers(service, chunk);
-    results.bigTransfers = transfers;
-    ratios["peak RSS during big transfers (MiB)"] = {
-      value: transfers.peakRssMiB,
-      target: "< 300",
-      met: transfers.peakRssMiB < 300,
-    };
+    if (wanted(5)) {
+      console.log(`5/6 8 concurrent ${bigGiB} GiB uploads and downloads (service RSS)`);
+      const transfers = await bigTransfers(service, chunk);
+      results.bigTransfers = transfers;
+      ratios["peak RSS during big transfers (MiB)"] = {
+        value: transfers.peakRssMiB,
+        target: "< 300",
+        met: transfers.peakRssMiB < 300,
+      };
+    }
   } finally {
     await nginx?.[Symbol.asyncDispose]();
   }
@@ -299,9 +317,11 @@ try {
   await Deno.remove(baseDir, { recursive: true }).catch(() => {});
 }
 
-console.log("6/6 PieceCIDv2 in memory, and 1 GiB memory check");
-results.pieceCid100MiB = await benchPieceCid(runs);
-results.memory = await runMemoryCheck(Math.round(bigGiB * 1024));
+if (wanted(6)) {
+  console.log("6/6 PieceCIDv2 in memory, and 1 GiB memory check");
+  results.pieceCid100MiB = await benchPieceCid(runs);
+  results.memory = await runMemoryCheck(Math.round(bigGiB * 1024));
+}
 results.ratios = ratios;
 
 console.log(JSON.stringify(results, null, 2));
@@ -309,5 +329,9 @@ console.table(
   Object.fromEntries(Object.entries(ratios).map(([k, v]) => [k, { ...v }])),
 );
 await Deno.mkdir("bench-results", { recursive: true });
-await Deno.writeTextFile("bench-results/latest.json", JSON.stringify(results, null, 2) + "\n");
-console.log("wrote bench-results/latest.json");
+// A partial run never replaces the last full one.
+const resultsPath = Deno.args.includes("--only")
+  ? "bench-results/partial.json"
+  : "bench-results/latest.json";
+await Deno.writeTextFile(resultsPath, JSON.stringify(results, null, 2) + "\n");
+console.log(`wrote ${resultsPath}`);

@@ -10,13 +10,24 @@ export interface Logger {
 }
 
 export function createJsonLogger(write: (line: string) => void): Logger {
+  // Under load many lines share a millisecond: format its timestamp once.
+  let lastMs = NaN;
+  let lastIso = "";
+  const isoNow = () => {
+    const ms = Date.now();
+    if (ms !== lastMs) {
+      lastMs = ms;
+      lastIso = new Date(ms).toISOString();
+    }
+    return lastIso;
+  };
   const emit = (level: string, message: string, fields?: LogFields) =>
-    write(JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields }));
+    write(JSON.stringify({ time: isoNow(), level, msg: message, ...fields }));
   return {
     info: (m, f) => emit("info", m, f),
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
-    raw: (fields) => write(`{"time":"${new Date().toISOString()}",${fields}}`),
+    raw: (fields) => write(`{"time":"${isoNow()}",${fields}}`),
   };
 }
 

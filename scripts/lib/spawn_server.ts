@@ -12,6 +12,8 @@ export interface SpawnedServer extends AsyncDisposable {
 }
 
 const ROOT = new URL("../..", import.meta.url).pathname; // the repository root
+/** How much of the server's stderr `stderr()` returns: the last 1 MiB or more. */
+const STDERR_TAIL_BYTES = 1024 * 1024;
 
 export async function startTaskFlags(dataDir: string): Promise<string[]> {
   const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
@@ -32,24 +34,37 @@ export async function spawnServer(dataDir: string, args: string[] = []): Promise
     stderr: "piped",
     env: { NO_COLOR: "1" },
   }).spawn();
-  let stderrText = "";
-  const stderrDone = process.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
-    new WritableStream({ write: (chunk) => void (stderrText += chunk) }),
+  // Under load the service logs a line per request: keep only a bounded tail, undecoded,
+  // so the client side of a benchmark spends no CPU and memory on it.
+  const stderrTail: Uint8Array[] = [];
+  let stderrTailBytes = 0;
+  const stderrDone = process.stderr.pipeTo(
+    new WritableStream({
+      write(chunk) {
+        stderrTail.push(chunk);
+        stderrTailBytes += chunk.byteLength;
+        while (stderrTailBytes - stderrTail[0].byteLength >= STDERR_TAIL_BYTES) {
+          stderrTailBytes -= stderrTail.shift()!.byteLength;
+        }
+      },
+    }),
   );
-  const lines = process.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  const stderrText = () => new TextDecoder().decode(concatBytes(stderrTail));
+  const stdout = process.stdout.getReader();
+  const decoder = new TextDecoder();
   let stdoutText = "";
   let url: string | null = null;
   const deadline = Date.now() + 20_000;
   while (url === null && Date.now() < deadline) {
-    const { value, done } = await lines.read();
+    const { value, done } = await stdout.read();
     if (done) break;
-    stdoutText += value;
+    stdoutText += decoder.decode(value, { stream: true });
     const match = /^Listening on (http:\/\/\S+)\/$/m.exec(stdoutText);
     if (match) url = match[1];
   }
   // Keep draining stdout so the child never blocks on a full pipe.
   const stdoutDone = (async () => {
-    while (!(await lines.read()).done) { /* drain */ }
+    while (!(await stdout.read()).done) { /* drain */ }
   })();
   const exited = (async () => {
     const status = await process.status;
@@ -61,12 +76,12 @@ export async function spawnServer(dataDir: string, args: string[] = []): Promise
       process.kill("SIGKILL");
     } catch { /* already gone */ }
     await exited;
-    throw new Error(`server did not print its listen line:\n${stdoutText}\n${stderrText}`);
+    throw new Error(`server did not print its listen line:\n${stdoutText}\n${stderrText()}`);
   }
   return {
     process,
     url,
-    stderr: () => stderrText,
+    stderr: stderrText,
     exited,
     async [Symbol.asyncDispose]() {
       try {
@@ -75,6 +90,16 @@ export async function spawnServer(dataDir: string, args: string[] = []): Promise
       await exited;
     },
   };
+}
+
+function concatBytes(chunks: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
 }
 
 /** Resident set size of a process in bytes (Linux /proc), or null where unavailable. */

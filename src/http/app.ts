@@ -41,7 +41,7 @@ import { createPieceHandler, serveCachedPiece } from "./pieces.ts";
 import { InFlight } from "./in_flight.ts";
 import { Router } from "./router.ts";
 import type { Route, RouteMatch } from "./router.ts";
-import { SmallPieceCache } from "../store/small_piece_cache.ts";
+import { SmallPieceCache } from "./small_piece_cache.ts";
 import { createUploadHandler } from "./upload.ts";
 
 export interface AppDeps {

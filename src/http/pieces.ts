@@ -15,7 +15,8 @@ import type { PieceStore } from "../store/driver.ts";
 import type { Logger } from "../log.ts";
 import { contentDisposition } from "./upload_headers.ts";
 import { applyCorsHeaders } from "./cors.ts";
-import type { CachedPiece, SmallPieceCache } from "../store/small_piece_cache.ts";
+import { CachedPiece } from "./small_piece_cache.ts";
+import type { SmallPieceCache } from "./small_piece_cache.ts";
 import type { Handler } from "./router.ts";
 
 export interface PieceDeps {
@@ -60,7 +61,7 @@ export function createPieceHandler(deps: PieceDeps): Handler {
         throw new ApiError("internal_error", `Piece ${cid} has ${bytes.byteLength} bytes on disk`);
       }
       applyCorsHeaders(headers);
-      const entry = { bytes, headers: [...headers] };
+      const entry = new CachedPiece(bytes, [...headers]);
       deps.cache.set(cid, entry);
       return cachedResponse(request, entry, cid);
     }
@@ -74,8 +75,10 @@ function cachedResponse(request: Request, cached: CachedPiece, cid: string): Res
     headers.delete("content-length");
     return new Response(null, { status: 304, headers });
   }
-  const body = request.method === "HEAD" ? null : cached.bytes;
-  return new Response(body, { status: 200, headers: cached.headers as [string, string][] });
+  if (request.method === "HEAD") {
+    return new Response(null, { status: 200, headers: cached.headers as [string, string][] });
+  }
+  return cached.okResponse();
 }
 
 function pieceHeaders(piece: PieceRecord, source: string): Headers {
@@ -140,8 +143,13 @@ export function serveCachedPiece(
   if (cidText.includes("/") || cidText.includes("?") || request.headers.has("if-none-match")) {
     return null;
   }
-  const cid = normalizeCid(cidText);
-  const cached = cid === null ? undefined : deps.cache.get(cid);
+  // Cids are cached in their canonical lowercase form, which is how clients almost
+  // always send them: try the text as it is before validating and lowercasing it.
+  let cached = deps.cache.get(cidText);
+  if (!cached) {
+    const cid = normalizeCid(cidText);
+    if (cid !== null && cid !== cidText) cached = deps.cache.get(cid);
+  }
   if (!cached || !deps.storeReachable()) return null;
-  return new Response(cached.bytes, { status: 200, headers: cached.headers as [string, string][] });
+  return cached.okResponse();
 }

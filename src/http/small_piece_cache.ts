@@ -1,0 +1,76 @@
+/**
+ * Small pieces kept in memory with their 200 answer built once.
+ * Pieces never change, so an entry is never stale; the cache is bounded by
+ * total bytes and evicts with "second chance" (CLOCK): a hit only sets a flag,
+ * so the hot path never reorders the Map, and eviction skips (and clears)
+ * entries used since it last passed. Serving a 1 KiB piece from here skips
+ * the database lookup, open, stat and stream setup of the disk path.
+ */
+export class CachedPiece {
+  readonly bytes: Uint8Array<ArrayBuffer>;
+  /** Every header of a 200 answer, in order (CORS included). */
+  readonly headers: readonly [string, string][];
+  /**
+   * Built once and never sent itself. `new Response(bytes, { headers })` validates
+   * and normalises every header on every request; `clone()` copies the already
+   * checked header list and shares the bytes, which doubled small-piece req/s.
+   */
+  readonly #template: Response;
+  /** Set on every hit, cleared when eviction passes over the entry. */
+  recentlyUsed = false;
+
+  constructor(bytes: Uint8Array<ArrayBuffer>, headers: readonly [string, string][]) {
+    this.bytes = bytes;
+    this.headers = headers;
+    this.#template = new Response(bytes, { status: 200, headers: headers as [string, string][] });
+  }
+
+  /** A fresh 200 answer with the bytes (each call may be sent once). */
+  okResponse(): Response {
+    return this.#template.clone();
+  }
+}
+
+export interface SmallPieceCacheOptions {
+  /** Largest piece kept (bytes). */
+  maxPieceBytes: number;
+  /** Total bytes kept; 0 disables the cache. */
+  maxTotalBytes: number;
+}
+
+export class SmallPieceCache {
+  readonly #options: SmallPieceCacheOptions;
+  readonly #entries = new Map<string, CachedPiece>();
+  #totalBytes = 0;
+
+  constructor(options: SmallPieceCacheOptions) {
+    this.#options = options;
+  }
+
+  accepts(size: number): boolean {
+    return size <= this.#options.maxPieceBytes && size <= this.#options.maxTotalBytes;
+  }
+
+  get(cid: string): CachedPiece | undefined {
+    const entry = this.#entries.get(cid);
+    if (entry) entry.recentlyUsed = true;
+    return entry;
+  }
+
+  set(cid: string, entry: CachedPiece): void {
+    if (!this.accepts(entry.bytes.byteLength) || this.#entries.has(cid)) return;
+    this.#entries.set(cid, entry);
+    this.#totalBytes += entry.bytes.byteLength;
+    while (this.#totalBytes > this.#options.maxTotalBytes) {
+      // The oldest entry goes, unless it was used since: then it moves to the back, once.
+      const [key, oldest] = this.#entries.entries().next().value!;
+      this.#entries.delete(key);
+      if (oldest.recentlyUsed && oldest !== entry) {
+        oldest.recentlyUsed = false;
+        this.#entries.set(key, oldest);
+      } else {
+        this.#totalBytes -= oldest.bytes.byteLength;
+      }
+    }
+  }
+}
