@@ -137,7 +137,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const { aborted } = await app.drainUploads(opts.timeoutMs ?? config.shutdownTimeoutMs);
       if (aborted > 0) logger.warn("shutdown: aborted uploads still in flight", { aborted });
       stopWatchingKey();
-      app.close();
+      await app.close();
       hashPool?.close();
       // A client that holds an idle connection open must not hold the process hostage.
       const closed = await raceTimeout(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);

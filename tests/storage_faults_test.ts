@@ -165,7 +165,7 @@ Deno.test("faults: a driver that runs out of space mid-upload is 507, nothing ke
     args: ["--sponsored-daily-cap", "3MiB"],
     wrapStore: (store) => ({
       ...Object.fromEntries(
-        ["check", "stat", "open", "delete", "list", "cleanup"].map((k) => [
+        ["check", "stat", "open", "sha256Of", "delete", "list", "cleanup"].map((k) => [
           k,
           (store as unknown as Record<string, (...a: unknown[]) => unknown>)[k].bind(store),
         ]),

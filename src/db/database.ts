@@ -41,10 +41,27 @@ export function migrate(db: Database, migrations: readonly Migration[]): void {
   );
   for (const migration of migrations) {
     if (migration.version <= current) continue;
-    transaction(db, () => {
-      db.exec(migration.sql);
-      db.exec(`PRAGMA user_version = ${migration.version}`);
-    });
+    // The pragma is a no-op inside a transaction, so it is switched around it.
+    const foreignKeysWereOn = Number(
+      (db.prepare("PRAGMA foreign_keys").get() as { foreign_keys: number }).foreign_keys,
+    ) === 1;
+    if (migration.rebuildsTables) db.exec("PRAGMA foreign_keys = OFF");
+    try {
+      transaction(db, () => {
+        db.exec(migration.sql);
+        if (migration.rebuildsTables) {
+          const broken = db.prepare("PRAGMA foreign_key_check").all();
+          if (broken.length > 0) {
+            throw new Error(
+              `Migration ${migration.version} would break ${broken.length} foreign keys`,
+            );
+          }
+        }
+        db.exec(`PRAGMA user_version = ${migration.version}`);
+      });
+    } finally {
+      if (migration.rebuildsTables && foreignKeysWereOn) db.exec("PRAGMA foreign_keys = ON");
+    }
   }
 }
 

@@ -10,7 +10,8 @@ import type { Database } from "./database.ts";
 export interface PieceRecord {
   cid: string;
   size: number;
-  sha256: string;
+  /** Null until the stored bytes have been hashed (uploads do not wait for it). */
+  sha256: string | null;
   contentType: string;
   filename: string | null;
   createdAt: string;
@@ -50,6 +51,8 @@ export class Records {
   readonly #db: Database;
   readonly #getPiece: StatementSync;
   readonly #insertPiece: StatementSync;
+  readonly #setPieceSha256: StatementSync;
+  readonly #piecesWithoutSha256: StatementSync;
   readonly #insertDeal: StatementSync;
   readonly #getUsage: StatementSync;
   readonly #addUsage: StatementSync;
@@ -68,6 +71,12 @@ export class Records {
     this.#insertPiece = db.prepare(
       `INSERT INTO pieces (cid, size, sha256, content_type, filename, created_at)
        VALUES (?, ?, ?, ?, ?, ?)`,
+    );
+    this.#setPieceSha256 = db.prepare(
+      `UPDATE pieces SET sha256 = ? WHERE cid = ? AND sha256 IS NULL`,
+    );
+    this.#piecesWithoutSha256 = db.prepare(
+      `SELECT cid FROM pieces WHERE sha256 IS NULL ORDER BY cid`,
     );
     this.#insertDeal = db.prepare(
       `INSERT INTO deals (id, cid, tier, owner_sub, owner_email, size, content_type, filename,
@@ -132,6 +141,16 @@ export class Records {
 
   getPiece(cid: string): PieceRecord | null {
     return (this.#getPiece.get(cid) as PieceRecord | undefined) ?? null;
+  }
+
+  /** Records a piece's digest once it is known; a digest already recorded is never replaced. */
+  setPieceSha256(cid: string, sha256: string): void {
+    this.#setPieceSha256.run(sha256, cid);
+  }
+
+  /** Cids of pieces whose digest is still unknown (after a restart, say). */
+  piecesWithoutSha256(): string[] {
+    return (this.#piecesWithoutSha256.all() as { cid: string }[]).map((row) => row.cid);
   }
 
   /** Bytes a subject has uploaded on a UTC day (0 when nothing). */

@@ -32,6 +32,7 @@ import { DailyCapLedger } from "../limits/daily_caps.ts";
 import type { Logger } from "../log.ts";
 import { clientKeyOf, resolveClientAddress } from "../net/ip.ts";
 import { PieceCatalog } from "../store/catalog.ts";
+import { PieceDigests } from "../store/digests.ts";
 import type { PieceStore } from "../store/driver.ts";
 import { applyCorsHeaders, preflightResponse } from "./cors.ts";
 import type { RequestContext } from "./context.ts";
@@ -70,19 +71,29 @@ export interface App {
    * reservations released). Returns how many had to be aborted.
    */
   drainUploads(timeoutMs: number): Promise<{ aborted: number }>;
-  /** Stops the app's timers. */
-  close(): void;
+  /** Background work on stored pieces (their SHA-256); /healthz reports its backlog. */
+  readonly digests: PieceDigests;
+  /** Stops the app's timers and background work. */
+  close(): Promise<void>;
 }
 
 /** How often the store's reachability is re-checked for the small-piece cache. */
 const REACHABILITY_INTERVAL_MS = 1000;
 
 export function createApp(deps: AppDeps): App {
+  const digests = new PieceDigests({
+    store: deps.store,
+    records: deps.records,
+    logger: deps.logger,
+  });
+  const resumed = digests.resume();
+  if (resumed > 0) deps.logger.info("hashing pieces stored before the last stop", { resumed });
   const catalog = new PieceCatalog({
     store: deps.store,
     records: deps.records,
     clock: deps.clock,
     dealIds: new DealIdGenerator(deps.clock),
+    digests,
   });
   const ledger = new DailyCapLedger({
     clock: deps.clock,
@@ -150,7 +161,7 @@ export function createApp(deps: AppDeps): App {
     { method: "GET", path: "/api/limits", handler: createLimitsHandler({ ...deps, ledger }) },
     { method: "GET", path: "/api/piece-cids", handler: createPieceCidsInfoHandler(deps.config) },
     { method: "POST", path: "/api/piece-cids", handler: createComputePieceCidHandler(deps) },
-    { method: "GET", path: "/healthz", handler: createHealthHandler(deps) },
+    { method: "GET", path: "/healthz", handler: createHealthHandler({ ...deps, digests }) },
     { method: "GET", path: "/openapi.json", handler: createOpenApiHandler(deps.baseUrl) },
     { method: "GET", path: "/docs/deprecations", handler: deprecationsHandler },
   ]);
@@ -305,7 +316,11 @@ export function createApp(deps: AppDeps): App {
     fetch,
     routes: router.routes,
     ledger,
-    close: () => clearInterval(probeTimer),
+    digests,
+    async close() {
+      clearInterval(probeTimer);
+      await digests.stop();
+    },
     async drainUploads(timeoutMs) {
       draining = true;
       let timer: ReturnType<typeof setTimeout> | undefined;

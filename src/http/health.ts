@@ -1,5 +1,6 @@
 /** GET /healthz — whether the storage backend and the database can be used. */
 import type { PieceStore } from "../store/driver.ts";
+import type { PieceDigests } from "../store/digests.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 
@@ -13,6 +14,7 @@ export interface DatabaseHealth {
 export interface HealthDeps {
   store: PieceStore;
   databaseHealth(): DatabaseHealth;
+  digests: Pick<PieceDigests, "status">;
 }
 
 export function createHealthHandler(deps: HealthDeps): Handler {
@@ -24,6 +26,8 @@ export function createHealthHandler(deps: HealthDeps): Handler {
       status: ok ? "ok" : "degraded",
       storage: { ok: storage.ok, source: deps.store.source, detail: storage.detail },
       database,
+      // Pieces acknowledged but not yet hashed (SHA-256 is computed after the upload).
+      digests: deps.digests.status(),
       memory: memoryMiB(),
     });
   };

@@ -1,18 +1,22 @@
 /**
  * Checks uploaded bytes against the cid they are uploaded under, while they
  * stream to disk. PieceCIDv1/v2 are recomputed by the (parallel) piece hasher;
- * a sha2-256 CIDv1 is compared with the SHA-256 the store computes anyway;
- * opaque cids cannot be checked.
+ * a sha2-256 CIDv1 is compared with the staged piece's SHA-256 (ask the store
+ * to compute it on the way: StageOptions.computeSha256); opaque cids cannot be
+ * checked.
  */
 import type { ParsedCid } from "./cid.ts";
 import { ParallelPieceHasher } from "./parallel.ts";
 import type { HashWorkerPool } from "./pool.ts";
+import type { StagedPiece } from "../store/driver.ts";
 
 export interface CidVerifier {
   /** Sees every chunk in order (copies what it keeps); may ask the producer to wait. */
   onChunk(chunk: Uint8Array): Promise<void> | undefined;
-  /** True when the bytes seen hash to the cid; sha256Hex is the store's digest of them. */
-  matches(sha256Hex: string): Promise<boolean>;
+  /** True when the staged bytes hash to the cid. */
+  matches(staged: Pick<StagedPiece, "computeSha256">): Promise<boolean>;
+  /** Whether `matches` needs the SHA-256 of the bytes (cheapest computed on the way). */
+  readonly usesSha256: boolean;
 }
 
 export function createCidVerifier(
@@ -26,7 +30,8 @@ export function createCidVerifier(
       const expected = toHex(parsed.digest);
       return {
         onChunk: () => undefined,
-        matches: (sha256Hex) => Promise.resolve(sha256Hex === expected),
+        matches: async (staged) => await staged.computeSha256() === expected,
+        usesSha256: true,
       };
     }
     case "piece_v1":
@@ -40,6 +45,7 @@ export function createCidVerifier(
           return parsed.kind === "piece_v1" ||
             (digest.height === parsed.height && digest.padding === parsed.padding);
         },
+        usesSha256: false,
       };
     }
   }

@@ -8,12 +8,16 @@
  * row exists, and the row is written only after the bytes are durable. A crash
  * between rename and insert leaves an orphan file that the next upload of the
  * same cid simply replaces.
+ *
+ * Conflicts are decided by SHA-256. A first upload is usually staged without
+ * it (see digests.ts), so a re-upload computes whichever side is missing.
  */
 import { addDays, toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { DealIdGenerator } from "../deal_id.ts";
 import type { DealRecord, PieceRecord, Records, Tier } from "../db/records.ts";
 import type { PieceStore, StagedPiece } from "./driver.ts";
+import type { PieceDigests } from "./digests.ts";
 
 export class CidConflictError extends Error {
   constructor(cid: string) {
@@ -40,6 +44,7 @@ export interface CatalogOptions {
   records: Records;
   clock: Clock;
   dealIds: DealIdGenerator;
+  digests: PieceDigests;
 }
 
 export class PieceCatalog {
@@ -61,13 +66,22 @@ export class PieceCatalog {
    */
   acceptUpload(input: AcceptUploadInput): Promise<DealRecord> {
     return this.#withCidLock(input.cid, async () => {
-      const { records, store, clock, dealIds } = this.#options;
+      const { records, store, clock, dealIds, digests } = this.#options;
       const existing = records.getPiece(input.cid);
       let newPiece: PieceRecord | null = null;
       const now = clock.now();
       if (existing) {
-        await input.staged.discard();
-        if (existing.sha256 !== input.staged.sha256) throw new CidConflictError(input.cid);
+        let sameBytes: boolean;
+        try {
+          const [incoming, stored] = await Promise.all([
+            input.staged.computeSha256(),
+            digests.sha256Of(existing),
+          ]);
+          sameBytes = incoming === stored;
+        } finally {
+          await input.staged.discard();
+        }
+        if (!sameBytes) throw new CidConflictError(input.cid);
       } else {
         await input.staged.commit(input.cid);
         newPiece = {
@@ -103,6 +117,7 @@ export class PieceCatalog {
         if (newPiece) await store.delete(input.cid).catch(() => {});
         throw error;
       }
+      if (newPiece?.sha256 === null) digests.enqueue(input.cid);
       return deal;
     });
   }

@@ -2,8 +2,8 @@
  * The disk driver ("stage" source): content-addressed files under one root.
  *
  * Write path: exclusive-create a temp file in <root>/tmp, stream the body
- * into it while hashing, fsync, and only on commit rename it to its sharded
- * path and fsync the directory. A crash at any point leaves either nothing
+ * into it (hashing on the way when asked), fsync, and only on commit rename
+ * it to its sharded path and fsync the directory. A crash at any point leaves either nothing
  * visible or a complete, durable piece; temp files are swept at start-up.
  */
 import { createHash } from "node:crypto";
@@ -77,10 +77,19 @@ export class DiskStore implements PieceStore {
     }
   }
 
+  async sha256Of(key: string, options: { signal?: AbortSignal } = {}): Promise<string | null> {
+    try {
+      return await sha256OfFile(this.#pathOf(key), options.signal);
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      return await this.#missingOrOffline(error);
+    }
+  }
+
   async stage(body: ReadableStream<Uint8Array>, options: StageOptions): Promise<StagedPiece> {
     const tempPath = joinPath(this.#tempDir, `${crypto.randomUUID()}${TEMP_SUFFIX}`);
     const file = await this.#createTempFile(tempPath);
-    const hash = createHash("sha256");
+    const hash = options.computeSha256 === false ? null : createHash("sha256");
     let size = 0;
     try {
       const reader = createChunkReader(body, options.expectedBytes);
@@ -110,7 +119,7 @@ export class DiskStore implements PieceStore {
           const writing = writeAll(file, chunk);
           let inspected: Promise<void> | undefined;
           try {
-            hash.update(chunk);
+            hash?.update(chunk);
             inspected = options.onChunk?.(chunk);
           } finally {
             await writing;
@@ -134,7 +143,7 @@ export class DiskStore implements PieceStore {
       throw toStoreError(error, { unexpected: "rejected" });
     }
     file.close();
-    return this.#stagedPiece(tempPath, size, hash.digest("hex"));
+    return this.#stagedPiece(tempPath, size, hash?.digest("hex") ?? null);
   }
 
   async delete(key: string): Promise<boolean> {
@@ -193,11 +202,20 @@ export class DiskStore implements PieceStore {
     }
   }
 
-  #stagedPiece(tempPath: string, size: number, sha256: string): StagedPiece {
+  #stagedPiece(tempPath: string, size: number, sha256: string | null): StagedPiece {
     let settled = false;
     return {
       size,
       sha256,
+      computeSha256: async () => {
+        if (sha256 !== null) return sha256;
+        if (settled) throw new Error("Cannot hash a staged piece after commit or discard");
+        try {
+          return await sha256OfFile(tempPath);
+        } catch (error) {
+          throw toStoreError(error, { missingMeansOffline: true });
+        }
+      },
       commit: async (key: string) => {
         if (settled) throw new Error("Cannot commit a staged piece twice");
         const shard = shardOf(key);
@@ -290,6 +308,27 @@ async function nextWithin(reader: ChunkReader, idleMs: number | undefined) {
     return await Promise.race([reader.next(), stalled]);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * Reads a file back in 1 MiB steps and hashes it. Each read runs on Deno's I/O
+ * threads, so serving goes on between steps.
+ */
+async function sha256OfFile(path: string, signal?: AbortSignal): Promise<string> {
+  const file = await Deno.open(path, { read: true });
+  try {
+    const hash = createHash("sha256");
+    const buffer = new Uint8Array(1024 * 1024);
+    while (true) {
+      signal?.throwIfAborted();
+      const read = await file.read(buffer);
+      if (read === null) break;
+      hash.update(buffer.subarray(0, read));
+    }
+    return hash.digest("hex");
+  } finally {
+    file.close();
   }
 }
 

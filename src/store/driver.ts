@@ -5,9 +5,13 @@
  * (tests/store_conformance_test.ts).
  *
  * Writing is two-phase, like a registry blob upload: `stage` streams the
- * bytes somewhere invisible and reports their size and SHA-256; the caller
- * decides (cid conflict? already stored?) and then `commit`s or `discard`s.
- * A piece is visible to `open` only after a successful commit.
+ * bytes somewhere invisible and reports their size (and SHA-256 when asked);
+ * the caller decides (cid conflict? already stored?) and then `commit`s or
+ * `discard`s. A piece is visible to `open` only after a successful commit.
+ *
+ * SHA-256 is optional on the way in because it costs about a quarter of the
+ * upload's throughput on the thread that receives the body, and a first upload
+ * of a cid does not need it yet: `sha256Of` reads it back afterwards.
  */
 
 export interface StoreHealth {
@@ -23,8 +27,10 @@ export interface OpenedPiece {
 
 export interface StagedPiece {
   readonly size: number;
-  /** Lowercase hex SHA-256 of the staged bytes. */
-  readonly sha256: string;
+  /** Lowercase hex SHA-256 of the staged bytes, when StageOptions.computeSha256 asked for it. */
+  readonly sha256: string | null;
+  /** The SHA-256 of the staged bytes: the one computed on the way, or read back now. */
+  computeSha256(): Promise<string>;
   /** Makes the bytes durable and visible under key (replacing any orphan left there). */
   commit(key: string): Promise<void>;
   /** Throws the staged bytes away. Safe to call more than once, and after commit. */
@@ -44,6 +50,8 @@ export interface StageOptions {
   onChunk?: (chunk: Uint8Array) => Promise<void> | undefined;
   /** Give up (failure "stalled") when no bytes arrive for this long. */
   idleTimeoutMs?: number;
+  /** Hash the bytes (SHA-256) while they stream in; default true. */
+  computeSha256?: boolean;
 }
 
 export interface PieceStore {
@@ -53,6 +61,11 @@ export interface PieceStore {
   check(): Promise<StoreHealth>;
   stat(key: string): Promise<{ size: number } | null>;
   open(key: string): Promise<OpenedPiece | null>;
+  /**
+   * Lowercase hex SHA-256 of a committed piece, read back from the store; null when
+   * missing. Aborting the signal abandons the read (it throws the signal's reason).
+   */
+  sha256Of(key: string, options?: { signal?: AbortSignal }): Promise<string | null>;
   stage(body: ReadableStream<Uint8Array>, options: StageOptions): Promise<StagedPiece>;
   delete(key: string): Promise<boolean>;
   list(): AsyncIterable<string>;

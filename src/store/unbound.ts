@@ -26,6 +26,10 @@ export class UnboundStore implements PieceStore {
     return Promise.reject(this.#offline());
   }
 
+  sha256Of(): Promise<string | null> {
+    return Promise.reject(this.#offline());
+  }
+
   async stage(body: ReadableStream<Uint8Array>): Promise<StagedPiece> {
     await body.cancel().catch(() => {});
     throw this.#offline();

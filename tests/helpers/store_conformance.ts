@@ -72,6 +72,35 @@ export function runStoreConformance(name: string, create: () => Promise<StoreFix
     assertEquals(await keys(store), ["bafkpiece0001"]);
   });
 
+  test("SHA-256 can be left out on the way and computed from the staged bytes", async (store) => {
+    const hello = "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9";
+    const staged = await store.stage(streamOf("hello ", "world"), {
+      expectedBytes: 11,
+      computeSha256: false,
+    });
+    assertEquals(staged.sha256, null);
+    assertEquals(await staged.computeSha256(), hello);
+    await staged.commit("bafkpiece0008");
+    assertEquals(await store.sha256Of("bafkpiece0008"), hello);
+    assertEquals(await store.sha256Of("bafkmissing01"), null);
+    const hashed = await store.stage(streamOf("abc"), { expectedBytes: 3 });
+    assertEquals(
+      await hashed.computeSha256(),
+      "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+    );
+    await hashed.discard();
+  });
+
+  test("reading a digest back stops when its signal is aborted", async (store) => {
+    const staged = await store.stage(streamOf("abc"), { expectedBytes: 3 });
+    await staged.commit("bafkpiece0009");
+    const controller = new AbortController();
+    controller.abort(new Error("stopping"));
+    let thrown: unknown = null;
+    await store.sha256Of("bafkpiece0009", { signal: controller.signal }).catch((e) => thrown = e);
+    assertEquals((thrown as Error | null)?.message, "stopping");
+  });
+
   test("a staged piece is invisible until committed", async (store) => {
     const staged = await store.stage(streamOf("abc"), { expectedBytes: 3 });
     assertEquals(await store.open("bafkpiece0002"), null);

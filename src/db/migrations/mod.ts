@@ -4,14 +4,22 @@
  */
 import { sql as initial } from "./0001_initial.ts";
 import { sql as tokens } from "./0002_tokens.ts";
+import { sql as deferredSha256 } from "./0003_deferred_sha256.ts";
 
 export interface Migration {
   version: number;
   name: string;
   sql: string;
+  /**
+   * Rebuilds a table that others reference (create new, copy, drop, rename):
+   * runs with foreign keys off, as SQLite's documented procedure requires, and
+   * checks them all before committing.
+   */
+  rebuildsTables?: boolean;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "initial", sql: initial },
   { version: 2, name: "tokens", sql: tokens },
+  { version: 3, name: "deferred_sha256", sql: deferredSha256, rebuildsTables: true },
 ];
