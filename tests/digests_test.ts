@@ -10,8 +10,11 @@ import { errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
 import { migrate, openDatabase } from "../src/db/database.ts";
 import { MIGRATIONS } from "../src/db/migrations/mod.ts";
+import { sha256Cid } from "../src/piece_cid/cid.ts";
+import type { StageOptions } from "../src/store/driver.ts";
 
 const KIB = 1024;
+const MIB = 1024 * KIB;
 const sha256Hex = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
 function recordedSha256(server: TestServer, cid: string): string | null {
@@ -32,9 +35,38 @@ async function healthDigests(server: TestServer) {
   return (await (await server.get("/healthz")).json()).digests;
 }
 
+Deno.test("digests: only a large first upload with an unverifiable cid skips hashing on the way", async () => {
+  const hashedOnTheWay: Record<string, boolean> = {};
+  await using server = await startTestServer({
+    wrapStore: (store) =>
+      new Proxy(store, {
+        get(target, key) {
+          if (key !== "stage") {
+            const value = Reflect.get(target, key, target);
+            return typeof value === "function" ? value.bind(target) : value;
+          }
+          return (body: ReadableStream<Uint8Array>, options: StageOptions) => {
+            hashedOnTheWay[options.expectedBytes] = options.computeSha256 !== false;
+            return target.stage(body, options);
+          };
+        },
+      }),
+  });
+  const large = patternBytes(4 * MIB + 1, 8);
+  await uploadOk(server, "bafkdigest0010", large);
+  await uploadOk(server, "bafkdigest0011", patternBytes(4 * MIB, 9));
+  assertEquals(hashedOnTheWay, { [4 * MIB + 1]: false, [4 * MIB]: true });
+  await uploadOk(server, "bafkdigest0010", large); // stored already: compared on the way
+  assertEquals(hashedOnTheWay[4 * MIB + 1], true);
+  const big = patternBytes(4 * MIB + 2, 10);
+  const cid = sha256Cid(new Uint8Array(await crypto.subtle.digest("SHA-256", big)));
+  await uploadOk(server, cid, big); // its hash is its verification
+  assertEquals(hashedOnTheWay[4 * MIB + 2], true);
+});
+
 Deno.test("digests: a first upload is hashed in the background and /healthz shows the backlog", async () => {
   await using server = await startTestServer();
-  const bytes = patternBytes(300 * KIB, 1);
+  const bytes = patternBytes(5 * MIB, 1);
   await uploadOk(server, "bafkdigest0001", bytes);
   await server.server.app.digests.whenIdle();
   assertEquals(recordedSha256(server, "bafkdigest0001"), sha256Hex(bytes));
@@ -43,10 +75,8 @@ Deno.test("digests: a first upload is hashed in the background and /healthz show
 
 Deno.test("digests: a sha2-256 cid is hashed on the way, so its digest is known at once", async () => {
   await using server = await startTestServer();
-  const bytes = patternBytes(10 * KIB, 2);
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  const { sha256Cid } = await import("../src/piece_cid/cid.ts");
-  const cid = sha256Cid(digest);
+  const bytes = patternBytes(5 * MIB, 2);
+  const cid = sha256Cid(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
   await server.server.app.digests.stop(); // nothing in the background may fill it in
   await uploadOk(server, cid, bytes);
   assertEquals(recordedSha256(server, cid), sha256Hex(bytes));
@@ -54,12 +84,12 @@ Deno.test("digests: a sha2-256 cid is hashed on the way, so its digest is known 
 
 Deno.test("digests: with the stored digest still unknown, different bytes are still 409", async () => {
   await using server = await startTestServer();
-  const first = patternBytes(64 * KIB, 3);
+  const first = patternBytes(5 * MIB, 3);
   await uploadOk(server, "bafkdigest0002", first);
   await server.server.app.digests.whenIdle();
   server.server.db.prepare("UPDATE pieces SET sha256 = NULL WHERE cid = ?").run("bafkdigest0002");
 
-  const other = await server.upload("bafkdigest0002", patternBytes(64 * KIB, 4));
+  const other = await server.upload("bafkdigest0002", patternBytes(5 * MIB, 4));
   assertEquals(other.status, 409);
   assertEquals((await errorOf(other)).error, "cid_conflict");
   // Deciding computed (and kept) the stored piece's digest.
@@ -83,7 +113,7 @@ Deno.test("digests: identical bytes while the stored digest is unknown make a ne
 
 Deno.test("digests: racing uploads of one cid, none hashed on the way, keep exactly one winner", async () => {
   await using server = await startTestServer();
-  const bodies = Array.from({ length: 6 }, (_, i) => patternBytes(128 * KIB, 10 + (i % 2)));
+  const bodies = Array.from({ length: 6 }, (_, i) => patternBytes(5 * MIB, 10 + (i % 2)));
   const responses = await Promise.all(bodies.map((b) => server.upload("bafkdigest0004", b)));
   const statuses = await Promise.all(responses.map(async (r) => {
     await r.body?.cancel();
@@ -126,6 +156,7 @@ Deno.test("digests: a piece whose bytes vanished is counted as a failure, not re
   await server.server.app.digests.stop();
   await uploadOk(server, "bafkdigest0006", patternBytes(KIB, 7));
   await server.server.store.delete("bafkdigest0006");
+  server.server.db.prepare("UPDATE pieces SET sha256 = NULL").run();
   // A fresh digester, as at the next start, finds the piece and cannot read it.
   const { PieceDigests } = await import("../src/store/digests.ts");
   const { Records } = await import("../src/db/records.ts");

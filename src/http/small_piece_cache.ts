@@ -22,7 +22,9 @@ export class CachedPiece {
   constructor(bytes: Uint8Array<ArrayBuffer>, headers: readonly [string, string][]) {
     this.bytes = bytes;
     this.headers = headers;
-    this.#template = new Response(bytes, { status: 200, headers: headers as [string, string][] });
+    // Content-Length is left to the HTTP layer, which sets it from the bytes anyway.
+    const sent = headers.filter(([name]) => name !== "content-length");
+    this.#template = new Response(bytes, { status: 200, headers: sent });
   }
 
   /** A fresh 200 answer with the bytes (each call may be sent once). */

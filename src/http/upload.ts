@@ -36,6 +36,13 @@ export interface UploadDeps {
   hashPool: HashWorkerPool | null;
 }
 
+/**
+ * Bodies up to this size are hashed while they arrive: a few milliseconds of
+ * hashing at most, less than what hashing afterwards costs (reopening the file
+ * and a second fsynced database write).
+ */
+const HASH_AFTERWARDS_ABOVE_BYTES = 4 * 1024 * 1024;
+
 export function createUploadHandler(deps: UploadDeps): Handler {
   return async (request, context) => {
     const givenCid = context.url.searchParams.get("cid");
@@ -100,10 +107,12 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         signal: context.signal,
         idleTimeoutMs: deps.config.bodyIdleTimeoutMs,
         onChunk: verifier ? (chunk) => verifier.onChunk(chunk) : undefined,
-        // Hashing on the way costs about a quarter of the throughput, so do it only when
-        // the answer needs it: a sha2-256 cid, or a cid stored already (conflict check).
-        // A first upload is hashed after the fact (store/digests.ts).
-        computeSha256: verifier?.usesSha256 === true || deps.catalog.getPiece(cid) !== null,
+        // Hashing on the way costs about a quarter of a large upload's throughput, so a
+        // large first upload is hashed after the fact (store/digests.ts). Hash on the way
+        // when the answer needs it (a sha2-256 cid; a cid stored already, to check for a
+        // conflict) or when it is cheaper than a second pass (a small body).
+        computeSha256: length <= HASH_AFTERWARDS_ABOVE_BYTES ||
+          verifier?.usesSha256 === true || deps.catalog.getPiece(cid) !== null,
       });
       if (verifier && !await verifier.matches(staged)) {
         await staged.discard();

@@ -319,7 +319,9 @@ async function sha256OfFile(path: string, signal?: AbortSignal): Promise<string>
   const file = await Deno.open(path, { read: true });
   try {
     const hash = createHash("sha256");
-    const buffer = new Uint8Array(1024 * 1024);
+    // Sized to the file (up to 1 MiB), so hashing many small pieces pins no large buffers.
+    const { size } = await file.stat();
+    const buffer = new Uint8Array(Math.max(1, Math.min(size, 1024 * 1024)));
     while (true) {
       signal?.throwIfAborted();
       const read = await file.read(buffer);
