@@ -151,6 +151,25 @@ Deno.test("digests: pieces left unhashed by a stop are hashed after the next sta
   }
 });
 
+Deno.test("digests: a shutdown right after a large upload leaves the digest to the next start", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-test-" });
+  try {
+    const bytes = patternBytes(64 * MIB, 12);
+    {
+      await using server = await startTestServer({ dataDir });
+      await uploadOk(server, "bafkdigest0007", bytes);
+      // The background digest is abandoned (or finishes) without a leaked read.
+      await server.server.shutdown();
+    }
+    await using again = await startTestServer({ dataDir });
+    await again.server.app.digests.whenIdle();
+    assertEquals(recordedSha256(again, "bafkdigest0007"), sha256Hex(bytes));
+    assertEquals(await healthDigests(again), { backlog: 0, failures: 0 });
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
 Deno.test("digests: a piece whose bytes vanished is counted as a failure, not retried forever", async () => {
   await using server = await startTestServer();
   await server.server.app.digests.stop();
