@@ -85,7 +85,7 @@ export function createComputePieceCidHandler(deps: ComputeDeps): Handler {
     }
     if (!request.body) throw new ApiError("no_body", "Request body is required");
     const hasher = new ParallelPieceHasher({ pool: deps.hashPool });
-    const reader = createChunkReader(request.body, length);
+    const reader = createChunkReader(request.body, { expectedBytes: length });
     try {
       while (true) {
         const chunk = await reader.next().catch(() => {

@@ -4,7 +4,10 @@
  * upload allocates nothing per chunk, which keeps the server's memory flat;
  * other streams fall back to the default reader.
  *
- * A chunk from `next()` is valid only until the following `next()` call.
+ * With one buffer, a chunk from `next()` is valid only until the following
+ * `next()` call; with two (`buffers: 2`) the reader alternates between them and
+ * a chunk stays valid one call longer, so the caller can write chunk N to disk
+ * while chunk N+1 is being read.
  */
 const MAX_BUFFER_BYTES = 1 << 20;
 const MIN_BUFFER_BYTES = 16 << 10;
@@ -16,14 +19,21 @@ export interface ChunkReader {
   release(): void;
 }
 
-/**
- * @param expectedBytes how much the stream will deliver, when known: the buffer
- *   is never larger than needed (a 1 KiB upload must not pin 1 MiB).
- */
+export interface ChunkReaderOptions {
+  /**
+   * How much the stream will deliver, when known: buffers are never larger than
+   * needed (a 1 KiB upload must not pin 1 MiB).
+   */
+  expectedBytes?: number;
+  /** 1 (default) or 2 buffers; see the module comment. */
+  buffers?: 1 | 2;
+}
+
 export function createChunkReader(
   stream: ReadableStream<Uint8Array>,
-  expectedBytes = MAX_BUFFER_BYTES,
+  options: ChunkReaderOptions = {},
 ): ChunkReader {
+  const expectedBytes = options.expectedBytes ?? MAX_BUFFER_BYTES;
   let byob: ReadableStreamBYOBReader | null = null;
   try {
     byob = stream.getReader({ mode: "byob" });
@@ -43,13 +53,19 @@ export function createChunkReader(
   }
   const reader = byob;
   const size = Math.max(MIN_BUFFER_BYTES, Math.min(MAX_BUFFER_BYTES, expectedBytes));
-  let buffer: ArrayBuffer = new ArrayBuffer(size);
+  const buffers: ArrayBuffer[] = Array.from(
+    { length: options.buffers ?? 1 },
+    () => new ArrayBuffer(size),
+  );
+  let turn = 0;
   return {
     next: async () => {
-      const { done, value } = await reader.read(new Uint8Array(buffer));
+      const slot = turn;
+      turn = (turn + 1) % buffers.length;
+      const { done, value } = await reader.read(new Uint8Array(buffers[slot]));
       if (done) return null;
-      // The read transferred the buffer into `value`; take it back for the next read.
-      buffer = value.buffer as ArrayBuffer;
+      // The read transferred the buffer into `value`; take it back for a later read.
+      buffers[slot] = value.buffer as ArrayBuffer;
       return value;
     },
     cancel: (reason) => reader.cancel(reason),

@@ -92,41 +92,54 @@ export class DiskStore implements PieceStore {
     const hash = options.computeSha256 === false ? null : createHash("sha256");
     let size = 0;
     try {
-      const reader = createChunkReader(body, options.expectedBytes);
+      // Two buffers: chunk N is written (on Deno's I/O threads) while chunk N+1 is read.
+      const reader = createChunkReader(body, {
+        expectedBytes: options.expectedBytes,
+        buffers: 2,
+      });
       const onAbort = () => reader.cancel(options.signal?.reason).catch(() => {});
       options.signal?.addEventListener("abort", onAbort, { once: true });
+      const watchdog = options.idleTimeoutMs === undefined
+        ? null
+        : new ReadWatchdog(options.idleTimeoutMs, onStall(reader));
+      let writing: Promise<void> | null = null;
       try {
         if (options.signal?.aborted) {
           throw new StoreError("short_body", "Cannot store upload: it was aborted");
         }
         while (true) {
           let chunk: Uint8Array | null;
+          watchdog?.reading(true);
           try {
-            chunk = await nextWithin(reader, options.idleTimeoutMs);
+            chunk = await reader.next();
           } catch (error) {
-            if (error instanceof StoreError) throw error;
+            if (watchdog?.fired) throw stalledError(options.idleTimeoutMs!);
             throw new StoreError("short_body", "Cannot read upload: the body ended early", {
               cause: error,
             });
           }
+          watchdog?.reading(false);
+          if (watchdog?.fired) throw stalledError(options.idleTimeoutMs!);
           if (chunk === null) break;
           size += chunk.byteLength;
           if (size > options.expectedBytes) {
             throw new StoreError("long_body", "Cannot store upload: more bytes than declared");
           }
-          // Start the write (it runs on Deno's I/O threads), then hash and inspect the
-          // same bytes while it is in flight. The buffer is reused only after both.
-          const writing = writeAll(file, chunk);
-          let inspected: Promise<void> | undefined;
-          try {
-            hash?.update(chunk);
-            inspected = options.onChunk?.(chunk);
-          } finally {
-            await writing;
-          }
+          // Writes stay in order: each starts once the previous one is done. Then the
+          // same bytes are hashed and inspected while this write is in flight.
+          if (writing) await writing;
+          writing = writeAll(file, chunk);
+          // Observed now so a failure while we read on is never "unhandled"; awaited below.
+          writing.catch(() => {});
+          hash?.update(chunk);
+          const inspected = options.onChunk?.(chunk);
           if (inspected) await inspected;
         }
+        if (writing) await writing;
       } finally {
+        // Never close the file under a write in flight (a failure of it was thrown already).
+        await writing?.catch(() => {});
+        watchdog?.stop();
         options.signal?.removeEventListener("abort", onAbort);
         reader.release();
       }
@@ -294,21 +307,46 @@ function toStoreError(error: unknown, options: MapOptions = {}): unknown {
   return error;
 }
 
-/** The next chunk, unless none arrives within idleMs: then the reader is cancelled. */
-async function nextWithin(reader: ChunkReader, idleMs: number | undefined) {
-  if (idleMs === undefined) return await reader.next();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const stalled = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reader.cancel(new Error("stalled")).catch(() => {});
-      reject(new StoreError("stalled", `Cannot read upload: no bytes for ${idleMs} ms`));
-    }, idleMs);
-  });
-  try {
-    return await Promise.race([reader.next(), stalled]);
-  } finally {
-    clearTimeout(timer);
+/**
+ * Notices a body that stops sending: fires once if a read has been waiting for
+ * idleMs. One timer per upload, re-armed lazily, instead of a timer and a race
+ * per chunk (an upload has thousands of chunks).
+ */
+class ReadWatchdog {
+  fired = false;
+  #readingSince: number | null = null;
+  #timer: ReturnType<typeof setTimeout>;
+
+  constructor(idleMs: number, onIdle: () => void) {
+    const check = () => {
+      const waited = this.#readingSince === null ? 0 : performance.now() - this.#readingSince;
+      if (waited >= idleMs) {
+        this.fired = true;
+        onIdle();
+      } else {
+        this.#timer = setTimeout(check, idleMs - waited);
+      }
+    };
+    this.#timer = setTimeout(check, idleMs);
   }
+
+  /** Marks the start (true) or end (false) of a read. */
+  reading(active: boolean): void {
+    this.#readingSince = active ? performance.now() : null;
+  }
+
+  stop(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+/** Cancelling the reader ends its pending read, so the stage loop sees the stall. */
+function onStall(reader: ChunkReader): () => void {
+  return () => void reader.cancel(new Error("stalled")).catch(() => {});
+}
+
+function stalledError(idleMs: number): StoreError {
+  return new StoreError("stalled", `Cannot read upload: no bytes for ${idleMs} ms`);
 }
 
 /**
