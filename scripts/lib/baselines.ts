@@ -95,6 +95,7 @@ http {
   client_body_temp_path ${prefix}/body;
   server {
     listen 127.0.0.1:${port};
+    location = /ready { return 204; }
     location /f/ { alias ${dir}/; }
     location /u/ { alias ${dir}/; dav_methods PUT; create_full_put_path on; }
   }
@@ -109,7 +110,7 @@ http {
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
     try {
-      await (await fetch(`${url}/f/`)).body?.cancel();
+      await (await fetch(`${url}/ready`)).body?.cancel();
       break;
     } catch {
       await new Promise((resolve) => setTimeout(resolve, 50));
