@@ -44,6 +44,11 @@ const loadSeconds = Number(flag("--seconds", quick ? "3" : "10"));
 const bigGiB = Number(flag("--big-gib", quick ? "0.25" : "1"));
 const only = new Set(flag("--only", "1,2,3,4,5,6").split(",").map(Number));
 const wanted = (workload: number) => only.has(workload);
+const benchStarted = performance.now();
+/** A progress line with the seconds since the bench started (it must stay under 5 minutes). */
+function progress(line: string) {
+  console.log(`[${Math.round((performance.now() - benchStarted) / 1000)} s] ${line}`);
+}
 
 type Contender = { name: string; url: string };
 const results: Record<string, unknown> = {
@@ -271,12 +276,12 @@ try {
     await streamUpload({ url: service.url, cid: "benchsmallpiece", size: 1024, chunk });
 
     if (wanted(1)) {
-      console.log("1/6 uploads of 100 MiB");
+      progress("1/6 uploads of 100 MiB");
       results.upload100MiB_MiBps = await uploadsOf100MiB(service, baselines, chunk);
     }
 
     if (wanted(2)) {
-      console.log("2/6 retrievals of 100 MiB");
+      progress("2/6 retrievals of 100 MiB");
       const bigGets: Contender[] = [
         { name: "service", url: `${service.url}/p/benchbigpiece1` },
         ...baselines.map((b) => ({ name: b.name, url: `${b.url}${b.getPath("big")}` })),
@@ -301,7 +306,7 @@ try {
       console.log("wrk is not installed: load workloads 3 and 4 skipped (apt-get install wrk)");
     }
     if (wrkAvailable() && wanted(3)) {
-      console.log("3/6 1 KiB retrievals under load (wrk, 64 connections)");
+      progress("3/6 1 KiB retrievals under load (wrk, 64 connections)");
       const small = await smallRetrievalLoad([
         { name: "service", url: `${service.url}/p/benchsmallpiece` },
         ...baselines.map((b) => ({ name: b.name, url: `${b.url}${b.getPath("small")}` })),
@@ -319,7 +324,7 @@ try {
       if (nginx) ratio("retrieve 1 KiB req/s / nginx", rps("service") / rps("nginx"));
     }
     if (wrkAvailable() && wanted(4)) {
-      console.log("4/6 1 KiB uploads under load (wrk), sponsored vs token");
+      progress("4/6 1 KiB uploads under load (wrk), sponsored vs token");
       const signup = await fetch(`${service.url}/api/auth/signup`, {
         method: "POST",
         body: JSON.stringify({ email: "bench@example.org", label: "bench", quotaMb: 1024000 }),
@@ -333,7 +338,7 @@ try {
     }
 
     if (wanted(5)) {
-      console.log(`5/6 8 concurrent ${bigGiB} GiB uploads and downloads (service RSS)`);
+      progress(`5/6 8 concurrent ${bigGiB} GiB uploads and downloads (service RSS)`);
       const transfers = await bigTransfers(service, chunk);
       results.bigTransfers = transfers;
       ratios["peak RSS during big transfers (MiB)"] = {
@@ -351,7 +356,7 @@ try {
 }
 
 if (wanted(6)) {
-  console.log("6/6 PieceCIDv2 in memory, and 1 GiB memory check");
+  progress("6/6 PieceCIDv2 in memory, and 1 GiB memory check");
   results.pieceCid100MiB = await benchPieceCid(runs);
   results.memory = await runMemoryCheck(Math.round(bigGiB * 1024));
 }

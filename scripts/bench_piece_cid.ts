@@ -2,8 +2,8 @@
  * PieceCIDv2 of 100 MiB in memory, in the same run: our WebAssembly SIMD
  * kernel on one core, the same over the Worker pool (every core), and the
  * Rust/WASM reference package (fr32-sha2-256-trunc254-padded-binary-tree-
- * multihash). Alternates the contenders (A B C A B C …) so machine noise hits
- * them alike. Also runnable alone: deno run -A scripts/bench_piece_cid.ts
+ * multihash) on the first 25 MiB of the same bytes. Alternates the contenders
+ * (A B C A B C …) so machine noise hits them alike. Also runnable alone: deno run -A scripts/bench_piece_cid.ts
  */
 import * as RustHasher from "fr32-sha2-256-trunc254-padded-binary-tree-multihash";
 import { PieceHasher } from "../src/piece_cid/hasher.ts";
@@ -57,10 +57,13 @@ export async function benchPieceCid(runs: number) {
           return await hasher.digest();
         }),
       );
+      // The reference runs at 10-20 MB/s, so it hashes the first quarter only: a piece
+      // tree costs the same per byte at any size, and this keeps the bench under 5 minutes.
+      const referencePayload = payload.subarray(0, payload.length / 4);
       results.rustWasm.push(
-        await rate(payload.length, () => {
+        await rate(referencePayload.length, () => {
           const hasher = RustHasher.create();
-          hasher.write(payload);
+          hasher.write(referencePayload);
           const out = new Uint8Array(64);
           hasher.digestInto(out, 0, true);
           hasher.free?.();
@@ -75,6 +78,7 @@ export async function benchPieceCid(runs: number) {
   const rustWasm = summarize(results.rustWasm);
   return {
     payloadMiB: 100,
+    referencePayloadMiB: 25,
     units: "MB/s (10^6 bytes/s)",
     workers: pool.size,
     oneCore,

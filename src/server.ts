@@ -28,7 +28,7 @@ import { HashWorkerPool } from "./piece_cid/pool.ts";
 export interface StartServerOptions {
   config: Config;
   clock?: Clock;
-  logger?: Logger & { flush?(): void };
+  logger?: Logger & { flush?(): Promise<void> };
   /** Wraps the piece store (fault-injection tests); production passes nothing. */
   wrapStore?: (store: PieceStore) => PieceStore;
 }
@@ -143,7 +143,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       const closed = await raceTimeout(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
       if (!closed) logger.warn("shutdown: connections still open, closing anyway");
       storage.db.close();
-      logger.flush?.();
+      await logger.flush?.();
     })();
 
   return { url, baseUrl, port: addr.port, app, store: storage.store, db: storage.db, shutdown };
