@@ -3,9 +3,10 @@
  *
  * Contenders: the service (main.ts with the start task's permission flags, on a
  * temp data dir), a bare Deno.serve (file streaming; body-to-file with fsync),
- * and nginx (sendfile; DAV PUT) when installed. Runs alternate A B C A B C so
- * machine noise hits every contender alike; each figure is a median with min
- * and max, and every target is a ratio to a baseline from this same run.
+ * and nginx (sendfile; DAV PUT) when installed. Runs alternate, in a rotating
+ * order (A B C, B C A, C A B), so machine noise hits every contender alike;
+ * each figure is a median with min and max, and every target is a ratio to a
+ * baseline from this same run.
  * Prints a table and writes bench-results/latest.json. Talks only to
  * 127.0.0.1 and stops everything it started, by PID.
  *
@@ -122,40 +123,55 @@ async function settle(service: SpawnedServer) {
   throw new Error("the service did not finish hashing within 6 s");
 }
 
+/**
+ * The contenders in a different order each run (A B C, B C A, C A B, …), so that
+ * going first or last in a run, right after another contender's burst, favours
+ * nobody.
+ */
+function rotated<T>(list: readonly T[], run: number): T[] {
+  const shift = run % list.length;
+  return [...list.slice(shift), ...list.slice(0, shift)];
+}
+
 async function uploadsOf100MiB(service: SpawnedServer, baselines: Baseline[], chunk: Uint8Array) {
-  const series: Record<string, number[]> = { "service, opaque cid": [], "service, PieceCIDv2": [] };
-  for (const b of baselines) series[b.name] = [];
-  for (let run = 0; run < transferRuns; run++) {
-    chunk[0] = run; // every run uploads new bytes: no dedupe
-    const opaque = await timed(async () => {
-      const r = await streamUpload({
-        url: service.url,
-        cid: `benchup${run}x`,
-        size: 100 * MIB,
-        chunk,
-      });
-      if (r.status !== 200) throw new Error(r.body);
+  const upload = async (url: string, target: { cid?: string; path?: string; method?: string }) => {
+    const seconds = await timed(async () => {
+      const r = await streamUpload({ url, ...target, size: 100 * MIB, chunk });
+      if (r.status >= 300) throw new Error(`${url}: ${r.status} ${r.body}`);
     });
-    series["service, opaque cid"].push(100 / opaque);
-    await settle(service);
-    for (const b of baselines) {
-      const { method, path } = b.upload(`up${run}`);
-      series[b.name].push(
-        100 / await timed(async () => {
-          const r = await streamUpload({ url: b.url, path, method, size: 100 * MIB, chunk });
-          if (r.status >= 300) throw new Error(`${b.name}: ${r.status} ${r.body}`);
-        }),
-      );
-    }
-    chunk[0] = 100 + run;
-    const cid = cidOf(chunk, 100);
-    series["service, PieceCIDv2"].push(
-      100 / await timed(async () => {
-        const r = await streamUpload({ url: service.url, cid, size: 100 * MIB, chunk });
-        if (r.status !== 200) throw new Error(r.body);
-      }),
-    );
-    await settle(service);
+    return 100 / seconds;
+  };
+  // Each contender sets the first byte of the chunk, so every upload is of new bytes (no dedupe).
+  const contenders: { name: string; run(run: number): Promise<number> }[] = [
+    {
+      name: "service, opaque cid",
+      async run(run) {
+        chunk[0] = run;
+        const rate = await upload(service.url, { cid: `benchup${run}x` });
+        await settle(service);
+        return rate;
+      },
+    },
+    {
+      name: "service, PieceCIDv2",
+      async run(run) {
+        chunk[0] = 100 + run;
+        const rate = await upload(service.url, { cid: cidOf(chunk, 100) });
+        await settle(service);
+        return rate;
+      },
+    },
+    ...baselines.map((b) => ({
+      name: b.name,
+      run(run: number) {
+        chunk[0] = 200 + run;
+        return upload(b.url, b.upload(`up${run}`));
+      },
+    })),
+  ];
+  const series: Record<string, number[]> = Object.fromEntries(contenders.map((c) => [c.name, []]));
+  for (let run = 0; run < transferRuns; run++) {
+    for (const c of rotated(contenders, run)) series[c.name].push(await c.run(run));
   }
   const out = Object.fromEntries(Object.entries(series).map(([k, v]) => [k, summarize(v)]));
   const bare = out["bare Deno.serve"].median;
@@ -168,7 +184,7 @@ async function retrievalsOf100MiB(contenders: Contender[], parallel: number) {
   const series: Record<string, number[]> = {};
   for (const c of contenders) series[c.name] = [];
   for (let run = 0; run < transferRuns; run++) {
-    for (const c of contenders) {
+    for (const c of rotated(contenders, run)) {
       const seconds = await timed(() =>
         Promise.all(Array.from({ length: parallel }, () => download(c.url)))
       );
@@ -183,7 +199,7 @@ async function smallRetrievalLoad(contenders: Contender[]) {
   for (const c of contenders) series[c.name] = { rps: [], p99: [], errors: 0 };
   // The noisiest workload here (up to 1.5x between rounds): a true median needs 3 rounds.
   for (let round = 0; round < runs; round++) {
-    for (const c of contenders) {
+    for (const c of rotated(contenders, round)) {
       const r = await runWrk({ url: c.url, connections: 64, seconds: loadSeconds });
       series[c.name].rps.push(r.requestsPerSecond);
       series[c.name].p99.push(r.p99Ms);
