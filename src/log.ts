@@ -70,17 +70,16 @@ export function createStderrLogger(options: StderrLoggerOptions = {}): Flushable
   let writing: Promise<void> | null = null;
 
   const takeBatch = (): Uint8Array | null => {
-    if (dropped > 0) {
-      pending.push(
-        `{"time":"${new Date().toISOString()}","level":"warn",` +
-          `"msg":"log lines dropped: the output was too slow","dropped":${dropped}}\n`,
-      );
-      dropped = 0;
-    }
     if (pending.length === 0) return null;
     const bytes = encoder.encode(pending.join(""));
     pending = [];
     pendingChars = 0;
+    if (dropped > 0) {
+      // Lines are dropped only while others wait, so this notice follows their batch.
+      const count = dropped;
+      dropped = 0;
+      logger.warn("log lines dropped: the output was too slow", { dropped: count });
+    }
     return bytes;
   };
 
@@ -103,7 +102,7 @@ export function createStderrLogger(options: StderrLoggerOptions = {}): Flushable
     })().finally(() => {
       writing = null;
       // Lines that arrived between the last batch and now.
-      if (pending.length > 0 || dropped > 0) writeOut();
+      if (pending.length > 0) writeOut();
     });
   };
 

@@ -42,9 +42,7 @@ export function migrate(db: Database, migrations: readonly Migration[]): void {
   for (const migration of migrations) {
     if (migration.version <= current) continue;
     // The pragma is a no-op inside a transaction, so it is switched around it.
-    const foreignKeysWereOn = Number(
-      (db.prepare("PRAGMA foreign_keys").get() as { foreign_keys: number }).foreign_keys,
-    ) === 1;
+    const restoreForeignKeys = migration.rebuildsTables === true && foreignKeysOn(db);
     if (migration.rebuildsTables) db.exec("PRAGMA foreign_keys = OFF");
     try {
       transaction(db, () => {
@@ -60,9 +58,14 @@ export function migrate(db: Database, migrations: readonly Migration[]): void {
         db.exec(`PRAGMA user_version = ${migration.version}`);
       });
     } finally {
-      if (migration.rebuildsTables && foreignKeysWereOn) db.exec("PRAGMA foreign_keys = ON");
+      if (restoreForeignKeys) db.exec("PRAGMA foreign_keys = ON");
     }
   }
+}
+
+function foreignKeysOn(db: Database): boolean {
+  const row = db.prepare("PRAGMA foreign_keys").get() as { foreign_keys: number };
+  return Number(row.foreign_keys) === 1;
 }
 
 /** Runs fn inside BEGIN IMMEDIATE … COMMIT, rolling back if it throws. */

@@ -3,13 +3,13 @@
  *
  * Write path: exclusive-create a temp file in <root>/tmp, stream the body
  * into it (hashing on the way when asked), fsync, and only on commit rename
- * it to its sharded path and fsync the directory. A crash at any point leaves either nothing
- * visible or a complete, durable piece; temp files are swept at start-up.
+ * it to its sharded path and fsync the directory. A crash at any point leaves
+ * either nothing visible or a complete, durable piece; temp files are swept
+ * at start-up.
  */
 import { createHash } from "node:crypto";
 import { assertSafeKey, joinPath, shardOf, TEMP_DIR, TEMP_SUFFIX } from "./paths.ts";
 import { createChunkReader } from "./chunk_reader.ts";
-import type { ChunkReader } from "./chunk_reader.ts";
 import { StoreError } from "./driver.ts";
 import type { OpenedPiece, PieceStore, StagedPiece, StageOptions, StoreHealth } from "./driver.ts";
 
@@ -101,7 +101,10 @@ export class DiskStore implements PieceStore {
       options.signal?.addEventListener("abort", onAbort, { once: true });
       const watchdog = options.idleTimeoutMs === undefined
         ? null
-        : new ReadWatchdog(options.idleTimeoutMs, onStall(reader));
+        // Cancelling the reader ends its pending read, so the loop below sees the stall.
+        : new ReadWatchdog(options.idleTimeoutMs, () => {
+          reader.cancel(new Error("stalled")).catch(() => {});
+        });
       let writing: Promise<void> | null = null;
       try {
         if (options.signal?.aborted) {
@@ -338,11 +341,6 @@ class ReadWatchdog {
   stop(): void {
     clearTimeout(this.#timer);
   }
-}
-
-/** Cancelling the reader ends its pending read, so the stage loop sees the stall. */
-function onStall(reader: ChunkReader): () => void {
-  return () => void reader.cancel(new Error("stalled")).catch(() => {});
 }
 
 function stalledError(idleMs: number): StoreError {
