@@ -30,7 +30,7 @@ import { benchPieceCid, summarize } from "./bench_piece_cid.ts";
 import type { Summary } from "./bench_piece_cid.ts";
 import { runMemoryCheck } from "./memory_check.ts";
 import { PieceHasher } from "../src/piece_cid/hasher.ts";
-import { pieceCidV2 } from "../src/piece_cid/cid.ts";
+import { pieceCidV2 } from "../src/piece_cid/cid_codec.ts";
 
 const MIB = 1024 * 1024;
 

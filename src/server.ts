@@ -1,29 +1,39 @@
 /**
- * Wires config → data directory → database → store → app → Deno.serve, and
- * takes it all down again. main.ts and the integration tests both start the
- * service through startServer, so tests run exactly what production runs.
+ * The composition root: config → data directory (database, piece store, HMAC
+ * key) → every long-lived object → routes → app → Deno.serve, and the
+ * shutdown that takes it all down again in order. Nothing else in src/
+ * constructs a long-lived object. main.ts and the integration tests both
+ * start the service through startServer, so tests run what production runs.
  */
 import { systemClock } from "./clock.ts";
+import { ApiError, errorResponse } from "./errors.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
-import { openDatabase } from "./db/database.ts";
+import { openDataDir } from "./data_dir_open.ts";
 import type { Database } from "./db/database.ts";
-import { Records } from "./db/records.ts";
+import { CatalogRecords } from "./db/catalog_records.ts";
+import { TokenRecords } from "./db/token_records.ts";
 import { createApp } from "./http/app.ts";
-import type { App } from "./http/app.ts";
 import type { DatabaseHealth } from "./http/health.ts";
+import { createRetrieval } from "./http/pieces.ts";
+import { createRoutes } from "./http/routes.ts";
+import type { RouteServices } from "./http/routes.ts";
+import type { Route } from "./http/router.ts";
+import { SmallPieceCache } from "./http/small_piece_cache.ts";
+import { UploadDrain } from "./http/upload_drain.ts";
+import { createAuthenticator } from "./auth/authenticator.ts";
+import { TokenService } from "./auth/tokens.ts";
+import { DailyCapLedger } from "./limits/daily_caps.ts";
+import { MIB } from "./limits/tiers.ts";
+import { WindowLimit } from "./limits/window_limit.ts";
 import { createStderrLogger } from "./log.ts";
 import type { Logger } from "./log.ts";
-import { DiskStore } from "./store/disk.ts";
-import type { PieceStore } from "./store/driver.ts";
-import { DATABASE_FILE, joinPath, PIECES_DIR } from "./store/paths.ts";
-import { UnboundStore } from "./store/unbound.ts";
-import { createAuthenticator } from "./auth/authenticator.ts";
-import { HmacKeyRing, KeyFileError, keyFilePath } from "./auth/hmac_key.ts";
-import { TokenService } from "./auth/tokens.ts";
-import { TokenRecords } from "./db/token_records.ts";
-import { MIB } from "./limits/tiers.ts";
 import { HashWorkerPool } from "./piece_cid/pool.ts";
+import { PieceCatalog } from "./storage/catalog.ts";
+import { DealIdGenerator } from "./storage/deal_id.ts";
+import { PieceDigests } from "./storage/digests.ts";
+import type { PieceStore } from "./storage/driver/driver.ts";
+import { StoreReachability } from "./storage/reachability.ts";
 
 export interface StartServerOptions {
   config: Config;
@@ -31,6 +41,8 @@ export interface StartServerOptions {
   logger?: Logger & { flush?(): Promise<void> };
   /** Wraps the piece store (fault-injection tests); production passes nothing. */
   wrapStore?: (store: PieceStore) => PieceStore;
+  /** How often cached retrievals re-check that the store is there (default 1 s). */
+  storeProbeIntervalMs?: number;
 }
 
 export interface RunningServer {
@@ -38,121 +50,169 @@ export interface RunningServer {
   url: string;
   baseUrl: string;
   port: number;
-  app: App;
+  /** The long-lived objects, for tests that look inside (ledger, digests, …). */
+  services: RouteServices;
+  routes: readonly Route[];
   store: PieceStore;
   db: Database;
   /** Stops accepting, lets in-flight requests finish (up to the timeout), then closes. */
   shutdown(options?: { timeoutMs?: number }): Promise<void>;
 }
 
-interface Storage {
-  db: Database;
-  store: PieceStore;
-  persistent: boolean;
-  /** The database file, watched by /healthz: SQLite keeps writing to a deleted file. */
-  dbPath: string | null;
-  keys: HmacKeyRing;
-}
+const DEFAULT_STORE_PROBE_INTERVAL_MS = 1000;
+/** A client that holds an idle connection open must not hold the process hostage. */
+const SERVER_CLOSE_TIMEOUT_MS = 2_000;
+const SIGNUP_WINDOW_MS = 3_600_000;
+/** Pieces up to this size are served from memory once read. */
+const SMALL_PIECE_MAX_BYTES = 64 * 1024;
 
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createStderrLogger();
-  const storage = await prepareStorage(config, logger);
-  if (options.wrapStore) storage.store = options.wrapStore(storage.store);
-  const cleaned = await storage.store.cleanup();
+
+  const dataDir = await openDataDir(config, logger);
+  const { db } = dataDir;
+  const store = options.wrapStore ? options.wrapStore(dataDir.store) : dataDir.store;
+  const cleaned = await store.cleanup();
   if (cleaned.removedTemporaryFiles > 0) {
     logger.info("removed leftovers of interrupted uploads", {
       files: cleaned.removedTemporaryFiles,
     });
   }
 
-  const records = new Records(storage.db);
-  const tokenRecords = new TokenRecords(storage.db);
+  const records = new CatalogRecords(db);
+  const tokenRecords = new TokenRecords(db);
   const tokens = new TokenService({
-    keys: storage.keys,
+    hmacKey: dataDir.hmacKey,
     records: tokenRecords,
     clock,
     lifetimeDays: config.tokenLifetimeDays,
     maxQuotaMb: Math.floor(config.token.dailyCapBytes / MIB),
   });
-  const hashPool = config.hashWorkers === 0
-    ? null
-    : new HashWorkerPool({ workers: config.hashWorkers ?? undefined });
-  const stopWatchingKey = storage.keys.watch(
+  const stopWatchingKey = dataDir.hmacKey.watch(
     config.hmacKeyReloadMs,
     (error) => logger.error("cannot reload HMAC key", { error: String(error) }),
   );
+  const hashPool = config.hashWorkers === 0
+    ? null
+    : new HashWorkerPool({ workers: config.hashWorkers ?? undefined });
+  const digests = new PieceDigests({ store, records, logger });
+  const resumed = digests.resume();
+  if (resumed > 0) logger.info("hashing pieces stored before the last stop", { resumed });
+  const catalog = new PieceCatalog({
+    store,
+    records,
+    clock,
+    dealIds: new DealIdGenerator(clock),
+    digests,
+  });
+  const ledger = new DailyCapLedger({
+    clock,
+    usedBytes: (subject, day) => records.usedBytes(subject, day),
+  });
+  const reachability = new StoreReachability({
+    store,
+    intervalMs: options.storeProbeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
+  });
+  const retrieval = createRetrieval({
+    store,
+    catalog,
+    logger,
+    reachability,
+    cache: new SmallPieceCache({
+      maxPieceBytes: SMALL_PIECE_MAX_BYTES,
+      maxTotalBytes: config.smallPieceCacheBytes,
+    }),
+  });
+  const uploadDrain = new UploadDrain();
+  const signupLimit = new WindowLimit({
+    limit: config.signupsPerHour,
+    windowMs: SIGNUP_WINDOW_MS,
+    clock,
+  });
   const databaseHealth = (): DatabaseHealth => {
     try {
-      storage.db.prepare("SELECT 1").get();
-      if (storage.dbPath) Deno.statSync(storage.dbPath);
+      db.prepare("SELECT 1").get();
+      if (dataDir.dbPath) Deno.statSync(dataDir.dbPath);
       return {
         ok: true,
-        persistent: storage.persistent,
-        detail: storage.persistent ? "sqlite" : "in-memory: no data directory bound",
+        persistent: dataDir.persistent,
+        detail: dataDir.persistent ? "sqlite" : "in-memory: no data directory bound",
       };
     } catch (error) {
-      return { ok: false, persistent: storage.persistent, detail: (error as Error).message };
+      return { ok: false, persistent: dataDir.persistent, detail: (error as Error).message };
     }
   };
+  const authenticator = createAuthenticator(tokens);
 
-  // The app needs the base URL, which with --port 0 is known only after binding;
-  // nothing is served before `app` is assigned because no await lies in between.
-  const late: { app?: App } = {};
+  // With --port 0 the base URL is known only once bound. Requests are dispatched
+  // after this synchronous block ends, so `app` is assigned before the first one.
   const server = Deno.serve({
     hostname: config.hostname,
     port: config.port,
     onListen: () => {},
     onError: (error) => {
+      // Our pipeline renders its own errors; this catches only what escapes it.
       logger.error("unhandled server error", { error: String(error) });
-      return new Response(JSON.stringify({ error: "internal_error", message: "Internal error" }), {
-        status: 500,
-        headers: { "content-type": "application/json", "access-control-allow-origin": "*" },
-      });
+      return errorResponse(new ApiError("internal_error", "Internal server error"));
     },
-  }, (request, info) => late.app!.fetch(request, info));
-  const addr = server.addr;
-  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
-  const url = `http://${host}:${addr.port}`;
+  }, (request, info) => app.fetch(request, info));
+  const host = server.addr.hostname.includes(":")
+    ? `[${server.addr.hostname}]`
+    : server.addr.hostname;
+  const url = `http://${host}:${server.addr.port}`;
   const baseUrl = config.baseUrl ?? url;
-  const app = late.app = createApp({
+  const services: RouteServices = {
     config,
     baseUrl,
-    records,
-    store: storage.store,
     clock,
-    authenticator: createAuthenticator(tokens),
-    tokens,
+    store,
+    records,
     tokenRecords,
+    tokens,
+    catalog,
+    digests,
+    ledger,
     hashPool,
-    logger,
+    retrieval,
+    signupLimit,
+    uploadDrain,
     databaseHealth,
+  };
+  const routes = createRoutes(services);
+  const app = createApp({
+    routes,
+    fastPath: retrieval.fastPath,
+    authenticator,
+    baseUrl,
+    trustedProxies: config.trustedProxies,
+    logger,
+    logRequests: config.logRequests,
+    uploadDrain,
   });
 
   let stopping: Promise<void> | null = null;
   const shutdown = (opts: { timeoutMs?: number } = {}) =>
     stopping ??= (async () => {
       // Uploads first: server.shutdown() would cut their bodies off mid-stream.
-      const { aborted } = await app.drainUploads(opts.timeoutMs ?? config.shutdownTimeoutMs);
+      const { aborted } = await uploadDrain.drain(opts.timeoutMs ?? config.shutdownTimeoutMs);
       if (aborted > 0) logger.warn("shutdown: aborted uploads still in flight", { aborted });
       stopWatchingKey();
-      await app.close();
+      reachability.stop();
+      await digests.stop();
       hashPool?.close();
-      // A client that holds an idle connection open must not hold the process hostage.
-      const closed = await raceTimeout(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
+      const closed = await settlesWithin(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
       if (!closed) logger.warn("shutdown: connections still open, closing anyway");
-      storage.db.close();
+      db.close();
       await logger.flush?.();
     })();
 
-  return { url, baseUrl, port: addr.port, app, store: storage.store, db: storage.db, shutdown };
+  return { url, baseUrl, port: server.addr.port, services, routes, store, db, shutdown };
 }
 
-const SERVER_CLOSE_TIMEOUT_MS = 2_000;
-
-/** True if promise settled within ms. */
-async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<boolean> {
+/** True if the promise settled within ms. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     return await Promise.race([
@@ -162,53 +222,4 @@ async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<boole
   } finally {
     clearTimeout(timer);
   }
-}
-
-/**
- * Creates the data directory if needed and opens what lives in it. If it
- * cannot be used, the server still starts (so /healthz can say why) with an
- * in-memory database and a store that answers "offline".
- */
-async function prepareStorage(config: Config, logger: Logger): Promise<Storage> {
-  const { dataDir } = config;
-  if (dataDir === null) {
-    logger.warn("no data directory configured: storage offline");
-    return await offlineStorage("no data directory configured (--data-dir)");
-  }
-  const piecesDir = joinPath(dataDir, PIECES_DIR);
-  try {
-    const store = await DiskStore.create({ root: piecesDir });
-    const dbPath = joinPath(dataDir, DATABASE_FILE);
-    const db = openDatabase({ path: dbPath, busyTimeoutMs: config.dbBusyTimeoutMs });
-    try {
-      const keys = await HmacKeyRing.open({
-        path: keyFilePath({ dataDir, keyFile: config.hmacKeyFile }),
-        createIfMissing: config.hmacKeyFile === null,
-      });
-      return { db, store, persistent: true, dbPath, keys };
-    } catch (error) {
-      db.close();
-      throw error;
-    }
-  } catch (error) {
-    // A key file that exists but is wrong is the operator's to fix: refuse to start.
-    if (error instanceof KeyFileError) throw error;
-    const hint = error instanceof Deno.errors.NotCapable
-      ? ` (run with --allow-read=${dataDir} --allow-write=${dataDir})`
-      : "";
-    const reason = `Cannot use data directory ${dataDir}: ${(error as Error).message}${hint}`;
-    logger.error("storage offline", { reason });
-    return await offlineStorage(reason);
-  }
-}
-
-async function offlineStorage(reason: string): Promise<Storage> {
-  return {
-    // Tokens cannot be issued without a persistent database; this key only verifies nothing.
-    keys: await HmacKeyRing.open({ path: null, createIfMissing: false }),
-    db: openDatabase({ path: ":memory:" }),
-    store: new UnboundStore(reason),
-    persistent: false,
-    dbPath: null,
-  };
 }

@@ -10,8 +10,8 @@ import { errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
 import { migrate, openDatabase } from "../src/db/database.ts";
 import { MIGRATIONS } from "../src/db/migrations/mod.ts";
-import { sha256Cid } from "../src/piece_cid/cid.ts";
-import type { StageOptions } from "../src/store/driver.ts";
+import { sha256Cid } from "../src/piece_cid/cid_codec.ts";
+import type { StageOptions } from "../src/storage/driver/driver.ts";
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -68,7 +68,7 @@ Deno.test("digests: a first upload is hashed in the background and /healthz show
   await using server = await startTestServer();
   const bytes = patternBytes(5 * MIB, 1);
   await uploadOk(server, "bafkdigest0001", bytes);
-  await server.server.app.digests.whenIdle();
+  await server.server.services.digests.whenIdle();
   assertEquals(recordedSha256(server, "bafkdigest0001"), sha256Hex(bytes));
   assertEquals(await healthDigests(server), { backlog: 0, failures: 0 });
 });
@@ -77,7 +77,7 @@ Deno.test("digests: a sha2-256 cid is hashed on the way, so its digest is known 
   await using server = await startTestServer();
   const bytes = patternBytes(5 * MIB, 2);
   const cid = sha256Cid(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
-  await server.server.app.digests.stop(); // nothing in the background may fill it in
+  await server.server.services.digests.stop(); // nothing in the background may fill it in
   await uploadOk(server, cid, bytes);
   assertEquals(recordedSha256(server, cid), sha256Hex(bytes));
 });
@@ -86,7 +86,7 @@ Deno.test("digests: with the stored digest still unknown, different bytes are st
   await using server = await startTestServer();
   const first = patternBytes(5 * MIB, 3);
   await uploadOk(server, "bafkdigest0002", first);
-  await server.server.app.digests.whenIdle();
+  await server.server.services.digests.whenIdle();
   server.server.db.prepare("UPDATE pieces SET sha256 = NULL WHERE cid = ?").run("bafkdigest0002");
 
   const other = await server.upload("bafkdigest0002", patternBytes(5 * MIB, 4));
@@ -102,7 +102,7 @@ Deno.test("digests: identical bytes while the stored digest is unknown make a ne
   await using server = await startTestServer();
   const bytes = patternBytes(64 * KIB, 5);
   await uploadOk(server, "bafkdigest0003", bytes);
-  await server.server.app.digests.whenIdle();
+  await server.server.services.digests.whenIdle();
   server.server.db.prepare("UPDATE pieces SET sha256 = NULL WHERE cid = ?").run("bafkdigest0003");
   await uploadOk(server, "bafkdigest0003", bytes);
   const deals = server.server.db.prepare("SELECT count(*) AS n FROM deals WHERE cid = ?")
@@ -124,7 +124,7 @@ Deno.test("digests: racing uploads of one cid, none hashed on the way, keep exac
   for (let i = 0; i < bodies.length; i++) {
     assertEquals(statuses[i], i % 2 === winner % 2 ? 200 : 409, `upload ${i}`);
   }
-  await server.server.app.digests.whenIdle();
+  await server.server.services.digests.whenIdle();
   assertEquals(recordedSha256(server, "bafkdigest0004"), sha256Hex(served));
 });
 
@@ -135,7 +135,7 @@ Deno.test("digests: pieces left unhashed by a stop are hashed after the next sta
     {
       await using server = await startTestServer({ dataDir });
       await uploadOk(server, "bafkdigest0005", bytes);
-      await server.server.app.digests.whenIdle();
+      await server.server.services.digests.whenIdle();
       // As if the process had died between the acknowledgement and the digest.
       server.server.db.prepare("UPDATE pieces SET sha256 = NULL").run();
     }
@@ -144,7 +144,7 @@ Deno.test("digests: pieces left unhashed by a stop are hashed after the next sta
       again.logs.some((l) => l.msg === "hashing pieces stored before the last stop"),
       true,
     );
-    await again.server.app.digests.whenIdle();
+    await again.server.services.digests.whenIdle();
     assertEquals(recordedSha256(again, "bafkdigest0005"), sha256Hex(bytes));
   } finally {
     await Deno.remove(dataDir, { recursive: true });
@@ -162,7 +162,7 @@ Deno.test("digests: a shutdown right after a large upload leaves the digest to t
       await server.server.shutdown();
     }
     await using again = await startTestServer({ dataDir });
-    await again.server.app.digests.whenIdle();
+    await again.server.services.digests.whenIdle();
     assertEquals(recordedSha256(again, "bafkdigest0007"), sha256Hex(bytes));
     assertEquals(await healthDigests(again), { backlog: 0, failures: 0 });
   } finally {
@@ -172,16 +172,16 @@ Deno.test("digests: a shutdown right after a large upload leaves the digest to t
 
 Deno.test("digests: a piece whose bytes vanished is counted as a failure, not retried forever", async () => {
   await using server = await startTestServer();
-  await server.server.app.digests.stop();
+  await server.server.services.digests.stop();
   await uploadOk(server, "bafkdigest0006", patternBytes(KIB, 7));
   await server.server.store.delete("bafkdigest0006");
   server.server.db.prepare("UPDATE pieces SET sha256 = NULL").run();
   // A fresh digester, as at the next start, finds the piece and cannot read it.
-  const { PieceDigests } = await import("../src/store/digests.ts");
-  const { Records } = await import("../src/db/records.ts");
+  const { PieceDigests } = await import("../src/storage/digests.ts");
+  const { CatalogRecords } = await import("../src/db/catalog_records.ts");
   const digests = new PieceDigests({
     store: server.server.store,
-    records: new Records(server.server.db),
+    records: new CatalogRecords(server.server.db),
     logger: { info() {}, warn() {}, error() {} },
   });
   assertEquals(digests.resume(), 1);

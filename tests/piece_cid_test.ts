@@ -10,7 +10,13 @@ import { assertEquals } from "./helpers/assert.ts";
 import { PieceHasher } from "../src/piece_cid/hasher.ts";
 import { ParallelPieceHasher } from "../src/piece_cid/parallel.ts";
 import { HashWorkerPool } from "../src/piece_cid/pool.ts";
-import { base32Encode, parseCid, pieceCidV1, pieceCidV2, sha256Cid } from "../src/piece_cid/cid.ts";
+import {
+  base32Encode,
+  parseCid,
+  pieceCidV1,
+  pieceCidV2,
+  sha256Cid,
+} from "../src/piece_cid/cid_codec.ts";
 import { pieceCidOfStream } from "../src/piece_cid/mod.ts";
 import { seededRandom } from "../scripts/lib/random.ts";
 

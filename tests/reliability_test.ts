@@ -65,7 +65,7 @@ Deno.test("faults: a database locked by another process is 503 with Retry-After,
     intruder.exec("ROLLBACK");
     intruder.close();
   }
-  assertEquals(server.server.app.ledger.reservedTotal, 0);
+  assertEquals(server.server.services.ledger.reservedTotal, 0);
   const again = await server.upload("bafklocked0001", patternBytes(4096));
   assertEquals(again.status, 200);
   await again.body?.cancel();
@@ -84,7 +84,7 @@ Deno.test("concurrency: 50 parallel uploads of one cid with identical bytes: one
   assertEquals(count(server, "SELECT count(*) AS n FROM deals WHERE cid = 'bafkfiftyofone'"), 50);
   assertEquals(count(server, "SELECT count(*) AS n FROM pieces"), 1);
   assertEquals(await listFiles(`${server.dataDir}/pieces/tmp`), []);
-  const usage = server.server.app.ledger.status("ip:v4:127.0.0.1", 1).usedBytes;
+  const usage = server.server.services.ledger.status("ip:v4:127.0.0.1", 1).usedBytes;
   assertEquals(usage, 50 * bytes.length, "every upload counted");
 });
 

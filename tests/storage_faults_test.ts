@@ -93,7 +93,7 @@ Deno.test("offline: a data directory removed while running is 503, and recovers 
     const head = await server.get("/p/bafkremoved0001", { method: "HEAD" });
     assertEquals(head.status, 503);
     assertEquals((await server.get("/healthz")).status, 503);
-    assertEquals(server.server.app.ledger.reservedTotal, 0);
+    assertEquals(server.server.services.ledger.reservedTotal, 0);
   } finally {
     await Deno.rename(backup, piecesDir);
   }
@@ -120,7 +120,7 @@ Deno.test({
       assertEquals((await server.get("/p/bafkdiskfull001")).status, 404);
       // Nothing was charged: another 5 MiB would still fit the 6 MiB cap if the disk had room,
       // and a small upload succeeds now that the partial file is gone.
-      assertEquals(server.server.app.ledger.status("ip:v4:127.0.0.1", 6 * MIB).usedBytes, 0);
+      assertEquals(server.server.services.ledger.status("ip:v4:127.0.0.1", 6 * MIB).usedBytes, 0);
       const small = await server.upload("bafkdiskfull002", patternBytes(MIB));
       assertEquals(small.status, 200);
       await small.body?.cancel();
@@ -144,7 +144,7 @@ Deno.test({
       const refused = await server.upload("bafkreadonly002", "during");
       assertEquals(refused.status, 503);
       assertEquals((await errorOf(refused)).error, "storage_offline");
-      assertEquals(server.server.app.ledger.reservedTotal, 0);
+      assertEquals(server.server.services.ledger.reservedTotal, 0);
       // Reading still works from a read-only store.
       assertEquals(await (await server.get("/p/bafkreadonly001")).text(), "before");
       assertEquals((await server.get("/healthz")).status, 503);
@@ -160,7 +160,7 @@ Deno.test({
 Deno.test("faults: a driver that runs out of space mid-upload is 507, nothing kept or charged", async () => {
   // Driver-level fault, for machines where a tmpfs cannot be mounted: the real disk store,
   // whose writes fail with ENOSPC once 1 MiB has gone through.
-  const { StoreError } = await import("../src/store/driver.ts");
+  const { StoreError } = await import("../src/storage/driver/driver.ts");
   await using server = await startTestServer({
     args: ["--sponsored-daily-cap", "3MiB"],
     wrapStore: (store) => ({
@@ -188,8 +188,8 @@ Deno.test("faults: a driver that runs out of space mid-upload is 507, nothing ke
   assertEquals(response.status, 507);
   assertEquals((await errorOf(response)).error, "insufficient_storage");
   assertEquals(await listFiles(`${server.dataDir}/pieces/tmp`), []);
-  assertEquals(server.server.app.ledger.status("ip:v4:127.0.0.1", 1).usedBytes, 0);
-  assertEquals(server.server.app.ledger.reservedTotal, 0);
+  assertEquals(server.server.services.ledger.status("ip:v4:127.0.0.1", 1).usedBytes, 0);
+  assertEquals(server.server.services.ledger.reservedTotal, 0);
   const small = await server.upload("bafkdriverfull2", patternBytes(1000));
   assertEquals(small.status, 200);
   await small.body?.cancel();

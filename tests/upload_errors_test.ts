@@ -265,13 +265,13 @@ Deno.test("upload: an over-cap Content-Length is refused before the body is sent
 Deno.test("upload: a storage path the store cannot write to is 502 stage_failed", async () => {
   await using server = await startTestServer();
   // Block the piece's final path with a directory: the commit's rename must fail.
-  const { shardOf } = await import("../src/store/paths.ts");
+  const { shardOf } = await import("../src/storage/driver/disk/layout.ts");
   await Deno.mkdir(`${server.dataDir}/pieces/${shardOf(CID)}/${CID}/blocker`, { recursive: true });
   const response = await server.upload(CID, "hello");
   assertEquals(response.status, 502);
   assertEquals((await errorOf(response)).error, "stage_failed");
   assertEquals(await listFiles(`${server.dataDir}/pieces/tmp`), []);
   // Nothing was charged and nothing is served.
-  assertEquals(server.server.app.ledger.status("ip:v4:127.0.0.1", 1).usedBytes, 0);
+  assertEquals(server.server.services.ledger.status("ip:v4:127.0.0.1", 1).usedBytes, 0);
   assertEquals((await server.get(`/p/${CID}`).then(errorOf)).error, "not_found");
 });

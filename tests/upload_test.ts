@@ -175,7 +175,7 @@ Deno.test("upload: an upload aborted mid-body stores nothing and charges nothing
     "POST /api/upload?cid=bafkaborted001 HTTP/1.1\nHost: x\nContent-Type: a/b\nContent-Length: 1000\n",
     { body: "x".repeat(500), abortAfterSend: true },
   );
-  await eventually(() => server.server.app.ledger.reservedTotal === 0, "reservation released");
+  await eventually(() => server.server.services.ledger.reservedTotal === 0, "reservation released");
   await eventually(
     async () => (await listFiles(`${server.dataDir}/pieces/tmp`)).length === 0,
     "temp file removed",

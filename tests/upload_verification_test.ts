@@ -11,7 +11,7 @@ import {
 import type { TestServer } from "./helpers/server.ts";
 import { rawRequest } from "./helpers/raw_http.ts";
 import { PieceHasher } from "../src/piece_cid/hasher.ts";
-import { pieceCidV1, pieceCidV2, sha256Cid } from "../src/piece_cid/cid.ts";
+import { pieceCidV1, pieceCidV2, sha256Cid } from "../src/piece_cid/cid_codec.ts";
 
 const MIB = 1024 * 1024;
 

@@ -3,8 +3,7 @@
  * caller instead of parsing headers itself, so the token tier, and later the
  * wallet tier, slot in behind one Authenticator.
  */
-export const SCOPES = ["put", "get", "list", "pin"] as const;
-export type Scope = typeof SCOPES[number];
+import type { Scope } from "../domain.ts";
 
 export interface TokenCaller {
   kind: "token";

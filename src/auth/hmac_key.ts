@@ -6,9 +6,9 @@
  * the file every few seconds, so a rotation takes effect without a restart
  * and every older token becomes invalid.
  */
-import { joinPath } from "../store/paths.ts";
+import { writeFileAtomic } from "../fs/atomic_write.ts";
+import { dataDirPaths } from "../data_dir.ts";
 
-export const KEY_FILE = "hmac.key";
 const MIN_KEY_HEX_DIGITS = 64;
 
 export class KeyFileError extends Error {
@@ -29,14 +29,11 @@ export function parseKeyHex(text: string, path: string): Uint8Array<ArrayBuffer>
       `Cannot use HMAC key file ${path}: ${hex.length} hex digits, at least ${MIN_KEY_HEX_DIGITS} needed`,
     );
   }
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return bytes;
+  return Uint8Array.fromHex(hex);
 }
 
 function randomKeyHex(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("") + "\n";
+  return crypto.getRandomValues(new Uint8Array(32)).toHex() + "\n";
 }
 
 async function importHmacKey(bytes: Uint8Array<ArrayBuffer>): Promise<CryptoKey> {
@@ -49,35 +46,11 @@ async function importHmacKey(bytes: Uint8Array<ArrayBuffer>): Promise<CryptoKey>
 /** Where the key file is: the operator's file, or hmac.key in the data directory. */
 export function keyFilePath(options: { dataDir: string | null; keyFile: string | null }) {
   if (options.keyFile) return options.keyFile;
-  return options.dataDir ? joinPath(options.dataDir, KEY_FILE) : null;
+  return options.dataDir ? dataDirPaths(options.dataDir).keyFile : null;
 }
 
-/**
- * Writes text to path atomically with mode 0600: temp file, fsync, then
- * rename (replace) or link (only if absent), then fsync the directory.
- */
-async function writeKeyFile(path: string, text: string, mode: "replace" | "create"): Promise<void> {
-  const dir = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) || "/" : ".";
-  const temp = `${path}.${crypto.randomUUID()}.tmp`;
-  const file = await Deno.open(temp, { createNew: true, write: true, mode: 0o600 });
-  try {
-    await file.write(new TextEncoder().encode(text));
-    await file.sync();
-  } finally {
-    file.close();
-  }
-  try {
-    if (mode === "replace") await Deno.rename(temp, path);
-    else await Deno.link(temp, path);
-  } finally {
-    await Deno.remove(temp).catch(() => {});
-  }
-  const dirHandle = await Deno.open(dir, { read: true });
-  try {
-    await dirHandle.sync();
-  } finally {
-    dirHandle.close();
-  }
+function writeKeyFile(path: string, text: string, ifExists: "replace" | "fail"): Promise<void> {
+  return writeFileAtomic(path, new TextEncoder().encode(text), { mode: 0o600, ifExists });
 }
 
 /** Replaces the key with 32 new random bytes. Every token signed with the old key stops working. */
@@ -85,14 +58,15 @@ export async function rotateKeyFile(path: string): Promise<void> {
   await writeKeyFile(path, randomKeyHex(), "replace");
 }
 
-export interface KeyRingOptions {
+export interface HmacKeyOptions {
   /** The key file, or null for a key that lives only in memory (storage offline). */
   path: string | null;
   /** Create the file with a random key when it does not exist (the data-dir default). */
   createIfMissing: boolean;
 }
 
-export class HmacKeyRing {
+/** The one HMAC key tokens are signed with, re-read from its file when it changes. */
+export class HmacKey {
   #key: CryptoKey;
   #text: string;
   #version = 1;
@@ -104,10 +78,10 @@ export class HmacKeyRing {
     this.#text = text;
   }
 
-  static async open(options: KeyRingOptions): Promise<HmacKeyRing> {
+  static async open(options: HmacKeyOptions): Promise<HmacKey> {
     if (options.path === null) {
       const text = randomKeyHex();
-      return new HmacKeyRing(null, await importHmacKey(parseKeyHex(text, "(memory)")), text);
+      return new HmacKey(null, await importHmacKey(parseKeyHex(text, "(memory)")), text);
     }
     let text: string;
     try {
@@ -119,14 +93,14 @@ export class HmacKeyRing {
         );
       }
       try {
-        await writeKeyFile(options.path, randomKeyHex(), "create");
+        await writeKeyFile(options.path, randomKeyHex(), "fail");
       } catch (createError) {
         // Another process may have created it first; read whatever is there now.
         if (!(createError instanceof Deno.errors.AlreadyExists)) throw createError;
       }
       text = await Deno.readTextFile(options.path);
     }
-    return new HmacKeyRing(
+    return new HmacKey(
       options.path,
       await importHmacKey(parseKeyHex(text, options.path)),
       text,

@@ -1,5 +1,6 @@
 import { ApiError } from "../errors.ts";
-import type { Caller, Scope, TokenCaller } from "./caller.ts";
+import type { Caller, TokenCaller } from "./caller.ts";
+import type { Scope } from "../domain.ts";
 
 /** Throws 403 insufficient_scope unless the token carries the scope. */
 export function requireScope(caller: TokenCaller, scope: Scope): void {

@@ -14,9 +14,10 @@ import { ApiError } from "../errors.ts";
 import type { Clock } from "../clock.ts";
 import { toRfc3339 } from "../clock.ts";
 import type { TokenRecord, TokenRecords } from "../db/token_records.ts";
-import { SCOPES } from "./caller.ts";
-import type { Scope, TokenCaller } from "./caller.ts";
-import type { HmacKeyRing } from "./hmac_key.ts";
+import type { TokenCaller } from "./caller.ts";
+import { SCOPES } from "../domain.ts";
+import type { Scope } from "../domain.ts";
+import type { HmacKey } from "./hmac_key.ts";
 
 export const TOKEN_PREFIX = "pk_live_";
 /** Longest token string considered at all; ours are ~400 characters. */
@@ -42,7 +43,7 @@ export interface MintInput {
 }
 
 export interface TokenServiceOptions {
-  keys: HmacKeyRing;
+  hmacKey: HmacKey;
   records: TokenRecords;
   clock: Clock;
   lifetimeDays: number;
@@ -65,14 +66,14 @@ export class TokenService {
 
   constructor(options: TokenServiceOptions) {
     this.#options = options;
-    this.#cachedKeyVersion = options.keys.version;
+    this.#cachedKeyVersion = options.hmacKey.version;
   }
 
   /** Signs a new token and records its metadata (never the token itself). */
   async mint(
     input: MintInput,
   ): Promise<{ token: string; claims: TokenClaims; record: TokenRecord }> {
-    const { clock, lifetimeDays, keys, records } = this.#options;
+    const { clock, lifetimeDays, hmacKey, records } = this.#options;
     const iat = Math.floor(clock.now() / 1000);
     const claims: TokenClaims = {
       sub: userIdOf(input.email),
@@ -85,7 +86,7 @@ export class TokenService {
     };
     const jwt = await new SignJWT({ ...claims })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .sign(keys.key);
+      .sign(hmacKey.key);
     const record: TokenRecord = {
       jti: claims.jti,
       sub: claims.sub,
@@ -117,16 +118,16 @@ export class TokenService {
   }
 
   async #verifySignature(token: string): Promise<TokenClaims> {
-    const { keys, clock } = this.#options;
-    if (keys.version !== this.#cachedKeyVersion) {
+    const { hmacKey, clock } = this.#options;
+    if (hmacKey.version !== this.#cachedKeyVersion) {
       this.#verified.clear();
-      this.#cachedKeyVersion = keys.version;
+      this.#cachedKeyVersion = hmacKey.version;
     }
     const cached = this.#verified.get(token);
     if (cached) return cached;
     let payload: Record<string, unknown>;
     try {
-      ({ payload } = await jwtVerify(token.slice(TOKEN_PREFIX.length), keys.key, {
+      ({ payload } = await jwtVerify(token.slice(TOKEN_PREFIX.length), hmacKey.key, {
         algorithms: ["HS256"],
         typ: "JWT",
         requiredClaims: ["exp", "iat", "jti", "sub"],

@@ -1,7 +1,7 @@
 /** Token metadata rows: insert at signup, revocation state on every request. */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { Scope } from "../auth/caller.ts";
+import type { Scope } from "../domain.ts";
 
 export interface TokenRecord {
   jti: string;

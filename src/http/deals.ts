@@ -7,13 +7,13 @@ import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
 import { addDays, toRfc3339 } from "../clock.ts";
 import type { Config } from "../config.ts";
-import type { Records } from "../db/records.ts";
+import type { CatalogRecords } from "../db/catalog_records.ts";
 import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 
 export interface DealDeps {
-  records: Records;
+  records: CatalogRecords;
   config: Config;
   baseUrl: string;
 }

@@ -5,7 +5,7 @@
  */
 import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
-import type { Records } from "../db/records.ts";
+import type { CatalogRecords } from "../db/catalog_records.ts";
 import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
@@ -14,7 +14,7 @@ const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 
 export interface FilesDeps {
-  records: Records;
+  records: CatalogRecords;
   baseUrl: string;
 }
 

@@ -1,6 +1,7 @@
 /** GET /healthz — whether the storage backend and the database can be used. */
-import type { PieceStore } from "../store/driver.ts";
-import type { PieceDigests } from "../store/digests.ts";
+import type { PieceStore } from "../storage/driver/driver.ts";
+import type { PieceDigests } from "../storage/digests.ts";
+import type { UploadDrain } from "./upload_drain.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 
@@ -15,6 +16,7 @@ export interface HealthDeps {
   store: PieceStore;
   databaseHealth(): DatabaseHealth;
   digests: Pick<PieceDigests, "status">;
+  uploadDrain: Pick<UploadDrain, "inFlight">;
 }
 
 export function createHealthHandler(deps: HealthDeps): Handler {
@@ -28,6 +30,7 @@ export function createHealthHandler(deps: HealthDeps): Handler {
       database,
       // Pieces acknowledged but not yet hashed (SHA-256 is computed after the upload).
       digests: deps.digests.status(),
+      uploads: { inFlight: deps.uploadDrain.inFlight },
       memory: memoryMiB(),
     });
   };

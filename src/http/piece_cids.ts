@@ -9,11 +9,11 @@
 import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
 import type { Config } from "../config.ts";
-import { pieceCidV2 } from "../piece_cid/cid.ts";
+import { pieceCidV2 } from "../piece_cid/cid_codec.ts";
 import { ParallelPieceHasher } from "../piece_cid/parallel.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { uploadPolicyFor } from "../limits/tiers.ts";
-import { createChunkReader } from "../store/chunk_reader.ts";
+import { createChunkReader } from "../streams/chunk_reader.ts";
 import { requireContentLength } from "./body.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";

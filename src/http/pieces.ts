@@ -1,17 +1,24 @@
 /**
  * GET and HEAD /p/{cid} — public retrieval, streamed from the store.
  *
- * The straight line: cid format → catalog row → conditional request (304) →
- * open the bytes → headers → body. Pieces are immutable, so the cid is a
- * perfect strong ETag. Content-Type is echoed verbatim from the upload, so
- * nosniff and a sandbox CSP keep uploaded HTML from running on our origin.
+ * The straight line: cid format → small-piece cache → catalog row →
+ * conditional request (304) → open the bytes → headers → body. Pieces are
+ * immutable, so the cid is a perfect strong ETag. Content-Type is echoed
+ * verbatim from the upload, so nosniff and a sandbox CSP keep uploaded HTML
+ * from running on our origin.
+ *
+ * `createRetrieval` gives retrieval its one home: the route's handler, and a
+ * fast path the pipeline tries first that answers a plain GET of a cached
+ * piece synchronously (no URL object, no Promise, no header edits). The fast
+ * path declines anything unusual and the handler decides.
  */
-import { normalizeCid } from "../cid.ts";
+import { normalizeCid } from "../cid_format.ts";
 import { ApiError } from "../errors.ts";
-import type { PieceRecord } from "../db/records.ts";
-import type { PieceCatalog } from "../store/catalog.ts";
-import { StoreError } from "../store/driver.ts";
-import type { PieceStore } from "../store/driver.ts";
+import type { PieceRecord } from "../db/catalog_records.ts";
+import type { PieceCatalog } from "../storage/catalog.ts";
+import { StoreError } from "../storage/driver/driver.ts";
+import type { PieceStore } from "../storage/driver/driver.ts";
+import type { StoreReachability } from "../storage/reachability.ts";
 import type { Logger } from "../log.ts";
 import { contentDisposition } from "./upload_headers.ts";
 import { applyCorsHeaders } from "./cors.ts";
@@ -19,23 +26,35 @@ import { CachedPiece } from "./small_piece_cache.ts";
 import type { SmallPieceCache } from "./small_piece_cache.ts";
 import type { Handler } from "./router.ts";
 
-export interface PieceDeps {
+export interface RetrievalDeps {
   store: PieceStore;
   catalog: PieceCatalog;
   logger: Logger;
   cache: SmallPieceCache;
-  /** False while the store's root is known to be gone (checked every second). */
-  storeReachable(): boolean;
+  reachability: Pick<StoreReachability, "reachable">;
 }
 
-export function createPieceHandler(deps: PieceDeps): Handler {
-  return async (request, context) => {
+export interface Retrieval {
+  /** The route handler for GET (and so HEAD) /p/:cid. */
+  handler: Handler;
+  /** A 200 for a plain GET of a cached piece, or null to let the pipeline and handler decide. */
+  fastPath(request: Request): Response | null;
+}
+
+export const RETRIEVAL_PATH = "/p/:cid";
+
+export function createRetrieval(deps: RetrievalDeps): Retrieval {
+  const handler: Handler = async (request, context) => {
     const cid = normalizeCid(context.params.cid);
     if (cid === null) {
       throw new ApiError("invalid_cid", "cid must be 8 to 80 letters or digits");
     }
-    const cached = deps.cache.get(cid);
-    if (cached && deps.storeReachable()) return cachedResponse(request, cached, cid);
+    const ifNoneMatch = request.headers.get("if-none-match");
+    // HEAD takes the catalog path below: cached answers carry no Content-Length to copy.
+    const cached = request.method === "GET" ? deps.cache.get(cid) : undefined;
+    if (cached && deps.reachability.reachable) {
+      return matchesEtag(ifNoneMatch, cid) ? notModified(cached.headers) : cached.okResponse();
+    }
     const piece = deps.catalog.getPiece(cid);
     if (piece === null) {
       // Tell "not stored" from "cannot look": the store says offline if it is.
@@ -45,40 +64,50 @@ export function createPieceHandler(deps: PieceDeps): Handler {
       throw new ApiError("not_found", `No piece is stored under ${cid}`);
     }
     const headers = pieceHeaders(piece, deps.store.source);
-
-    if (request.method === "HEAD" || matchesEtag(request.headers.get("if-none-match"), cid)) {
+    if (request.method === "HEAD" || matchesEtag(ifNoneMatch, cid)) {
       // No body to send, but still answer only for bytes that are really there.
       await mustExist(deps, cid, () => deps.store.stat(cid));
-      if (request.method === "HEAD") return new Response(null, { status: 200, headers });
-      headers.delete("content-length");
-      return new Response(null, { status: 304, headers });
+      return request.method === "HEAD"
+        ? new Response(null, { status: 200, headers })
+        : notModified(headers);
     }
     const opened = await mustExist(deps, cid, () => deps.store.open(cid));
     context.logFields.bytesOut = opened.size;
-    if (deps.cache.accepts(opened.size)) {
-      const bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
-      if (bytes.byteLength !== piece.size) {
-        throw new ApiError("internal_error", `Piece ${cid} has ${bytes.byteLength} bytes on disk`);
-      }
-      applyCorsHeaders(headers);
-      const entry = new CachedPiece(bytes, [...headers]);
-      deps.cache.set(cid, entry);
-      return cachedResponse(request, entry, cid);
+    if (!deps.cache.accepts(opened.size)) {
+      return new Response(opened.body, { status: 200, headers });
     }
-    return new Response(opened.body, { status: 200, headers });
+    const bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
+    if (bytes.byteLength !== piece.size) {
+      throw new ApiError("internal_error", `Piece ${cid} has ${bytes.byteLength} bytes on disk`);
+    }
+    // Cached answers skip the pipeline's CORS step on the fast path, so they carry it.
+    applyCorsHeaders(headers);
+    const entry = new CachedPiece(bytes, [...headers]);
+    deps.cache.set(cid, entry);
+    return entry.okResponse();
   };
-}
 
-function cachedResponse(request: Request, cached: CachedPiece, cid: string): Response {
-  if (matchesEtag(request.headers.get("if-none-match"), cid)) {
-    const headers = new Headers(cached.headers);
-    headers.delete("content-length");
-    return new Response(null, { status: 304, headers });
+  function fastPath(request: Request): Response | null {
+    if (request.method !== "GET") return null;
+    const url = request.url;
+    const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+    if (!url.startsWith("/p/", pathStart)) return null;
+    const cidText = url.slice(pathStart + 3);
+    if (cidText.includes("/") || cidText.includes("?") || request.headers.has("if-none-match")) {
+      return null;
+    }
+    // Cids are cached in their canonical lowercase form, which is how clients almost
+    // always send them: try the text as it is before validating and lowercasing it.
+    let cached = deps.cache.get(cidText);
+    if (!cached) {
+      const cid = normalizeCid(cidText);
+      if (cid !== null && cid !== cidText) cached = deps.cache.get(cid);
+    }
+    if (!cached || !deps.reachability.reachable) return null;
+    return cached.okResponse();
   }
-  if (request.method === "HEAD") {
-    return new Response(null, { status: 200, headers: cached.headers as [string, string][] });
-  }
-  return cached.okResponse();
+
+  return { handler, fastPath };
 }
 
 function pieceHeaders(piece: PieceRecord, source: string): Headers {
@@ -96,6 +125,13 @@ function pieceHeaders(piece: PieceRecord, source: string): Headers {
   });
 }
 
+/** 304 with the piece's headers but no Content-Length (there is no body). */
+function notModified(headers: Headers | readonly [string, string][]): Response {
+  const sent = new Headers(headers as HeadersInit);
+  sent.delete("content-length");
+  return new Response(null, { status: 304, headers: sent });
+}
+
 /** True when If-None-Match names this piece's ETag (weak or strong) or is "*". */
 function matchesEtag(ifNoneMatch: string | null, cid: string): boolean {
   if (ifNoneMatch === null) return false;
@@ -105,7 +141,7 @@ function matchesEtag(ifNoneMatch: string | null, cid: string): boolean {
   });
 }
 
-async function mustExist<T>(deps: PieceDeps, cid: string, read: () => Promise<T | null>) {
+async function mustExist<T>(deps: RetrievalDeps, cid: string, read: () => Promise<T | null>) {
   let result: T | null;
   try {
     result = await read();
@@ -123,33 +159,4 @@ async function mustExist<T>(deps: PieceDeps, cid: string, read: () => Promise<T 
 
 function offline(): ApiError {
   return new ApiError("storage_offline", "Storage backend is offline; try again later");
-}
-
-/**
- * The hot path of the whole service: a plain GET of a cached piece, answered
- * before the generic pipeline runs (no URL object, no header edits: the cached
- * headers already include CORS). Returns null whenever anything is unusual
- * (a query string, a conditional request, HEAD), and the normal path decides.
- */
-export function serveCachedPiece(
-  request: Request,
-  deps: Pick<PieceDeps, "cache" | "storeReachable">,
-): Response | null {
-  if (request.method !== "GET") return null;
-  const url = request.url;
-  const pathStart = url.indexOf("/", url.indexOf("//") + 2);
-  if (url.startsWith("/p/", pathStart) === false) return null;
-  const cidText = url.slice(pathStart + 3);
-  if (cidText.includes("/") || cidText.includes("?") || request.headers.has("if-none-match")) {
-    return null;
-  }
-  // Cids are cached in their canonical lowercase form, which is how clients almost
-  // always send them: try the text as it is before validating and lowercasing it.
-  let cached = deps.cache.get(cidText);
-  if (!cached) {
-    const cid = normalizeCid(cidText);
-    if (cid !== null && cid !== cidText) cached = deps.cache.get(cid);
-  }
-  if (!cached || !deps.storeReachable()) return null;
-  return cached.okResponse();
 }

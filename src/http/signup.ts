@@ -4,8 +4,8 @@
  * never stored; the same e-mail always gets the same userId.
  */
 import { ApiError } from "../errors.ts";
-import { SCOPES } from "../auth/caller.ts";
-import type { Scope } from "../auth/caller.ts";
+import { SCOPES } from "../domain.ts";
+import type { Scope } from "../domain.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { WindowLimit } from "../limits/window_limit.ts";
 import { readJsonObject } from "./body.ts";

@@ -7,13 +7,13 @@
  * of the body is read, and the length is reserved so parallel uploads cannot
  * jointly pass a daily cap.
  */
-import { normalizeCid } from "../cid.ts";
+import { normalizeCid } from "../cid_format.ts";
 import { ApiError } from "../errors.ts";
-import { CidConflictError } from "../store/catalog.ts";
-import type { PieceCatalog } from "../store/catalog.ts";
-import { StoreError } from "../store/driver.ts";
-import type { PieceStore, StageOptions } from "../store/driver.ts";
-import { parseCid } from "../piece_cid/cid.ts";
+import { CidConflictError } from "../storage/catalog.ts";
+import type { PieceCatalog } from "../storage/catalog.ts";
+import { StoreError } from "../storage/driver/driver.ts";
+import type { PieceStore, StageOptions } from "../storage/driver/driver.ts";
+import { parseCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createCidVerifier } from "../piece_cid/verify.ts";
 import type { Config } from "../config.ts";

@@ -8,7 +8,7 @@ import { requireTokenScope } from "../auth/scopes.ts";
 import { utcDay } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import type { Records } from "../db/records.ts";
+import type { CatalogRecords } from "../db/catalog_records.ts";
 import type { DailyCapLedger } from "../limits/daily_caps.ts";
 import { uploadPolicyFor } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";
@@ -19,7 +19,7 @@ const MAX_DAYS = 366;
 const DEFAULT_DAYS = 30;
 
 export interface UsageDeps {
-  records: Records;
+  records: CatalogRecords;
   ledger: DailyCapLedger;
   clock: Clock;
   config: Config;

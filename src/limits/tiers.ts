@@ -5,7 +5,7 @@
  */
 import type { Caller } from "../auth/caller.ts";
 import type { Config } from "../config.ts";
-import type { Tier } from "../db/records.ts";
+import type { Tier } from "../domain.ts";
 
 export const MIB = 1024 * 1024;
 

@@ -9,12 +9,12 @@
  * const { cid, size } = await pieceCidOfStream(file.readable);
  * // POST /api/upload?cid=<cid> with the same bytes
  */
-import { pieceCidV1, pieceCidV2 } from "./cid.ts";
+import { pieceCidV1, pieceCidV2 } from "./cid_codec.ts";
 import { ParallelPieceHasher } from "./parallel.ts";
 import type { HashWorkerPool } from "./pool.ts";
 
-export { parseCid, pieceCidV1, pieceCidV2, sha256Cid } from "./cid.ts";
-export type { ParsedCid } from "./cid.ts";
+export { parseCid, pieceCidV1, pieceCidV2, sha256Cid } from "./cid_codec.ts";
+export type { ParsedCid } from "./cid_codec.ts";
 export { PieceHasher, treeShape } from "./hasher.ts";
 export type { PieceDigest } from "./hasher.ts";
 export { ParallelPieceHasher } from "./parallel.ts";

@@ -5,10 +5,10 @@
  * to compute it on the way: StageOptions.computeSha256); opaque cids cannot be
  * checked.
  */
-import type { ParsedCid } from "./cid.ts";
+import type { ParsedCid } from "./cid_codec.ts";
 import { ParallelPieceHasher } from "./parallel.ts";
 import type { HashWorkerPool } from "./pool.ts";
-import type { StagedPiece } from "../store/driver.ts";
+import type { StagedPiece } from "../storage/driver/driver.ts";
 
 export interface CidVerifier {
   /** Sees every chunk in order (copies what it keeps); may ask the producer to wait. */

@@ -8,7 +8,7 @@ import { startServer } from "../../src/server.ts";
 import type { RunningServer } from "../../src/server.ts";
 import type { Clock } from "../../src/clock.ts";
 import { createJsonLogger } from "../../src/log.ts";
-import type { PieceStore } from "../../src/store/driver.ts";
+import type { PieceStore } from "../../src/storage/driver/driver.ts";
 
 export interface TestServerOptions {
   /** Extra flags, e.g. ["--sponsored-daily-cap", "1KiB"]. */
@@ -18,6 +18,8 @@ export interface TestServerOptions {
   dataDir?: string;
   /** Wraps the piece store, for driver-level fault injection. */
   wrapStore?: (store: PieceStore) => PieceStore;
+  /** How often cached retrievals re-check the store (the server's default is 1 s). */
+  storeProbeIntervalMs?: number;
 }
 
 export interface TestServer extends AsyncDisposable {
@@ -56,6 +58,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     config: loaded.config,
     clock: options.clock,
     wrapStore: options.wrapStore,
+    storeProbeIntervalMs: options.storeProbeIntervalMs,
     logger: createJsonLogger((line) => logs.push(JSON.parse(line))),
   });
   const url = server.url;

@@ -3,8 +3,8 @@
  * later): call it from a driver's test file with a factory for fresh stores.
  */
 import { assertEquals, assertOk } from "./assert.ts";
-import { StoreError } from "../../src/store/driver.ts";
-import type { PieceStore } from "../../src/store/driver.ts";
+import { StoreError } from "../../src/storage/driver/driver.ts";
+import type { PieceStore } from "../../src/storage/driver/driver.ts";
 
 export interface StoreFixture extends AsyncDisposable {
   store: PieceStore;

@@ -1,7 +1,7 @@
 import { assertEquals, assertRejects } from "./helpers/assert.ts";
 import { runStoreConformance } from "./helpers/store_conformance.ts";
-import { DiskStore } from "../src/store/disk.ts";
-import { TEMP_DIR } from "../src/store/paths.ts";
+import { DiskStore } from "../src/storage/driver/disk/disk_store.ts";
+import { TEMP_DIR } from "../src/storage/driver/disk/layout.ts";
 import { listFiles } from "./helpers/server.ts";
 
 async function diskFixture() {

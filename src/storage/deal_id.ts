@@ -4,7 +4,7 @@
  * like a ULID). The prefix keeps them apart from on-chain ids, which are bare
  * numbers; the time order lets listings sort and paginate by id.
  */
-import type { Clock } from "./clock.ts";
+import type { Clock } from "../clock.ts";
 
 export const DEAL_ID_PREFIX = "stage-";
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";

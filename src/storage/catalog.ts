@@ -14,9 +14,10 @@
  */
 import { addDays, toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
-import type { DealIdGenerator } from "../deal_id.ts";
-import type { DealRecord, PieceRecord, Records, Tier } from "../db/records.ts";
-import type { PieceStore, StagedPiece } from "./driver.ts";
+import type { DealIdGenerator } from "./deal_id.ts";
+import type { CatalogRecords, DealRecord, PieceRecord } from "../db/catalog_records.ts";
+import type { Tier } from "../domain.ts";
+import type { PieceStore, StagedPiece } from "./driver/driver.ts";
 import type { PieceDigests } from "./digests.ts";
 
 export class CidConflictError extends Error {
@@ -41,7 +42,7 @@ export interface AcceptUploadInput {
 
 export interface CatalogOptions {
   store: PieceStore;
-  records: Records;
+  records: CatalogRecords;
   clock: Clock;
   dealIds: DealIdGenerator;
   digests: PieceDigests;

@@ -9,13 +9,13 @@
  * piece at a time, and recorded. Pieces still waiting when the process stops
  * are found again at start-up (`resume`).
  */
-import type { PieceRecord, Records } from "../db/records.ts";
+import type { CatalogRecords, PieceRecord } from "../db/catalog_records.ts";
 import type { Logger } from "../log.ts";
-import type { PieceStore } from "./driver.ts";
+import type { PieceStore } from "./driver/driver.ts";
 
 export interface PieceDigestsOptions {
   store: PieceStore;
-  records: Records;
+  records: CatalogRecords;
   logger: Logger;
 }
 

@@ -1,11 +1,14 @@
 /**
- * Typed access to the tables, with statements prepared once per database.
+ * The catalog's tables: pieces (what is stored), deals (who stored what, for
+ * how long) and daily usage counters. Typed access, statements prepared once
+ * per database.
  * Every write that counts an upload goes through `recordUpload`, so the deal
  * and the counters that count it change in one transaction.
  */
 import type { StatementSync } from "node:sqlite";
 import { transaction } from "./database.ts";
 import type { Database } from "./database.ts";
+import type { Tier } from "../domain.ts";
 
 export interface PieceRecord {
   cid: string;
@@ -16,8 +19,6 @@ export interface PieceRecord {
   filename: string | null;
   createdAt: string;
 }
-
-export type Tier = "sponsored" | "token" | "wallet";
 
 export interface DealRecord {
   id: string;
@@ -47,7 +48,7 @@ export interface RecordUploadInput {
   usage: { subject: string; day: string; bytes: number };
 }
 
-export class Records {
+export class CatalogRecords {
   readonly #db: Database;
   readonly #getPiece: StatementSync;
   readonly #insertPiece: StatementSync;

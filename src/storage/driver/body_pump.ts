@@ -1,0 +1,95 @@
+/**
+ * Moves an upload's body into a driver's sink: the part of `stage` that every
+ * driver shares. It enforces the declared length (more is "long_body", less
+ * "short_body"), gives up on a silent body ("stalled"), stops on abort,
+ * hashes SHA-256 when asked, and lets `onChunk` (cid verification) see every
+ * chunk. With two reader buffers, chunk N is written by the sink while chunk
+ * N+1 is read; writes stay in order.
+ */
+import { createHash } from "node:crypto";
+import { createChunkReader } from "../../streams/chunk_reader.ts";
+import type { ChunkReader } from "../../streams/chunk_reader.ts";
+import { StoreError } from "./driver.ts";
+import type { StageOptions } from "./driver.ts";
+import { ReadWatchdog } from "./read_watchdog.ts";
+
+export interface PumpedBody {
+  size: number;
+  /** Lowercase hex, when StageOptions.computeSha256 is not false. */
+  sha256: string | null;
+}
+
+/**
+ * Reads body to its end into write(chunk). The chunk's memory is reused two
+ * reads later, so write must be done with it when its promise settles.
+ */
+export async function pumpBody(
+  body: ReadableStream<Uint8Array>,
+  options: StageOptions,
+  write: (chunk: Uint8Array) => Promise<void>,
+): Promise<PumpedBody> {
+  const reader = createChunkReader(body, { expectedBytes: options.expectedBytes, buffers: 2 });
+  const stopReading = (reason: unknown) => reader.cancel(reason).catch(() => {});
+  const onAbort = () => stopReading(options.signal?.reason);
+  options.signal?.addEventListener("abort", onAbort, { once: true });
+  // Cancelling the reader ends its pending read, so readNext sees the stall.
+  const watchdog = options.idleTimeoutMs === undefined
+    ? null
+    : new ReadWatchdog(options.idleTimeoutMs, () => stopReading(new Error("stalled")));
+  const hash = options.computeSha256 === false ? null : createHash("sha256");
+  let size = 0;
+  let writing: Promise<void> | null = null;
+  try {
+    if (options.signal?.aborted) {
+      throw new StoreError("short_body", "Cannot store upload: it was aborted");
+    }
+    for (let chunk; (chunk = await readNext(reader, watchdog)) !== null;) {
+      size += chunk.byteLength;
+      if (size > options.expectedBytes) {
+        throw new StoreError("long_body", "Cannot store upload: more bytes than declared");
+      }
+      // Each write starts once the previous one is done; the same bytes are then hashed
+      // and inspected while this write is in flight.
+      if (writing) await writing;
+      writing = write(chunk);
+      // Observed now so a failure while we read on is never "unhandled"; awaited above or below.
+      writing.catch(() => {});
+      hash?.update(chunk);
+      const inspected = options.onChunk?.(chunk);
+      if (inspected) await inspected;
+    }
+    if (writing) await writing;
+  } finally {
+    // Never leave a write in flight behind us (a failure of it was thrown already).
+    await writing?.catch(() => {});
+    watchdog?.stop();
+    options.signal?.removeEventListener("abort", onAbort);
+    reader.release();
+  }
+  if (size !== options.expectedBytes) {
+    throw new StoreError(
+      "short_body",
+      `Cannot store upload: got ${size} of ${options.expectedBytes} bytes`,
+    );
+  }
+  return { size, sha256: hash?.digest("hex") ?? null };
+}
+
+async function readNext(
+  reader: ChunkReader,
+  watchdog: ReadWatchdog | null,
+): Promise<Uint8Array | null> {
+  watchdog?.reading(true);
+  let chunk: Uint8Array | null;
+  try {
+    chunk = await reader.next();
+  } catch (error) {
+    if (watchdog?.fired) throw watchdog.stalledError();
+    throw new StoreError("short_body", "Cannot read upload: the body ended early", {
+      cause: error,
+    });
+  }
+  watchdog?.reading(false);
+  if (watchdog?.fired) throw watchdog.stalledError();
+  return chunk;
+}

@@ -1,0 +1,200 @@
+/**
+ * The disk driver ("stage" source): content-addressed files under one root.
+ *
+ * Write path: exclusive-create a temp file in <root>/tmp, stream the body
+ * into it (hashing on the way when asked), fsync, and only on commit rename
+ * it to its sharded path and fsync the directory. A crash at any point leaves
+ * either nothing visible or a complete, durable piece; temp files are swept
+ * at start-up.
+ */
+import {
+  joinPath,
+  mkdirIfMissing,
+  readDirQuietly,
+  removeQuietly,
+  sha256OfFile,
+  syncDirectory,
+  writeAll,
+} from "../../../fs/files.ts";
+import { pumpBody } from "../body_pump.ts";
+import type { OpenedPiece, PieceStore, StagedPiece, StageOptions, StoreHealth } from "../driver.ts";
+import { toStoreError } from "./fs_errors.ts";
+import { assertSafeKey, shardOf, TEMP_DIR, TEMP_SUFFIX } from "./layout.ts";
+import { StagedFile } from "./staged_file.ts";
+
+export interface DiskStoreOptions {
+  /** Directory the pieces live under; `DiskStore.create` makes it (with tmp/) if missing. */
+  root: string;
+}
+
+export class DiskStore implements PieceStore {
+  readonly source = "stage";
+  readonly #root: string;
+  readonly #tempDir: string;
+  /** Shard directories known to exist, so the hot path skips mkdir and its fsync. */
+  readonly #knownShards = new Set<string>();
+
+  /** Creates the root (and tmp/) if missing and returns a store on it. */
+  static async create(options: DiskStoreOptions): Promise<DiskStore> {
+    const store = new DiskStore(options);
+    await Deno.mkdir(store.#tempDir, { recursive: true });
+    return store;
+  }
+
+  constructor(options: DiskStoreOptions) {
+    this.#root = options.root.replace(/\/+$/, "") || "/";
+    this.#tempDir = joinPath(this.#root, TEMP_DIR);
+  }
+
+  async check(): Promise<StoreHealth> {
+    try {
+      const info = await Deno.stat(this.#root);
+      if (!info.isDirectory) return { ok: false, detail: `${this.#root} is not a directory` };
+      await Deno.mkdir(this.#tempDir, { recursive: true });
+      const probe = joinPath(this.#tempDir, `health-${crypto.randomUUID()}${TEMP_SUFFIX}`);
+      await Deno.writeFile(probe, new Uint8Array(0), { createNew: true });
+      await Deno.remove(probe);
+      return { ok: true, detail: `writable at ${this.#root}` };
+    } catch (error) {
+      return { ok: false, detail: `Cannot use ${this.#root}: ${(error as Error).message}` };
+    }
+  }
+
+  async stat(key: string): Promise<{ size: number } | null> {
+    try {
+      const info = await Deno.stat(this.#pathOf(key));
+      return { size: info.size };
+    } catch (error) {
+      return await this.#missingOrOffline(error);
+    }
+  }
+
+  async open(key: string): Promise<OpenedPiece | null> {
+    let file: Deno.FsFile;
+    try {
+      file = await Deno.open(this.#pathOf(key), { read: true });
+    } catch (error) {
+      return await this.#missingOrOffline(error);
+    }
+    try {
+      const info = await file.stat();
+      // file.readable closes the file when the stream ends or is cancelled.
+      return { size: info.size, body: file.readable };
+    } catch (error) {
+      file.close();
+      throw toStoreError(error);
+    }
+  }
+
+  async sha256Of(key: string, options: { signal?: AbortSignal } = {}): Promise<string | null> {
+    try {
+      return await sha256OfFile(this.#pathOf(key), options.signal);
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      return await this.#missingOrOffline(error);
+    }
+  }
+
+  async stage(body: ReadableStream<Uint8Array>, options: StageOptions): Promise<StagedPiece> {
+    const tempPath = joinPath(this.#tempDir, `${crypto.randomUUID()}${TEMP_SUFFIX}`);
+    const file = await this.#createTempFile(tempPath);
+    let pumped;
+    try {
+      pumped = await pumpBody(body, options, (chunk) => writeAll(file, chunk));
+      await file.sync();
+    } catch (error) {
+      file.close();
+      await removeQuietly(tempPath);
+      throw toStoreError(error, { unexpected: "rejected" });
+    }
+    file.close();
+    return new StagedFile({
+      tempPath,
+      ...pumped,
+      prepareTarget: async (key) => {
+        const shard = shardOf(key);
+        await this.#ensureShard(shard);
+        const directory = joinPath(this.#root, shard);
+        return { path: joinPath(directory, key), directory };
+      },
+    });
+  }
+
+  async delete(key: string): Promise<boolean> {
+    try {
+      await Deno.remove(this.#pathOf(key));
+      return true;
+    } catch (error) {
+      if (error instanceof Deno.errors.NotFound) return false;
+      throw toStoreError(error);
+    }
+  }
+
+  async *list(): AsyncIterable<string> {
+    for await (const level1 of readDirQuietly(this.#root)) {
+      if (!level1.isDirectory || level1.name === TEMP_DIR) continue;
+      const dir1 = joinPath(this.#root, level1.name);
+      for await (const level2 of readDirQuietly(dir1)) {
+        if (!level2.isDirectory) continue;
+        for await (const entry of readDirQuietly(joinPath(dir1, level2.name))) {
+          if (entry.isFile) yield entry.name;
+        }
+      }
+    }
+  }
+
+  async cleanup(): Promise<{ removedTemporaryFiles: number }> {
+    let removed = 0;
+    for await (const entry of readDirQuietly(this.#tempDir)) {
+      if (!entry.name.endsWith(TEMP_SUFFIX)) continue;
+      if (await removeQuietly(joinPath(this.#tempDir, entry.name))) removed++;
+    }
+    return { removedTemporaryFiles: removed };
+  }
+
+  #pathOf(key: string): string {
+    assertSafeKey(key);
+    return joinPath(this.#root, shardOf(key), key);
+  }
+
+  async #createTempFile(tempPath: string): Promise<Deno.FsFile> {
+    const create = () => Deno.open(tempPath, { createNew: true, write: true, mode: 0o644 });
+    try {
+      return await create();
+    } catch (error) {
+      // tmp/ may be gone while the root is still there (an operator cleaned up): recreate it.
+      if (!(error instanceof Deno.errors.NotFound)) {
+        throw toStoreError(error, { unexpected: "rejected" });
+      }
+    }
+    try {
+      await Deno.stat(this.#root);
+      await Deno.mkdir(this.#tempDir, { recursive: true });
+      return await create();
+    } catch (error) {
+      throw toStoreError(error, { missingMeansOffline: true });
+    }
+  }
+
+  async #ensureShard(shard: string): Promise<void> {
+    if (this.#knownShards.has(shard)) return;
+    const [outer] = shard.split("/");
+    const outerDir = joinPath(this.#root, outer);
+    const created = await mkdirIfMissing(outerDir);
+    if (await mkdirIfMissing(joinPath(this.#root, shard))) await syncDirectory(outerDir);
+    // A new directory entry is durable only once its parent is synced too.
+    if (created) await syncDirectory(this.#root);
+    this.#knownShards.add(shard);
+  }
+
+  async #missingOrOffline(error: unknown): Promise<null> {
+    if (!(error instanceof Deno.errors.NotFound)) throw toStoreError(error);
+    // A missing piece is a 404 only while the store itself is there.
+    try {
+      await Deno.stat(this.#root);
+    } catch (rootError) {
+      throw toStoreError(rootError, { missingMeansOffline: true });
+    }
+    return null;
+  }
+}
