@@ -26,6 +26,7 @@ import type { SpawnedServer } from "./lib/spawn_server.ts";
 import { startBareDeno, startNginx } from "./lib/baselines.ts";
 import type { Baseline } from "./lib/baselines.ts";
 import { runWrk, UPLOAD_SCRIPT, wrkAvailable } from "./lib/wrk.ts";
+import { scriptArgs, usageExit } from "./lib/args.ts";
 import { benchPieceCid, summarize } from "./bench_piece_cid.ts";
 import type { Summary } from "./bench_piece_cid.ts";
 import { runMemoryCheck } from "./memory_check.ts";
@@ -34,16 +35,30 @@ import { pieceCidV2 } from "../src/piece_cid/cid_codec.ts";
 
 const MIB = 1024 * 1024;
 
-function flag(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(name);
-  return i === -1 ? fallback : Deno.args[i + 1];
+const USAGE = `Usage: deno task bench [--runs 3] [--transfer-runs 9] [--seconds 10] [--big-gib 1]
+                       [--quick] [--only 1,3]
+  --quick changes the defaults to --runs 2 --transfer-runs 3 --seconds 3 --big-gib 0.25;
+  --only takes workload numbers 1-6 (see scripts/bench.ts).`;
+// Defaults depend on --quick, so they are filled in below.
+const opts = scriptArgs(USAGE, {
+  runs: { type: "number", integer: true, min: 1 },
+  "transfer-runs": { type: "number", integer: true, min: 1 },
+  seconds: { type: "number", integer: true, min: 1 },
+  "big-gib": { type: "number", min: 0.01 },
+  quick: { type: "boolean" },
+  only: { type: "string" },
+});
+const quick = opts.quick;
+const runs = opts.runs ?? (quick ? 2 : 3);
+const transferRuns = opts["transfer-runs"] ?? (quick ? 3 : 9);
+const loadSeconds = opts.seconds ?? (quick ? 3 : 10);
+const bigGiB = opts["big-gib"] ?? (quick ? 0.25 : 1);
+const only = new Set((opts.only ?? "1,2,3,4,5,6").split(",").map((n) => Number(n.trim())));
+for (const workload of only) {
+  if (!Number.isInteger(workload) || workload < 1 || workload > 6) {
+    usageExit(USAGE, `--only takes workload numbers from 1 to 6, got "${opts.only}"`);
+  }
 }
-const quick = Deno.args.includes("--quick");
-const runs = Number(flag("--runs", quick ? "2" : "3"));
-const transferRuns = Number(flag("--transfer-runs", quick ? "3" : "9"));
-const loadSeconds = Number(flag("--seconds", quick ? "3" : "10"));
-const bigGiB = Number(flag("--big-gib", quick ? "0.25" : "1"));
-const only = new Set(flag("--only", "1,2,3,4,5,6").split(",").map(Number));
 const wanted = (workload: number) => only.has(workload);
 const benchStarted = performance.now();
 /** A progress line with the seconds since the bench started (it must stay under 5 minutes). */
@@ -384,7 +399,7 @@ console.table(
 );
 await Deno.mkdir("bench-results", { recursive: true });
 // A partial run never replaces the last full one.
-const resultsPath = Deno.args.includes("--only")
+const resultsPath = opts.only !== undefined
   ? "bench-results/partial.json"
   : "bench-results/latest.json";
 await Deno.writeTextFile(resultsPath, JSON.stringify(results, null, 2) + "\n");

@@ -3,12 +3,15 @@
  * kernel on one core, the same over the Worker pool (every core), and the
  * Rust/WASM reference package (fr32-sha2-256-trunc254-padded-binary-tree-
  * multihash) on the first 25 MiB of the same bytes. Alternates the contenders
- * (A B C A B C …) so machine noise hits them alike. Also runnable alone: deno run -A scripts/bench_piece_cid.ts
+ * (A B C A B C …) so machine noise hits them alike. Also runnable alone:
+ *
+ *   deno run -A scripts/bench_piece_cid.ts [--runs 3]
  */
 import * as RustHasher from "fr32-sha2-256-trunc254-padded-binary-tree-multihash";
 import { PieceHasher } from "../src/piece_cid/hasher.ts";
 import { ParallelPieceHasher } from "../src/piece_cid/parallel.ts";
 import { HashWorkerPool } from "../src/piece_cid/pool.ts";
+import { scriptArgs } from "./lib/args.ts";
 
 const MIB = 1024 * 1024;
 
@@ -90,5 +93,14 @@ export async function benchPieceCid(runs: number) {
 }
 
 if (import.meta.main) {
-  console.log(await benchPieceCid(Number(Deno.args[0] ?? 3)));
+  // The run count used to be the only argument (`bench_piece_cid.ts 5`); that still works.
+  const args = Deno.args.length === 1 && !Deno.args[0].startsWith("-")
+    ? ["--runs", Deno.args[0]]
+    : Deno.args;
+  const { runs } = scriptArgs(
+    "Usage: deno run -A scripts/bench_piece_cid.ts [--runs 3]",
+    { runs: { type: "number", default: 3, integer: true, min: 1 } },
+    args,
+  );
+  console.log(await benchPieceCid(runs));
 }

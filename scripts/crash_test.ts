@@ -15,13 +15,15 @@ import { createHash } from "node:crypto";
 import { spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import { shardOf } from "../src/storage/driver/disk/layout.ts";
 import { seededRandom } from "./lib/random.ts";
+import { scriptArgs } from "./lib/args.ts";
 
-function flag(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(name);
-  return i === -1 ? fallback : Deno.args[i + 1];
-}
-const iterations = Number(flag("--iterations", "20"));
-const seed = Number(flag("--seed", "7"));
+const { iterations, seed } = scriptArgs(
+  "Usage: deno run -A scripts/crash_test.ts [--iterations 20] [--seed 7]",
+  {
+    iterations: { type: "number", default: 20, integer: true, min: 1 },
+    seed: { type: "number", default: 7, integer: true, min: 0 },
+  },
+);
 const KIB = 1024;
 
 const random = seededRandom(seed);

@@ -10,6 +10,7 @@
  */
 import { createHash } from "node:crypto";
 import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
+import { scriptArgs } from "./lib/args.ts";
 
 const MIB = 1024 * 1024;
 
@@ -92,14 +93,17 @@ function round(n: number): number {
   return Math.round(n * 10) / 10;
 }
 
-function flag(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(name);
-  return i === -1 ? fallback : Deno.args[i + 1];
-}
-
 if (import.meta.main) {
-  const sizeMiB = Number(flag("--size-mib", "1024"));
-  const maxGrowthMiB = Number(flag("--max-growth-mib", "50"));
+  const opts = scriptArgs(
+    "Usage: deno run -A scripts/memory_check.ts [--size-mib 1024] [--max-growth-mib 50] [--json FILE]",
+    {
+      "size-mib": { type: "number", default: 1024, integer: true, min: 1 },
+      "max-growth-mib": { type: "number", default: 50, min: 0 },
+      json: { type: "string", default: "" },
+    },
+  );
+  const sizeMiB = opts["size-mib"];
+  const maxGrowthMiB = opts["max-growth-mib"];
   const report = await runMemoryCheck(sizeMiB);
   console.log(
     `memory: ${report.sizeMiB} MiB piece in and out; RSS ${report.baselineRssMiB} -> ` +
@@ -107,7 +111,7 @@ if (import.meta.main) {
       `upload ${report.uploadMiBps} MiB/s, download ${report.downloadMiBps} MiB/s; ` +
       `identical: ${report.identical}`,
   );
-  const jsonPath = flag("--json", "");
+  const jsonPath = opts.json;
   if (jsonPath) await Deno.writeTextFile(jsonPath, JSON.stringify(report, null, 2) + "\n");
   if (!report.identical || report.growthMiB > maxGrowthMiB) Deno.exit(1);
 }

@@ -12,14 +12,18 @@
  */
 import { createHash } from "node:crypto";
 import { rssBytes, spawnServer } from "./lib/spawn_server.ts";
+import { scriptArgs } from "./lib/args.ts";
 
-function flag(name: string, fallback: string): string {
-  const i = Deno.args.indexOf(name);
-  return i === -1 ? fallback : Deno.args[i + 1];
-}
-const seconds = Number(flag("--seconds", "120"));
-const connections = Number(flag("--connections", "64"));
-const maxGrowthMiB = Number(flag("--max-growth-mib", "50"));
+const opts = scriptArgs(
+  "Usage: deno run -A scripts/soak.ts [--seconds 120] [--connections 64] [--max-growth-mib 50]",
+  {
+    seconds: { type: "number", default: 120, min: 1 },
+    connections: { type: "number", default: 64, integer: true, min: 1 },
+    "max-growth-mib": { type: "number", default: 50, min: 0 },
+  },
+);
+const { seconds, connections } = opts;
+const maxGrowthMiB = opts["max-growth-mib"];
 const MIB = 1024 * 1024;
 
 function bytesFor(fill: number, size: number): Uint8Array<ArrayBuffer> {

@@ -1,8 +1,13 @@
 /**
  * Configuration: every setting is a flag and a `STORAGE_`-prefixed environment
- * variable; the flag wins. `loadConfig` is pure (arguments and environment in,
- * frozen object out) so tests build configs without touching the process.
+ * variable; the flag wins. One table (OPTIONS) gives each setting its flag,
+ * variable, default (the text a user would type, parsed like user input) and
+ * help line; argv is parsed by node:util parseArgs from that table. `loadConfig`
+ * is pure (arguments and environment in, frozen object out) so tests build
+ * configs without touching the process.
  */
+import { parseArgs } from "node:util";
+import type { ParseArgsOptionsConfig } from "node:util";
 import { parseIpRanges } from "./net/ip.ts";
 import type { IpRange } from "./net/ip.ts";
 
@@ -68,18 +73,30 @@ interface OptionSpec {
   env: string;
   placeholder: string;
   description: string;
-  defaultText: string;
+  /**
+   * The default, written once, as the text a user would type. It goes through
+   * `apply` like a flag or a variable (before them), and `--help` prints it, so
+   * the two cannot drift apart.
+   *
+   * `""` means "not set": `apply` maps the empty text to the derived behaviour
+   * (null in Config, e.g. a base URL taken from the listen address), exactly as
+   * it does for a user who passes `--flag=`. Such an option says in
+   * `defaultHelp` what "not set" amounts to; `--help` shows that text instead.
+   */
+  default: string;
+  /** Only with `default: ""`: what the unset option means, for `--help`. */
+  defaultHelp?: string;
   apply: Setter;
 }
 
-/** The table of every setting; `--help` is generated from it. */
+/** The table of every setting; the defaults, the argv parser and `--help` come from it. */
 export const OPTIONS: readonly OptionSpec[] = [
   {
     flag: "hostname",
     env: "STORAGE_HOSTNAME",
     placeholder: "HOST",
     description: "Address to listen on",
-    defaultText: "127.0.0.1",
+    default: "127.0.0.1",
     apply: (c, v, n) => c.hostname = requireNonEmpty(v, n),
   },
   {
@@ -87,7 +104,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_PORT",
     placeholder: "PORT",
     description: "TCP port; 0 picks a free one",
-    defaultText: "8080",
+    default: "8080",
     apply: (c, v, n) => c.port = parseInteger(v, n, { min: 0, max: 65535 }),
   },
   {
@@ -95,7 +112,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_DATA_DIR",
     placeholder: "DIR",
     description: "Directory for the database and pieces; empty = no storage bound",
-    defaultText: "./data",
+    default: "./data",
     apply: (c, v) => c.dataDir = v === "" ? null : v,
   },
   {
@@ -103,7 +120,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_BASE_URL",
     placeholder: "URL",
     description: "Public URL used in retrievalUrl",
-    defaultText: "http://<hostname>:<port>",
+    default: "",
+    defaultHelp: "http://<hostname>:<port>",
     apply: (c, v, n) => c.baseUrl = v === "" ? null : parseBaseUrl(v, n),
   },
   {
@@ -111,7 +129,8 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_TRUSTED_PROXIES",
     placeholder: "LIST",
     description: "Comma-separated IPs/CIDRs whose X-Forwarded-For is believed",
-    defaultText: "none",
+    default: "",
+    defaultHelp: "none",
     apply: (c, v, n) => c.trustedProxies = parseProxyList(v, n),
   },
   {
@@ -119,7 +138,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_SPONSORED_MAX_FILE_SIZE",
     placeholder: "SIZE",
     description: "Per-file cap of sponsored uploads",
-    defaultText: "100MiB",
+    default: "100MiB",
     apply: (c, v, n) => c.sponsored.maxFileBytes = parseSize(v, n),
   },
   {
@@ -127,7 +146,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_SPONSORED_DAILY_CAP",
     placeholder: "SIZE",
     description: "Sponsored bytes per client IP (IPv6: per /64) per UTC day",
-    defaultText: "200MiB",
+    default: "200MiB",
     apply: (c, v, n) => c.sponsored.dailyCapBytes = parseSize(v, n),
   },
   {
@@ -135,7 +154,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_SPONSORED_TERM_DAYS",
     placeholder: "DAYS",
     description: "Storage term of sponsored deals",
-    defaultText: "30",
+    default: "30",
     apply: (c, v, n) => c.sponsored.termDays = parseInteger(v, n, { min: 1, max: 36500 }),
   },
   {
@@ -143,7 +162,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_TOKEN_MAX_FILE_SIZE",
     placeholder: "SIZE",
     description: "Per-file cap of token uploads",
-    defaultText: "5GiB",
+    default: "5GiB",
     apply: (c, v, n) => c.token.maxFileBytes = parseSize(v, n),
   },
   {
@@ -151,7 +170,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_TOKEN_DAILY_CAP",
     placeholder: "SIZE",
     description: "Largest daily quota a token may carry (quotaMb)",
-    defaultText: "1GiB",
+    default: "1GiB",
     apply: (c, v, n) => c.token.dailyCapBytes = parseSize(v, n),
   },
   {
@@ -159,7 +178,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_TOKEN_TERM_DAYS",
     placeholder: "DAYS",
     description: "Storage term of token deals",
-    defaultText: "365",
+    default: "365",
     apply: (c, v, n) => c.token.termDays = parseInteger(v, n, { min: 1, max: 36500 }),
   },
   {
@@ -167,15 +186,16 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_TOKEN_LIFETIME_DAYS",
     placeholder: "DAYS",
     description: "Lifetime of a new token (the key rotation period)",
-    defaultText: "90",
+    default: "90",
     apply: (c, v, n) => c.tokenLifetimeDays = parseInteger(v, n, { min: 1, max: 3650 }),
   },
   {
     flag: "hmac-key-file",
     env: "STORAGE_HMAC_KEY_FILE",
     placeholder: "FILE",
-    description: "HMAC key as hex (64+ digits); default <data-dir>/hmac.key, made on first start",
-    defaultText: "<data-dir>/hmac.key",
+    description: "HMAC key as hex (64+ digits); the default one is made on first start",
+    default: "",
+    defaultHelp: "<data-dir>/hmac.key",
     apply: (c, v) => c.hmacKeyFile = v === "" ? null : v,
   },
   {
@@ -183,7 +203,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_HMAC_KEY_RELOAD",
     placeholder: "SECONDS",
     description: "How often the key file is re-read to pick up a rotation",
-    defaultText: "2",
+    default: "2",
     apply: (c, v, n) => c.hmacKeyReloadMs = parseInteger(v, n, { min: 1, max: 3600 }) * 1000,
   },
   {
@@ -191,7 +211,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_SIGNUP_LIMIT",
     placeholder: "COUNT",
     description: "Signups per client IP per hour",
-    defaultText: "20",
+    default: "20",
     apply: (c, v, n) => c.signupsPerHour = parseInteger(v, n, { min: 1, max: 1_000_000 }),
   },
   {
@@ -199,7 +219,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_REQUIRE_VERIFIABLE_CIDS",
     placeholder: "BOOL",
     description: "Refuse opaque cids: accept only PieceCIDv2/v1 and sha2-256 CIDv1",
-    defaultText: "false",
+    default: "false",
     apply: (c, v, n) => c.requireVerifiableCids = parseBoolean(v, n),
   },
   {
@@ -207,15 +227,16 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_HASH_WORKERS",
     placeholder: "COUNT",
     description: "Worker threads that verify piece cids (0 = on the main thread)",
-    defaultText: "number of CPUs",
-    apply: (c, v, n) => c.hashWorkers = parseInteger(v, n, { min: 0, max: 64 }),
+    default: "",
+    defaultHelp: "number of CPUs",
+    apply: (c, v, n) => c.hashWorkers = v === "" ? null : parseInteger(v, n, { min: 0, max: 64 }),
   },
   {
     flag: "small-piece-cache",
     env: "STORAGE_SMALL_PIECE_CACHE",
     placeholder: "SIZE",
     description: "Memory for pieces of at most 64 KiB served without disk access (0 = off)",
-    defaultText: "64MiB",
+    default: "64MiB",
     apply: (c, v, n) => c.smallPieceCacheBytes = v.trim() === "0" ? 0 : parseSize(v, n),
   },
   {
@@ -223,7 +244,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_BODY_IDLE_TIMEOUT",
     placeholder: "SECONDS",
     description: "Abandon an upload whose body sends nothing for this long (408)",
-    defaultText: "30",
+    default: "30",
     apply: (c, v, n) => c.bodyIdleTimeoutMs = parseInteger(v, n, { min: 1, max: 86400 }) * 1000,
   },
   {
@@ -231,7 +252,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_DB_BUSY_TIMEOUT",
     placeholder: "MS",
     description: "How long a database write waits for a lock before answering 503",
-    defaultText: "5000",
+    default: "5000",
     apply: (c, v, n) => c.dbBusyTimeoutMs = parseInteger(v, n, { min: 0, max: 600_000 }),
   },
   {
@@ -239,7 +260,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_SHUTDOWN_TIMEOUT",
     placeholder: "SECONDS",
     description: "Grace period for in-flight requests on SIGINT/SIGTERM",
-    defaultText: "30",
+    default: "30",
     apply: (c, v, n) => c.shutdownTimeoutMs = parseInteger(v, n, { min: 0, max: 3600 }) * 1000,
   },
   {
@@ -247,7 +268,7 @@ export const OPTIONS: readonly OptionSpec[] = [
     env: "STORAGE_LOG_REQUESTS",
     placeholder: "BOOL",
     description: "One JSON log line per request on stderr",
-    defaultText: "true",
+    default: "true",
     apply: (c, v, n) => c.logRequests = parseBoolean(v, n),
   },
 ];
@@ -266,38 +287,87 @@ export function loadConfig(
   args: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
 ): LoadResult {
-  const config = defaultConfig();
+  const flags = parseFlags(args);
+  if (flags === "help") return { kind: "help", text: helpText() };
+  // Defaults, then the environment, then the flags (in the order given): the last one wins.
+  const config = { sponsored: {}, token: {} } as MutableConfig;
+  for (const option of OPTIONS) {
+    option.apply(config, option.default, `the default of --${option.flag}`);
+  }
   for (const option of OPTIONS) {
     const value = env[option.env];
     if (value !== undefined) option.apply(config, value, option.env);
   }
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "--help" || arg === "-h") return { kind: "help", text: helpText() };
-    if (!arg.startsWith("--")) throw new ConfigError(`Unexpected argument: ${arg}`);
-    const eq = arg.indexOf("=");
-    const flag = arg.slice(2, eq === -1 ? undefined : eq);
-    const option = OPTIONS.find((o) => o.flag === flag);
-    if (!option) throw new ConfigError(`Unknown flag --${flag} (see --help)`);
-    let value: string;
-    if (eq !== -1) {
-      value = arg.slice(eq + 1);
-    } else {
-      if (i + 1 >= args.length) throw new ConfigError(`Flag --${flag} needs a value`);
-      value = args[++i];
-    }
-    option.apply(config, value, `--${flag}`);
-  }
+  for (const { option, value } of flags) option.apply(config, value, `--${option.flag}`);
   if (config.token.dailyCapBytes % MIB !== 0) {
     throw new ConfigError("--token-daily-cap must be a whole number of MiB (quotaMb is in MiB)");
   }
   return { kind: "config", config: deepFreeze(config) };
 }
 
+/** parseArgs options from the table: every setting takes a value (BOOL ones too: `true`/`false`). */
+const PARSE_OPTIONS: ParseArgsOptionsConfig = {
+  ...Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: "string" as const }])),
+  help: { type: "boolean", short: "h" },
+};
+const BY_FLAG = new Map(OPTIONS.map((o) => [o.flag, o]));
+
+/** The flags in the order given, or "help"; a malformed command line is a ConfigError. */
+function parseFlags(args: readonly string[]): { option: OptionSpec; value: string }[] | "help" {
+  let tokens;
+  try {
+    ({ tokens } = parseArgs({
+      args: [...args],
+      options: PARSE_OPTIONS,
+      strict: true,
+      allowPositionals: false,
+      tokens: true,
+    }));
+  } catch (error) {
+    throw argumentError(error);
+  }
+  const flags: { option: OptionSpec; value: string }[] = [];
+  for (const token of tokens) {
+    if (token.kind !== "option") continue;
+    if (token.name === "help") return "help";
+    // Strict parsing has refused unknown flags and string flags without a value.
+    flags.push({ option: BY_FLAG.get(token.name)!, value: token.value! });
+  }
+  return flags;
+}
+
+/** Rewords parseArgs' errors (ERR_PARSE_ARGS_*) as ConfigErrors that name the flag. */
+function argumentError(error: unknown): unknown {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== "string" || !code.startsWith("ERR_PARSE_ARGS_")) return error;
+  const message = (error as Error).message;
+  // parseArgs quotes what it refuses: '--bogus', '--port <value>', '-h, --help', 'x'.
+  const quoted = /'([^']*)'/.exec(message)?.[1].replace(/ <value>$/, "").split(", ").at(-1);
+  if (quoted === undefined) return new ConfigError(`${message} (see --help)`);
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    return new ConfigError(`Unknown flag ${quoted} (see --help)`);
+  }
+  if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") {
+    return new ConfigError(`Unexpected argument: ${quoted} (see --help)`);
+  }
+  if (/does not take an argument/.test(message)) {
+    return new ConfigError(`Flag ${quoted} takes no value`);
+  }
+  if (/argument is ambiguous/.test(message)) {
+    // `--port --hostname x`: a forgotten value, or one starting with "-".
+    return new ConfigError(
+      `Flag ${quoted} needs a value (for a value starting with "-", write ${quoted}=VALUE)`,
+    );
+  }
+  if (/argument missing/.test(message)) return new ConfigError(`Flag ${quoted} needs a value`);
+  return new ConfigError(`${message} (see --help)`);
+}
+
 export function helpText(): string {
   const rows = OPTIONS.map((o) => {
     const left = `  --${o.flag} ${o.placeholder}`.padEnd(38);
-    return `${left}${o.description} (env ${o.env}, default ${o.defaultText})`;
+    const shown = o.default === "" ? o.defaultHelp : o.default;
+    return `${left}${o.description} (env ${o.env}, default ${shown})`;
   });
   return [
     "Content storage staging service",
@@ -311,29 +381,6 @@ export function helpText(): string {
     "",
     "Sizes take a unit: B, KiB, MiB, GiB, TiB (e.g. 100MiB); a bare number is bytes.",
   ].join("\n");
-}
-
-function defaultConfig(): MutableConfig {
-  return {
-    hostname: "127.0.0.1",
-    port: 8080,
-    dataDir: "./data",
-    baseUrl: null,
-    trustedProxies: [],
-    sponsored: { maxFileBytes: 100 * MIB, dailyCapBytes: 200 * MIB, termDays: 30 },
-    token: { maxFileBytes: 5 * GIB, dailyCapBytes: 1 * GIB, termDays: 365 },
-    shutdownTimeoutMs: 30_000,
-    hmacKeyFile: null,
-    hmacKeyReloadMs: 2_000,
-    tokenLifetimeDays: 90,
-    signupsPerHour: 20,
-    requireVerifiableCids: false,
-    hashWorkers: null,
-    smallPieceCacheBytes: 64 * MIB,
-    bodyIdleTimeoutMs: 30_000,
-    dbBusyTimeoutMs: 5_000,
-    logRequests: true,
-  };
 }
 
 const SIZE_UNITS: Record<string, number> = {

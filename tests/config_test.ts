@@ -79,3 +79,100 @@ Deno.test("config: --help lists every flag and its variable", () => {
     assertMatch(loaded.text, new RegExp(option.env));
   }
 });
+
+Deno.test("config: no flags and no environment give exactly these defaults", () => {
+  const MIB = 2 ** 20;
+  const expected: Config = {
+    hostname: "127.0.0.1",
+    port: 8080,
+    dataDir: "./data",
+    baseUrl: null,
+    trustedProxies: [],
+    sponsored: { maxFileBytes: 100 * MIB, dailyCapBytes: 200 * MIB, termDays: 30 },
+    token: { maxFileBytes: 5 * 1024 * MIB, dailyCapBytes: 1024 * MIB, termDays: 365 },
+    shutdownTimeoutMs: 30_000,
+    hmacKeyFile: null,
+    hmacKeyReloadMs: 2_000,
+    tokenLifetimeDays: 90,
+    signupsPerHour: 20,
+    requireVerifiableCids: false,
+    hashWorkers: null,
+    smallPieceCacheBytes: 64 * MIB,
+    bodyIdleTimeoutMs: 30_000,
+    dbBusyTimeoutMs: 5_000,
+    logRequests: true,
+  };
+  assertEquals(configOf([]), expected);
+  assertEquals(Object.keys(configOf([])).sort(), Object.keys(expected).sort());
+});
+
+Deno.test("config: --help shows each default as written, and that text parses to the default", () => {
+  const loaded = loadConfig(["--help"], {});
+  if (loaded.kind !== "help") throw new Error("expected help");
+  const defaults = configOf([]);
+  for (const option of OPTIONS) {
+    const row = loaded.text.split("\n").find((line) => line.startsWith(`  --${option.flag} `));
+    assertOk(row, `--help has no row for --${option.flag}`);
+    const shown = /, default (.*)\)$/.exec(row)?.[1];
+    if (option.default === "") {
+      // "Not set": help explains what that means; passing the empty text changes nothing.
+      assertOk(option.defaultHelp, `--${option.flag} defaults to unset but does not say to what`);
+      assertEquals(shown, option.defaultHelp);
+      assertEquals(configOf([`--${option.flag}=`]), defaults, `--${option.flag}=`);
+    } else {
+      assertEquals(option.defaultHelp, undefined, `--${option.flag} has a default and defaultHelp`);
+      assertEquals(shown, option.default);
+      assertEquals(configOf([`--${option.flag}`, shown!]), defaults, `--${option.flag} ${shown}`);
+      assertEquals(configOf([], { [option.env]: shown! }), defaults, `${option.env}=${shown}`);
+    }
+  }
+});
+
+Deno.test("config: -h is --help, and --help wins over the other flags", () => {
+  assertEquals(loadConfig(["-h"], {}).kind, "help");
+  assertEquals(loadConfig(["--port", "x", "--help"], {}).kind, "help");
+  assertMatch(configError(["--help=yes"]), /--help takes no value/);
+});
+
+Deno.test("config: --flag=value is the same as --flag value, even with = in the value", () => {
+  assertEquals(configOf(["--hostname=0.0.0.0"]).hostname, "0.0.0.0");
+  assertEquals(configOf(["--data-dir=/tmp/a=b"]).dataDir, "/tmp/a=b");
+  assertEquals(configOf(["--log-requests=false"]).logRequests, false);
+  assertEquals(configOf(["--require-verifiable-cids", "true"]).requireVerifiableCids, true);
+  assertEquals(configOf(["--small-piece-cache=0"]).smallPieceCacheBytes, 0);
+  assertEquals(configOf(["--hash-workers=0"]).hashWorkers, 0);
+  assertEquals(configOf(["--hash-workers", "3"], { STORAGE_HASH_WORKERS: "5" }).hashWorkers, 3);
+  assertEquals(configOf(["--hmac-key-reload=7"]).hmacKeyReloadMs, 7000);
+});
+
+Deno.test("config: flags apply in order; each one is checked, the last one wins", () => {
+  assertEquals(configOf(["--port", "1", "--port=2"]).port, 2);
+  assertMatch(configError(["--port", "x", "--port", "2"]), /--port/);
+});
+
+Deno.test("config: a bad value names the flag, in either form", () => {
+  assertMatch(configError(["--port=abc"]), /^--port must be a whole number/);
+  assertMatch(configError(["--hash-workers", "many"]), /^--hash-workers /);
+  assertMatch(configError(["--log-requests", "maybe"]), /^--log-requests must be true or false/);
+  assertMatch(
+    configError([], { STORAGE_LOG_REQUESTS: "maybe" }),
+    /^STORAGE_LOG_REQUESTS must be true or false/,
+  );
+  assertMatch(configError(["--hostname="]), /^--hostname must not be empty/);
+});
+
+Deno.test("config: unknown flags and stray arguments are refused", () => {
+  assertEquals(configError(["--no-such-flag", "1"]), "Unknown flag --no-such-flag (see --help)");
+  assertEquals(configError(["--no-such-flag=1"]), "Unknown flag --no-such-flag (see --help)");
+  assertEquals(configError(["--PORT", "1"]), "Unknown flag --PORT (see --help)");
+  assertMatch(configError(["-x"]), /^Unknown flag -x\b/);
+  assertMatch(configError(["--port", "1", "stray"]), /^Unexpected argument: stray\b/);
+});
+
+Deno.test("config: a flag without its value is refused", () => {
+  assertEquals(configError(["--port"]), "Flag --port needs a value");
+  assertEquals(configError(["--log-requests"]), "Flag --log-requests needs a value");
+  // The next flag is not taken for the value.
+  assertMatch(configError(["--port", "--hostname", "x"]), /^Flag --port needs a value/);
+  assertMatch(configError(["--base-url", "-x"]), /write --base-url=VALUE/);
+});

@@ -44,16 +44,16 @@ function parseLimit(raw: string | null): number {
 }
 
 function encodeCursor(dealId: string): string {
-  return btoa(dealId).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_");
+  return new TextEncoder().encode(dealId).toBase64({ alphabet: "base64url", omitPadding: true });
 }
 
 function parseCursor(raw: string | null): string | null {
   if (raw === null) return null;
   let decoded = "";
   try {
-    decoded = atob(raw.replace(/-/g, "+").replace(/_/g, "/"));
+    decoded = new TextDecoder().decode(Uint8Array.fromBase64(raw, { alphabet: "base64url" }));
   } catch {
-    // fall through to the error below
+    // not base64url (fromBase64 throws a SyntaxError): the error below
   }
   if (!/^[a-z0-9-]{1,64}$/.test(decoded)) {
     throw new ApiError("invalid_request", "cursor is not one this service returned");

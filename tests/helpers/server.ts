@@ -150,5 +150,6 @@ export function bearer(token: string): Record<string, string> {
 /** The jti of a token, read from its payload as any client could. */
 export function jtiOf(token: string): string {
   const payload = token.replace(/^pk_live_/, "").split(".")[1];
-  return JSON.parse(atob(payload.replace(/-/g, "+").replace(/_/g, "/"))).jti;
+  const json = new TextDecoder().decode(Uint8Array.fromBase64(payload, { alphabet: "base64url" }));
+  return JSON.parse(json).jti;
 }
