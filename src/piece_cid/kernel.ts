@@ -34,7 +34,7 @@ let compiled: WebAssembly.Module | null = null;
 
 function module(): WebAssembly.Module {
   if (compiled === null) {
-    const binary = Uint8Array.from(atob(COMMP_WASM_BASE64), (c) => c.charCodeAt(0));
+    const binary = Uint8Array.fromBase64(COMMP_WASM_BASE64);
     compiled = new WebAssembly.Module(binary);
   }
   return compiled;

@@ -27,7 +27,7 @@ export function createCidVerifier(
     case "opaque":
       return null;
     case "sha256": {
-      const expected = toHex(parsed.digest);
+      const expected = parsed.digest.toHex();
       return {
         onChunk: () => undefined,
         matches: async (staged) => await staged.computeSha256() === expected,
@@ -49,10 +49,6 @@ export function createCidVerifier(
       };
     }
   }
-}
-
-function toHex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {

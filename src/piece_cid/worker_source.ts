@@ -27,7 +27,7 @@ interface WorkerScope {
 
 function workerMain(wasmBase64: string, segment: { bytes: number; chunks: number; level: number }) {
   const scope = globalThis as unknown as WorkerScope;
-  const binary = Uint8Array.from(atob(wasmBase64), (c) => c.charCodeAt(0));
+  const binary = Uint8Array.fromBase64(wasmBase64);
   // deno-lint-ignore no-explicit-any
   const kernel = new WebAssembly.Instance(new WebAssembly.Module(binary), {}).exports as any;
   kernel.init();
