@@ -3,9 +3,7 @@ import { assertEquals, assertMatch, assertOk } from "./helpers/assert.ts";
 import { bearer, errorOf, jtiOf, patternBytes, signup, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
 import { FakeClock } from "./helpers/clock.ts";
-
-const KIB = 1024;
-const MIB = 1024 * KIB;
+import { KIB, MIB } from "./helpers/bytes.ts";
 
 async function getJson(server: TestServer, path: string, token?: string) {
   const response = await server.get(path, { headers: token ? bearer(token) : {} });

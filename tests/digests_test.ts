@@ -3,7 +3,6 @@
  * the receiving thread, its digest is read back in the background, and every
  * conflict check still compares real digests, whichever side is still unknown.
  */
-import { createHash } from "node:crypto";
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "./helpers/assert.ts";
 import { errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
@@ -12,10 +11,7 @@ import { migrate, openDatabase } from "../src/db/database.ts";
 import { MIGRATIONS } from "../src/db/migrations/mod.ts";
 import { sha256Cid } from "../src/piece_cid/cid_codec.ts";
 import type { StageOptions } from "../src/storage/driver/driver.ts";
-
-const KIB = 1024;
-const MIB = 1024 * KIB;
-const sha256Hex = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+import { KIB, MIB, sha256, sha256Hex } from "./helpers/bytes.ts";
 
 function recordedSha256(server: TestServer, cid: string): string | null {
   const row = server.server.db.prepare("SELECT sha256 FROM pieces WHERE cid = ?").get(cid) as
@@ -59,7 +55,7 @@ Deno.test("digests: only a large first upload with an unverifiable cid skips has
   await uploadOk(server, "bafkdigest0010", large); // stored already: compared on the way
   assertEquals(hashedOnTheWay[4 * MIB + 1], true);
   const big = patternBytes(4 * MIB + 2, 10);
-  const cid = sha256Cid(new Uint8Array(await crypto.subtle.digest("SHA-256", big)));
+  const cid = sha256Cid(await sha256(big));
   await uploadOk(server, cid, big); // its hash is its verification
   assertEquals(hashedOnTheWay[4 * MIB + 2], true);
 });
@@ -69,17 +65,17 @@ Deno.test("digests: a first upload is hashed in the background and /healthz show
   const bytes = patternBytes(5 * MIB, 1);
   await uploadOk(server, "bafkdigest0001", bytes);
   await server.server.services.digests.whenIdle();
-  assertEquals(recordedSha256(server, "bafkdigest0001"), sha256Hex(bytes));
+  assertEquals(recordedSha256(server, "bafkdigest0001"), await sha256Hex(bytes));
   assertEquals(await healthDigests(server), { backlog: 0, failures: 0 });
 });
 
 Deno.test("digests: a sha2-256 cid is hashed on the way, so its digest is known at once", async () => {
   await using server = await startTestServer();
   const bytes = patternBytes(5 * MIB, 2);
-  const cid = sha256Cid(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
+  const cid = sha256Cid(await sha256(bytes));
   await server.server.services.digests.stop(); // nothing in the background may fill it in
   await uploadOk(server, cid, bytes);
-  assertEquals(recordedSha256(server, cid), sha256Hex(bytes));
+  assertEquals(recordedSha256(server, cid), await sha256Hex(bytes));
 });
 
 Deno.test("digests: with the stored digest still unknown, different bytes are still 409", async () => {
@@ -93,9 +89,9 @@ Deno.test("digests: with the stored digest still unknown, different bytes are st
   assertEquals(other.status, 409);
   assertEquals((await errorOf(other)).error, "cid_conflict");
   // Deciding computed (and kept) the stored piece's digest.
-  assertEquals(recordedSha256(server, "bafkdigest0002"), sha256Hex(first));
+  assertEquals(recordedSha256(server, "bafkdigest0002"), await sha256Hex(first));
   const served = new Uint8Array(await (await server.get("/p/bafkdigest0002")).arrayBuffer());
-  assertEquals(sha256Hex(served), sha256Hex(first));
+  assertEquals(await sha256Hex(served), await sha256Hex(first));
 });
 
 Deno.test("digests: identical bytes while the stored digest is unknown make a new deal", async () => {
@@ -108,7 +104,7 @@ Deno.test("digests: identical bytes while the stored digest is unknown make a ne
   const deals = server.server.db.prepare("SELECT count(*) AS n FROM deals WHERE cid = ?")
     .get("bafkdigest0003") as { n: number };
   assertEquals(Number(deals.n), 2);
-  assertEquals(recordedSha256(server, "bafkdigest0003"), sha256Hex(bytes));
+  assertEquals(recordedSha256(server, "bafkdigest0003"), await sha256Hex(bytes));
 });
 
 Deno.test("digests: racing uploads of one cid, none hashed on the way, keep exactly one winner", async () => {
@@ -120,12 +116,14 @@ Deno.test("digests: racing uploads of one cid, none hashed on the way, keep exac
     return r.status;
   }));
   const served = new Uint8Array(await (await server.get("/p/bafkdigest0004")).arrayBuffer());
-  const winner = bodies.findIndex((b) => sha256Hex(b) === sha256Hex(served));
+  const servedSha256 = await sha256Hex(served);
+  const bodySha256s = await Promise.all(bodies.map((b) => sha256Hex(b)));
+  const winner = bodySha256s.indexOf(servedSha256);
   for (let i = 0; i < bodies.length; i++) {
     assertEquals(statuses[i], i % 2 === winner % 2 ? 200 : 409, `upload ${i}`);
   }
   await server.server.services.digests.whenIdle();
-  assertEquals(recordedSha256(server, "bafkdigest0004"), sha256Hex(served));
+  assertEquals(recordedSha256(server, "bafkdigest0004"), servedSha256);
 });
 
 Deno.test("digests: pieces left unhashed by a stop are hashed after the next start", async () => {
@@ -145,7 +143,7 @@ Deno.test("digests: pieces left unhashed by a stop are hashed after the next sta
       true,
     );
     await again.server.services.digests.whenIdle();
-    assertEquals(recordedSha256(again, "bafkdigest0005"), sha256Hex(bytes));
+    assertEquals(recordedSha256(again, "bafkdigest0005"), await sha256Hex(bytes));
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }
@@ -163,7 +161,7 @@ Deno.test("digests: a shutdown right after a large upload leaves the digest to t
     }
     await using again = await startTestServer({ dataDir });
     await again.server.services.digests.whenIdle();
-    assertEquals(recordedSha256(again, "bafkdigest0007"), sha256Hex(bytes));
+    assertEquals(recordedSha256(again, "bafkdigest0007"), await sha256Hex(bytes));
     assertEquals(await healthDigests(again), { backlog: 0, failures: 0 });
   } finally {
     await Deno.remove(dataDir, { recursive: true });

@@ -1,8 +1,22 @@
 /** main.ts as its own process, with the start task's permission flags. */
 import { assertEquals, assertMatch, assertOk } from "./helpers/assert.ts";
 import { spawnServer } from "../scripts/lib/spawn_server.ts";
+import { rawRequest } from "./helpers/raw_http.ts";
+import type { RawResponse } from "./helpers/raw_http.ts";
+import { eventually } from "./helpers/wait.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
+
+/** GET /healthz on its own connection (so no pooled connection holds a shutdown up). */
+async function health(port: number): Promise<RawResponse> {
+  const response = await rawRequest(port, "GET /healthz HTTP/1.1\nHost: x\n");
+  if (response === null) throw new Error("no answer from /healthz");
+  return response;
+}
+
+async function uploadsInFlight(port: number): Promise<number> {
+  return JSON.parse((await health(port)).body).uploads.inFlight;
+}
 
 Deno.test("e2e: --help lists the flags and exits 0", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
@@ -66,9 +80,14 @@ Deno.test("e2e: SIGTERM lets an upload in flight finish before exiting", async (
       "POST /api/upload?cid=bafkinflight01 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\n" +
         "Content-Length: 10\r\nConnection: close\r\n\r\nhello",
     ));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await eventually(async () => await uploadsInFlight(port) === 1, "the upload in its handler");
     server.process.kill("SIGTERM");
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Draining: the server has taken the signal and keeps no connection alive any more.
+    await eventually(
+      async () => (await health(port)).headers.get("connection") === "close",
+      "the server draining after SIGTERM",
+    );
+    assertEquals(await uploadsInFlight(port), 1, "the upload is still running");
     await conn.write(encoder.encode("world"));
     const response = await new Response(conn.readable).text();
     assertMatch(response, /^HTTP\/1\.1 200/);
@@ -91,10 +110,13 @@ Deno.test("e2e: SIGTERM with a stalled upload cleans it up after the grace perio
       "POST /api/upload?cid=bafkstalled001 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\n" +
         "Content-Length: 1000\r\n\r\nhello",
     ));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await eventually(async () => await uploadsInFlight(port) === 1, "the upload in its handler");
     server.process.kill("SIGTERM");
     assertEquals(await server.exited, 0);
     conn.close();
+    const aborted = server.stderr().split("\n").filter((l) => l.trim().startsWith("{"))
+      .map((l) => JSON.parse(l)).find((l) => l.msg === "shutdown: aborted uploads still in flight");
+    assertEquals(aborted?.aborted, 1, server.stderr());
     const left: string[] = [];
     for await (const e of Deno.readDir(`${dataDir}/pieces/tmp`)) left.push(e.name);
     assertEquals(left, []);

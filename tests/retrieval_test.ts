@@ -1,7 +1,8 @@
 /** GET/HEAD /p/{cid}: every header of the contract, conditional requests, errors, CORS, routing. */
 import { assertEquals, assertMatch } from "./helpers/assert.ts";
 import { errorOf, startTestServer } from "./helpers/server.ts";
-import type { TestServer } from "./helpers/server.ts";
+import type { TestServer, TestServerOptions } from "./helpers/server.ts";
+import { eventually } from "./helpers/wait.ts";
 
 const CID = "bafkretrieval01";
 const EXPOSED = [
@@ -15,8 +16,9 @@ const EXPOSED = [
 async function withPiece(
   fn: (server: TestServer) => Promise<void>,
   init: { contentType?: string; filename?: string } = {},
+  options: TestServerOptions = {},
 ) {
-  await using server = await startTestServer();
+  await using server = await startTestServer(options);
   const response = await server.upload(CID, "<h1>hello</h1>", {
     contentType: init.contentType ?? "text/html; charset=UTF-8",
     filename: init.filename,
@@ -243,20 +245,29 @@ Deno.test("cache: a small piece served from memory has the same headers, HEAD an
   }, { filename: "a.html" });
 });
 
-Deno.test("cache: a cached piece answers 503 once its store has gone (within a second)", async () => {
-  await withPiece(async (server) => {
-    await (await server.get(`/p/${CID}`)).body?.cancel(); // now cached
-    const pieces = `${server.dataDir}/pieces`;
-    await Deno.rename(pieces, `${pieces}-away`);
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 1300));
-      const response = await server.get(`/p/${CID}`);
-      assertEquals(response.status, 503);
-      assertEquals((await errorOf(response)).error, "storage_offline");
-    } finally {
-      await Deno.rename(`${pieces}-away`, pieces);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 1300));
-    assertEquals((await server.get(`/p/${CID}`)).status, 200);
-  });
+Deno.test("cache: a cached piece answers 503 once its store has gone, and 200 once it is back", async () => {
+  await withPiece(
+    async (server) => {
+      await (await server.get(`/p/${CID}`)).body?.cancel(); // now cached
+      const pieces = `${server.dataDir}/pieces`;
+      const status = async () => {
+        const response = await server.get(`/p/${CID}`);
+        await response.body?.cancel();
+        return response.status;
+      };
+      await Deno.rename(pieces, `${pieces}-away`);
+      try {
+        await eventually(async () => await status() === 503, "a 503 for the cached piece");
+        const response = await server.get(`/p/${CID}`);
+        assertEquals(response.status, 503);
+        assertEquals((await errorOf(response)).error, "storage_offline");
+      } finally {
+        await Deno.rename(`${pieces}-away`, pieces);
+      }
+      await eventually(async () => await status() === 200, "a 200 for the cached piece again");
+      assertEquals(await (await server.get(`/p/${CID}`)).text(), "<h1>hello</h1>");
+    },
+    {},
+    { storeProbeIntervalMs: 20 },
+  );
 });

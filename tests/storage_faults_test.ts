@@ -3,9 +3,9 @@
  * read-only cases use a real tmpfs mount (root only; CI runs as root).
  */
 import { assertEquals, assertMatch } from "./helpers/assert.ts";
-import { errorOf, listFiles, patternBytes, startTestServer } from "./helpers/server.ts";
-
-const MIB = 1024 * 1024;
+import { errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
+import { MIB } from "./helpers/bytes.ts";
+import { tempFiles } from "./helpers/pieces.ts";
 
 async function canMount(): Promise<boolean> {
   if (Deno.build.os !== "linux" || Deno.uid() !== 0) return false;
@@ -116,7 +116,7 @@ Deno.test({
       const response = await server.upload("bafkdiskfull001", patternBytes(5 * MIB));
       assertEquals(response.status, 507);
       assertEquals((await errorOf(response)).error, "insufficient_storage");
-      assertEquals(await listFiles(`${dir}/pieces/tmp`), []);
+      assertEquals(await tempFiles(dir), []);
       assertEquals((await server.get("/p/bafkdiskfull001")).status, 404);
       // Nothing was charged: another 5 MiB would still fit the 6 MiB cap if the disk had room,
       // and a small upload succeeds now that the partial file is gone.
@@ -187,7 +187,7 @@ Deno.test("faults: a driver that runs out of space mid-upload is 507, nothing ke
   const response = await server.upload("bafkdriverfull1", patternBytes(2 * MIB));
   assertEquals(response.status, 507);
   assertEquals((await errorOf(response)).error, "insufficient_storage");
-  assertEquals(await listFiles(`${server.dataDir}/pieces/tmp`), []);
+  assertEquals(await tempFiles(server.dataDir), []);
   assertEquals(server.server.services.ledger.status("ip:v4:127.0.0.1", 1).usedBytes, 0);
   assertEquals(server.server.services.ledger.reservedTotal, 0);
   const small = await server.upload("bafkdriverfull2", patternBytes(1000));

@@ -3,9 +3,7 @@ import { assertEquals, assertMatch } from "./helpers/assert.ts";
 import { bearer, errorOf, patternBytes, signup, startTestServer } from "./helpers/server.ts";
 import { FakeClock } from "./helpers/clock.ts";
 import { rawRequest } from "./helpers/raw_http.ts";
-
-const KIB = 1024;
-const MIB = 1024 * KIB;
+import { KIB, MIB } from "./helpers/bytes.ts";
 
 Deno.test("token upload: sponsored false, owner is the token's e-mail, term 365 days", async () => {
   await using server = await startTestServer();

@@ -3,7 +3,7 @@ import { assertEquals, assertMatch, assertNotEquals, assertOk } from "./helpers/
 import { bearer, errorOf, jtiOf, signup, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
 import { FakeClock } from "./helpers/clock.ts";
-import { decodeToken, forgeToken, hmacSha256 } from "./helpers/jwt.ts";
+import { base64urlEncode, decodeToken, forgeToken, hmacSha256 } from "./helpers/jwt.ts";
 
 const DAY = 86_400;
 
@@ -173,7 +173,7 @@ const attacks: Attack[] = [
     token: (_s, genuine) => {
       const [h, , sig] = genuine.replace("pk_live_", "").split(".");
       const payload = { ...decodeToken(genuine).payload, quotaMb: 999999 };
-      return `pk_live_${h}.${btoa(JSON.stringify(payload)).replace(/=+$/, "")}.${sig}`;
+      return `pk_live_${h}.${base64urlEncode(JSON.stringify(payload))}.${sig}`;
     },
     error: "invalid_token",
   },

@@ -4,9 +4,10 @@
  * bodies) go over raw TCP.
  */
 import { assertEquals, assertMatch } from "./helpers/assert.ts";
-import { errorOf, listFiles, startTestServer } from "./helpers/server.ts";
+import { errorOf, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
-import { rawRequest } from "./helpers/raw_http.ts";
+import { parseResponse, rawRequest, writeAll } from "./helpers/raw_http.ts";
+import { storedPieces, tempFiles } from "./helpers/pieces.ts";
 
 interface Scenario {
   name: string;
@@ -160,12 +161,9 @@ const scenarios: Scenario[] = [
       const conn = await Deno.connect({ hostname: "127.0.0.1", port: Number(port(s)) });
       const head =
         `POST /api/upload?cid=${CID} HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n`;
-      await conn.write(new TextEncoder().encode(head + "x".repeat(50)));
+      await writeAll(conn, new TextEncoder().encode(head + "x".repeat(50)));
       await conn.closeWrite();
-      const text = await new Response(conn.readable).text();
-      const status = Number(text.split(" ")[1] ?? 0);
-      const body = text.slice(text.indexOf("\r\n\r\n") + 4);
-      return { status, headers: new Headers(), body };
+      return parseResponse(await new Response(conn.readable).text());
     },
     status: 400,
     error: "incomplete_body",
@@ -195,21 +193,18 @@ for (const scenario of scenarios) {
     });
     const response = await scenario.send(server);
     assertEquals(response.status, scenario.status, response.body);
-    if (response.headers.has("content-type")) {
-      assertEquals(response.headers.get("content-type"), "application/json");
-    }
+    assertEquals(response.headers.get("content-type"), "application/json");
     const body = JSON.parse(response.body);
     assertEquals(body.error, scenario.error);
-    assertMatch(body.message, /\S/);
+    assertEquals(typeof body.message, "string");
+    assertMatch(body.message, /\S/, "a non-empty message");
     if (scenario.status === 401) {
       assertEquals(response.headers.get("www-authenticate"), 'Bearer error="invalid_token"');
     }
     // Bad input leaves no trace: the only pieces are those the scenario stored on purpose.
-    const pieces = (await listFiles(`${server.dataDir}/pieces`)).filter((f) =>
-      !f.startsWith("tmp/")
-    );
+    const pieces = await storedPieces(server.dataDir);
     assertEquals(pieces.length, scenario.error === "rate_limited" ? 2 : 0, pieces.join());
-    assertEquals(await listFiles(`${server.dataDir}/pieces/tmp`), []);
+    assertEquals(await tempFiles(server.dataDir), []);
   });
 }
 
@@ -270,7 +265,7 @@ Deno.test("upload: a storage path the store cannot write to is 502 stage_failed"
   const response = await server.upload(CID, "hello");
   assertEquals(response.status, 502);
   assertEquals((await errorOf(response)).error, "stage_failed");
-  assertEquals(await listFiles(`${server.dataDir}/pieces/tmp`), []);
+  assertEquals(await tempFiles(server.dataDir), []);
   // Nothing was charged and nothing is served.
   assertEquals(server.server.services.ledger.status("ip:v4:127.0.0.1", 1).usedBytes, 0);
   assertEquals((await server.get(`/p/${CID}`).then(errorOf)).error, "not_found");

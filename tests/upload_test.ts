@@ -1,29 +1,11 @@
 /** Sponsored uploads: the result object, caps, reservations, dedupe, conflicts, restarts. */
 import { assertEquals, assertMatch, assertNotEquals, assertOk } from "./helpers/assert.ts";
-import { errorOf, listFiles, patternBytes, startTestServer } from "./helpers/server.ts";
+import { errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
 import { FakeClock } from "./helpers/clock.ts";
 import { rawRequest } from "./helpers/raw_http.ts";
-
-const KIB = 1024;
-const MIB = 1024 * KIB;
-
-async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-async function storedPieces(dataDir: string): Promise<string[]> {
-  return (await listFiles(`${dataDir}/pieces`)).filter((f) => !f.startsWith("tmp/"));
-}
-
-/** Polls until cond() holds (the server finishes an aborted upload asynchronously). */
-async function eventually(cond: () => Promise<boolean> | boolean, what: string) {
-  for (let i = 0; i < 200; i++) {
-    if (await cond()) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error(`timed out waiting for: ${what}`);
-}
+import { KIB, MIB, sha256Hex } from "./helpers/bytes.ts";
+import { eventually } from "./helpers/wait.ts";
+import { storedPieces, tempFiles, tempFileSizes } from "./helpers/pieces.ts";
 
 Deno.test("upload: a sponsored upload returns every field of the upload result", async () => {
   await using server = await startTestServer();
@@ -101,13 +83,22 @@ Deno.test("upload: overlapping uploads reserve their bytes and cannot jointly pa
     [1, 2, 3].map(() => Deno.connect({ hostname: "127.0.0.1", port })),
   );
   const encoder = new TextEncoder();
+  const ledger = server.server.services.ledger;
   for (const [i, conn] of conns.entries()) {
     await conn.write(encoder.encode(
       `POST /api/upload?cid=bafkoverlap0${i} HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\n` +
         `Content-Length: 1024\r\nConnection: close\r\n\r\n` + "x".repeat(512),
     ));
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    // Each upload is in its handler, holding its reservation, before the next one starts.
+    if (i < 2) {
+      await eventually(() => ledger.reservedTotal === (i + 1) * KIB, `upload ${i} reserved 1 KiB`);
+    }
   }
+  await eventually(
+    () => server.logs.some((l) => l.route === "/api/upload" && l.status === 429),
+    "the third upload refused while the first two are in flight",
+  );
+  assertEquals(ledger.reservedTotal, 2 * KIB, "the refused upload reserved nothing");
   for (const conn of conns) await conn.write(encoder.encode("y".repeat(512)));
   const statuses = await Promise.all(conns.map(async (conn) => {
     const text = await new Response(conn.readable).text();
@@ -150,7 +141,7 @@ Deno.test("upload: different bytes under a stored cid are 409 cid_conflict and c
   assertEquals(await (await server.get("/p/bafkconflict01")).text(), "original!!");
   // The refused upload was not charged: 10 more bytes still fit under 20.
   assertEquals((await server.upload("bafkconflict02", "0123456789")).status, 200);
-  assertEquals(await listFiles(`${server.dataDir}/pieces/tmp`), []);
+  assertEquals(await tempFiles(server.dataDir), []);
 });
 
 Deno.test("upload: racing different bytes under one cid gives exactly one winner", async () => {
@@ -173,13 +164,18 @@ Deno.test("upload: an upload aborted mid-body stores nothing and charges nothing
   await rawRequest(
     port,
     "POST /api/upload?cid=bafkaborted001 HTTP/1.1\nHost: x\nContent-Type: a/b\nContent-Length: 1000\n",
-    { body: "x".repeat(500), abortAfterSend: true },
+    {
+      body: "x".repeat(500),
+      // Hang up once the server has staged the half body it got.
+      abortWhen: () =>
+        eventually(
+          async () => (await tempFileSizes(server.dataDir)).includes(500),
+          "the first 500 bytes in a temp file",
+        ),
+    },
   );
   await eventually(() => server.server.services.ledger.reservedTotal === 0, "reservation released");
-  await eventually(
-    async () => (await listFiles(`${server.dataDir}/pieces/tmp`)).length === 0,
-    "temp file removed",
-  );
+  await eventually(async () => (await tempFiles(server.dataDir)).length === 0, "temp file removed");
   assertEquals(await storedPieces(server.dataDir), []);
   assertEquals((await server.get("/p/bafkaborted001")).status, 404);
   // The whole daily cap is still free.
@@ -220,7 +216,7 @@ Deno.test("upload: temp files left by a crash are removed at start-up", async ()
     await Deno.mkdir(`${dataDir}/pieces/tmp`, { recursive: true });
     await Deno.writeTextFile(`${dataDir}/pieces/tmp/dead-upload.part`, "half an upload");
     await using server = await startTestServer({ dataDir });
-    assertEquals(await listFiles(`${dataDir}/pieces/tmp`), []);
+    assertEquals(await tempFiles(dataDir), []);
     assertOk(server.logs.some((l) => l.msg === "removed leftovers of interrupted uploads"));
   } finally {
     await Deno.remove(dataDir, { recursive: true });

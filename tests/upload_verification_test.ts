@@ -1,19 +1,11 @@
 /** Uploads under verifiable cids: the bytes must hash to the cid, or nothing is kept. */
 import { assertEquals, assertMatch } from "./helpers/assert.ts";
-import {
-  bearer,
-  errorOf,
-  listFiles,
-  patternBytes,
-  signup,
-  startTestServer,
-} from "./helpers/server.ts";
-import type { TestServer } from "./helpers/server.ts";
+import { bearer, errorOf, patternBytes, signup, startTestServer } from "./helpers/server.ts";
 import { rawRequest } from "./helpers/raw_http.ts";
+import { MIB, sha256 } from "./helpers/bytes.ts";
+import { storedPieces, tempFiles } from "./helpers/pieces.ts";
 import { PieceHasher } from "../src/piece_cid/hasher.ts";
 import { pieceCidV1, pieceCidV2, sha256Cid } from "../src/piece_cid/cid_codec.ts";
-
-const MIB = 1024 * 1024;
 
 function cidsOf(bytes: Uint8Array) {
   const hasher = new PieceHasher();
@@ -23,11 +15,7 @@ function cidsOf(bytes: Uint8Array) {
 }
 
 async function sha256CidOf(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
-  return sha256Cid(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
-}
-
-async function storedPieces(server: TestServer): Promise<string[]> {
-  return (await listFiles(`${server.dataDir}/pieces`)).filter((f) => !f.startsWith("tmp/"));
+  return sha256Cid(await sha256(bytes));
 }
 
 function flipped(bytes: Uint8Array<ArrayBuffer>, at: number): Uint8Array<ArrayBuffer> {
@@ -78,8 +66,8 @@ for (const form of ["PieceCIDv2", "PieceCIDv1", "sha2-256 CIDv1"] as const) {
     const response = await server.upload(cid, other);
     assertEquals((await errorOf(response)).error, "cid_mismatch");
     // Nothing stored, nothing left in tmp/, nothing charged: the real bytes still fit the cap.
-    assertEquals(await storedPieces(server), []);
-    assertEquals(await listFiles(`${server.dataDir}/pieces/tmp`), []);
+    assertEquals(await storedPieces(server.dataDir), []);
+    assertEquals(await tempFiles(server.dataDir), []);
     assertEquals((await server.get(`/p/${cid}`)).status, 404);
     const good = await server.upload(cid, PAYLOAD);
     assertEquals(good.status, 200);
@@ -148,7 +136,7 @@ Deno.test("piece-cids: POST computes {cid, size} without storing or charging any
   });
   assertEquals(response.status, 200);
   assertEquals(await response.json(), { cid: cidsOf(body).v2, size: body.length });
-  assertEquals(await storedPieces(server), []);
+  assertEquals(await storedPieces(server.dataDir), []);
   const usage = await (await server.get("/api/usage", { headers: bearer(token) })).json();
   assertEquals(usage.remainingTodayBytes, MIB);
 });

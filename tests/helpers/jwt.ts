@@ -3,20 +3,16 @@
  * base64url JSON decoding and HMAC-SHA256 from node:crypto (not jose, which
  * the service itself uses), plus forging helpers for attack tests.
  */
-import { Buffer } from "node:buffer";
 import { createHmac } from "node:crypto";
 
+/** Unpadded base64url, as JWTs use it. */
 export function base64urlEncode(data: string | Uint8Array): string {
   const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
-  let binary = "";
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return bytes.toBase64({ alphabet: "base64url", omitPadding: true });
 }
 
 export function base64urlDecode(text: string): string {
-  const padded = text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4);
-  const binary = atob(padded);
-  return new TextDecoder().decode(Uint8Array.from(binary, (c) => c.charCodeAt(0)));
+  return new TextDecoder().decode(Uint8Array.fromBase64(text, { alphabet: "base64url" }));
 }
 
 export function decodeToken(token: string): {
@@ -37,7 +33,7 @@ export function decodeToken(token: string): {
 
 export function hmacSha256(keyHex: string, input: string): string {
   return base64urlEncode(
-    createHmac("sha256", Buffer.from(keyHex.trim(), "hex")).update(input).digest(),
+    createHmac("sha256", Uint8Array.fromHex(keyHex.trim())).update(input).digest(),
   );
 }
 
