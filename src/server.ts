@@ -189,6 +189,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     trustedProxies: config.trustedProxies,
     logger,
     logRequests: config.logRequests,
+    bodyIdleTimeoutMs: config.bodyIdleTimeoutMs,
     uploadDrain,
   });
 

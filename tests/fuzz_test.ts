@@ -1,12 +1,15 @@
 /**
  * Seeded property test over every route: random methods, paths, query strings,
  * headers and bodies. Whatever arrives, the answer is never a 500, every error
- * is the JSON shape of the contract, and the server keeps serving.
+ * is the JSON shape of the contract, every answer is one the served
+ * /openapi.json declares for its operation (status, error code, headers it
+ * says are always sent), and the server keeps serving.
  * FUZZ_RUNS and FUZZ_SEED override the defaults (CI uses the defaults).
  */
 import fc from "fast-check";
 import { assertEquals, assertOk } from "./helpers/assert.ts";
 import { signup, startTestServer } from "./helpers/server.ts";
+import { ApiContract, errorCodeOf } from "./openapi_contract.ts";
 
 const RUNS = Number(Deno.env.get("FUZZ_RUNS") ?? "400");
 const SEED = Number(Deno.env.get("FUZZ_SEED") ?? "20261121");
@@ -90,8 +93,9 @@ const requestArbitrary = fc.record({
   useToken: fc.boolean(),
 });
 
-Deno.test("fuzz: random requests to every route never get a 500 or a non-JSON error", async () => {
+Deno.test("fuzz: random requests to every route never get a 500, a non-JSON error or an undeclared answer", async () => {
   await using server = await startTestServer({ args: ["--signup-limit", "100000"] });
+  const contract = await ApiContract.fetchFrom(server.url);
   const { token } = await signup(server);
   const seeded = await server.upload("bafkfuzzpiece01", "fuzz");
   await seeded.body?.cancel();
@@ -117,6 +121,14 @@ Deno.test("fuzz: random requests to every route never get a 500 or a non-JSON er
         body: canHaveBody && r.body ? r.body : undefined,
       });
       const text = await response.text();
+      const undeclared = contract.violation({
+        method: r.method,
+        pathname: url.pathname,
+        status: response.status,
+        code: errorCodeOf(text, response.headers),
+        headers: response.headers,
+      });
+      assertEquals(undeclared, null, `${r.method} ${url}: ${text}`);
       assertOk(
         response.status < 500 || response.status === 503 || response.status === 507,
         `${r.method} ${url.pathname} -> ${response.status} ${text}`,

@@ -16,6 +16,7 @@ import { isDatabaseBusy } from "../db/database.ts";
 import type { Logger } from "../log.ts";
 import { clientKeyOf, resolveClientAddress } from "../net/ip.ts";
 import { applyDeprecationHeaders, usesQueryToken } from "./deprecation.ts";
+import { readJsonObject } from "./body.ts";
 import { applyCorsHeaders, preflightResponse } from "./cors.ts";
 import type { RequestContext } from "./context.ts";
 import { createRequestLog } from "./request_log.ts";
@@ -35,6 +36,8 @@ export interface AppOptions {
   logger: Logger;
   /** One log line per request. */
   logRequests: boolean;
+  /** A request body that sends nothing for this long is abandoned (408). */
+  bodyIdleTimeoutMs: number;
   /** Gives request contexts their abort signal; while it drains, no connection is kept alive. */
   uploadDrain: Pick<UploadDrain, "draining" | "signal">;
 }
@@ -124,6 +127,8 @@ export function createApp(options: AppOptions): App {
         return clientKeyOfRequest();
       },
       signal: uploadDrain.signal,
+      bodyIdleTimeoutMs: options.bodyIdleTimeoutMs,
+      readJson: () => readJsonObject(request, { idleTimeoutMs: options.bodyIdleTimeoutMs }),
       logFields,
       caller: () =>
         caller ??= options.authenticator.authenticate(request, url).then((token) => {

@@ -1,5 +1,7 @@
 /** Reading request bodies and their framing headers. */
 import { ApiError } from "../errors.ts";
+import { ReadWatchdog } from "../streams/read_watchdog.ts";
+import { stalledBody } from "./store_errors.ts";
 
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
 
@@ -24,20 +26,28 @@ export function requireContentLength(headers: Headers): number {
   return length;
 }
 
+export interface ReadJsonOptions {
+  /** Give up (408) when no bytes arrive for this long. */
+  idleTimeoutMs: number;
+  maxBytes?: number;
+}
+
 /**
  * Reads a JSON object body of at most maxBytes. Oversized bodies are refused
- * from their Content-Length when declared, and counted while reading otherwise.
+ * from their Content-Length when declared, and counted while reading otherwise;
+ * a body that stops arriving is a 408 like a stalled upload.
  */
 export async function readJsonObject(
   request: Request,
-  maxBytes = MAX_JSON_BODY_BYTES,
+  options: ReadJsonOptions,
 ): Promise<Record<string, unknown>> {
+  const maxBytes = options.maxBytes ?? MAX_JSON_BODY_BYTES;
   const declared = request.headers.get("content-length");
   if (declared !== null && Number(declared) > maxBytes) {
     await request.body?.cancel().catch(() => {});
     throw new ApiError("too_large", `JSON body exceeds ${maxBytes} bytes`);
   }
-  const bytes = await readAtMost(request, maxBytes);
+  const bytes = await readAtMost(request, maxBytes, options.idleTimeoutMs);
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
@@ -50,19 +60,36 @@ export async function readJsonObject(
   return value as Record<string, unknown>;
 }
 
-async function readAtMost(request: Request, maxBytes: number): Promise<Uint8Array> {
+async function readAtMost(
+  request: Request,
+  maxBytes: number,
+  idleTimeoutMs: number,
+): Promise<Uint8Array> {
   if (!request.body) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const watchdog = new ReadWatchdog(idleTimeoutMs, () => {
+    reader.cancel(new Error("stalled")).catch(() => {});
+  });
   const chunks: Uint8Array[] = [];
   let total = 0;
   try {
-    for await (const chunk of request.body) {
-      total += chunk.byteLength;
+    while (true) {
+      watchdog.reading(true);
+      const { done, value } = await reader.read();
+      watchdog.reading(false);
+      if (watchdog.fired) throw stalledBody();
+      if (done) break;
+      total += value.byteLength;
       if (total > maxBytes) throw new ApiError("too_large", `JSON body exceeds ${maxBytes} bytes`);
-      chunks.push(chunk);
+      chunks.push(value);
     }
   } catch (error) {
     if (error instanceof ApiError) throw error;
+    if (watchdog.fired) throw stalledBody(error);
     throw new ApiError("incomplete_body", "The body ended before Content-Length bytes arrived");
+  } finally {
+    watchdog.stop();
+    reader.releaseLock();
   }
   const out = new Uint8Array(total);
   let offset = 0;

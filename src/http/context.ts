@@ -10,6 +10,10 @@ export interface RequestContext {
   signal: AbortSignal;
   /** Resolves the caller once (token, or sponsored when no credentials were sent). */
   caller(): Promise<Caller>;
+  /** A body that sends nothing for this long is abandoned with 408 request_timeout. */
+  bodyIdleTimeoutMs: number;
+  /** Reads the body as a JSON object (≤ 64 KiB, idle timeout applied); 400/408/413 otherwise. */
+  readJson(): Promise<Record<string, unknown>>;
   /** Extra fields for the request's log line, filled in by handlers. */
   logFields: Record<string, string | number | boolean>;
 }

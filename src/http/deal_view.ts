@@ -1,19 +1,8 @@
 /** How a deal is shown to its owner, in /api/files and by deal extension. */
 import type { DealRecord } from "../db/catalog_records.ts";
+import type { Deal } from "./schemas/bodies.ts";
 
-export interface DealView {
-  cid: string;
-  dealId: string;
-  size: number;
-  contentType: string;
-  filename: string | null;
-  createdAt: string;
-  term: string;
-  termEndsAt: string;
-  retrievalUrl: string;
-}
-
-export function dealView(deal: DealRecord, baseUrl: string): DealView {
+export function dealView(deal: DealRecord, baseUrl: string): Deal {
   return {
     cid: deal.cid,
     dealId: deal.id,

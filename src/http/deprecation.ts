@@ -5,6 +5,7 @@
  */
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
+import type { Deprecations } from "./schemas/bodies.ts";
 
 /** 2026-01-01T00:00:00Z: when the query-string token form was announced as deprecated. */
 const QUERY_TOKEN_DEPRECATED_AT = 1767225600;
@@ -19,11 +20,13 @@ export function applyDeprecationHeaders(headers: Headers, baseUrl: string): void
 }
 
 export const deprecationsHandler: Handler = () =>
-  jsonResponse(200, {
-    deprecations: [{
-      feature: "query-string token (?token=<ACCESS_TOKEN>)",
-      deprecatedAt: new Date(QUERY_TOKEN_DEPRECATED_AT * 1000).toISOString().replace(".000Z", "Z"),
-      removedIn: "v1",
-      instead: "Send the token in the header: Authorization: Bearer <ACCESS_TOKEN>",
-    }],
-  }, { "cache-control": "public, max-age=3600" });
+  jsonResponse(200, DEPRECATIONS, { "cache-control": "public, max-age=3600" });
+
+const DEPRECATIONS: Deprecations = {
+  deprecations: [{
+    feature: "query-string token (?token=<ACCESS_TOKEN>)",
+    deprecatedAt: new Date(QUERY_TOKEN_DEPRECATED_AT * 1000).toISOString().replace(".000Z", "Z"),
+    removedIn: "v1",
+    instead: "Send the token in the header: Authorization: Bearer <ACCESS_TOKEN>",
+  }],
+};

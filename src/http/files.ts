@@ -9,6 +9,7 @@ import type { CatalogRecords } from "../db/catalog_records.ts";
 import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
+import type { FilesPage } from "./schemas/bodies.ts";
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
@@ -27,10 +28,11 @@ export function createFilesHandler(deps: FilesDeps): Handler {
     const rows = deps.records.listDeals(caller.sub, { beforeId, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1].id) : null;
-    return jsonResponse(200, {
+    const result: FilesPage = {
       files: page.map((deal) => dealView(deal, deps.baseUrl)),
       nextCursor,
-    });
+    };
+    return jsonResponse(200, result);
   };
 }
 

@@ -4,6 +4,7 @@ import type { PieceDigests } from "../storage/digests.ts";
 import type { UploadDrain } from "./upload_drain.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
+import type { Health } from "./schemas/bodies.ts";
 
 export interface DatabaseHealth {
   ok: boolean;
@@ -24,7 +25,7 @@ export function createHealthHandler(deps: HealthDeps): Handler {
     const storage = await deps.store.check();
     const database = deps.databaseHealth();
     const ok = storage.ok && database.ok && database.persistent;
-    return jsonResponse(ok ? 200 : 503, {
+    const health: Health = {
       status: ok ? "ok" : "degraded",
       storage: { ok: storage.ok, source: deps.store.source, detail: storage.detail },
       database,
@@ -32,11 +33,12 @@ export function createHealthHandler(deps: HealthDeps): Handler {
       digests: deps.digests.status(),
       uploads: { inFlight: deps.uploadDrain.inFlight },
       memory: memoryMiB(),
-    });
+    };
+    return jsonResponse(ok ? 200 : 503, health);
   };
 }
 
-function memoryMiB(): Record<string, number> {
+function memoryMiB(): Health["memory"] {
   const usage = Deno.memoryUsage();
   const mib = (n: number) => Math.round((n / 1048576) * 10) / 10;
   return {

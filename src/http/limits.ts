@@ -12,6 +12,7 @@ import type { DailyCapLedger } from "../limits/daily_caps.ts";
 import { uploadPolicyFor } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
+import type { Limits } from "./schemas/bodies.ts";
 
 export interface LimitsDeps {
   config: Config;
@@ -24,7 +25,7 @@ export function createLimitsHandler(deps: LimitsDeps): Handler {
     const caller = await context.caller();
     const policy = uploadPolicyFor(caller, deps.config);
     const status = deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
-    const body: Record<string, unknown> = {
+    const body: Limits = {
       tier: policy.tier,
       maxFileBytes: policy.maxFileBytes,
       dailyCapBytes: policy.dailyCapBytes,

@@ -1,424 +1,286 @@
 /**
- * GET /openapi.json — an OpenAPI 3.1 description of the whole public API.
- * tests/openapi_test.ts keeps it honest: every route of the route table is
- * described here and nothing else is.
+ * GET /openapi.json — the OpenAPI 3.1 document of the whole public API,
+ * generated from the route table: nothing here is written per route.
+ *
+ * Each row's doc (route_doc.ts) becomes one operation, and every GET row also
+ * a HEAD operation (the pipeline serves HEAD from GET without a body). The
+ * row's error codes plus the pipeline's become one response per status whose
+ * Error schema narrows `error` to the codes of that response, so a generated
+ * client can switch on them and tests can read them. Bodies are `$ref`s to the
+ * shapes of schemas/bodies.ts.
  */
 import { ERROR_STATUS } from "../errors.ts";
 import type { ErrorCode } from "../errors.ts";
 import { jsonResponse } from "./json.ts";
-import type { Handler } from "./router.ts";
+import type { BodyDoc, ParameterDoc, RouteDoc, SuccessDoc } from "./route_doc.ts";
+import type { Handler, Route } from "./router.ts";
+import { COMPONENT_SCHEMAS } from "./schemas/bodies.ts";
+import { RESPONSE_HEADERS } from "./schemas/headers.ts";
+import type { HeaderName, HeaderUse } from "./schemas/headers.ts";
+import { binarySchema, schemaRef } from "./schemas/json_schema.ts";
+import type { JsonSchema } from "./schemas/json_schema.ts";
 
-type Schema = Record<string, unknown>;
+/** Errors the pipeline (app.ts) can answer on every route, whatever its handler does. */
+export const PIPELINE_ERRORS = [
+  "method_not_allowed",
+  "internal_error",
+  "storage_offline",
+] as const satisfies readonly ErrorCode[];
 
-const string = { type: "string" };
-const integer = { type: "integer" };
-const dateTime = { type: "string", format: "date-time" };
+/** Headers every error of a status sends (401/403 from auth, 405 from the router, …). */
+const ERROR_HEADERS_BY_STATUS: { readonly [status: number]: HeaderUse } = {
+  401: { "WWW-Authenticate": "always" },
+  403: { "WWW-Authenticate": "always" },
+  405: { Allow: "always" },
+  429: { "Retry-After": "always" },
+  503: { "Retry-After": "sometimes" },
+};
 
-function errors(...codes: ErrorCode[]): Record<string, unknown> {
-  const byStatus = new Map<number, ErrorCode[]>();
-  for (const code of codes) {
-    byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
-  }
-  const out: Record<string, unknown> = {};
-  for (const [status, list] of byStatus) {
-    out[String(status)] = {
-      description: list.join(", "),
-      content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
-    };
-  }
-  return out;
+/**
+ * Sent on any answer to a request that used the deprecated ?token= parameter; documented on
+ * the queryToken scheme, and on the successes of the operations that accept a token.
+ */
+const QUERY_TOKEN_HEADERS: HeaderUse = { Deprecation: "sometimes", Link: "sometimes" };
+
+const STATUS_TEXT: { readonly [status: number]: string } = {
+  400: "Bad request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not found",
+  405: "Method not allowed",
+  408: "Request timeout",
+  409: "Conflict",
+  411: "Length required",
+  413: "Content too large",
+  429: "Too many requests",
+  500: "Internal server error",
+  502: "Bad gateway",
+  503: "Service unavailable",
+  507: "Insufficient storage",
+};
+
+type Json = Record<string, unknown>;
+type HttpMethod = "get" | "head" | "post" | "put" | "delete" | "patch";
+
+/** The HEAD twin of a GET operation: getPiece → headPiece, listFiles → headListFiles. */
+export function headOperationId(getOperationId: string): string {
+  const rest = getOperationId.replace(/^get(?=[A-Z])/, "");
+  return `head${rest[0].toUpperCase()}${rest.slice(1)}`;
 }
 
-function json(schema: Schema, description = "OK") {
-  return { description, content: { "application/json": { schema } } };
+/** "/p/:cid" → "/p/{cid}" */
+export function openApiPath(routePath: string): string {
+  return routePath.replace(/:(\w+)/g, "{$1}");
 }
 
-const bearer = [{ bearer: [] }, { queryToken: [] }];
-const optionalBearer = [{}, ...bearer];
-const cidParam = {
-  name: "cid",
-  in: "path",
-  required: true,
-  schema: { ...string, pattern: "^[a-zA-Z0-9]{8,80}$" },
-};
-const tokenErrors: ErrorCode[] = ["invalid_token", "revoked_token"];
-
-const dealSchema = {
-  type: "object",
-  properties: {
-    cid: string,
-    dealId: string,
-    size: integer,
-    contentType: string,
-    filename: { type: ["string", "null"] },
-    createdAt: dateTime,
-    term: string,
-    termEndsAt: dateTime,
-    retrievalUrl: { type: "string", format: "uri" },
-  },
-};
-
-const pieceHeaders = {
-  "Content-Disposition": { schema: string },
-  "Cache-Control": { schema: { const: "public, max-age=3600" } },
-  ETag: { schema: string },
-  "X-Service-Piece-Cid": { schema: string },
-  "X-Service-Source": { schema: { enum: ["stage", "r2"] } },
-};
-
-export function buildOpenApi(baseUrl: string): Record<string, unknown> {
+export function buildOpenApi(baseUrl: string, routes: readonly Route[]): Json {
+  const paths: Record<string, Partial<Record<HttpMethod, Json>>> = {};
+  const operationIds = new Set<string>();
+  const add = (path: string, method: HttpMethod, operation: Json) => {
+    const id = operation.operationId as string;
+    if (operationIds.has(id)) throw new Error(`operationId ${id} is used twice`);
+    operationIds.add(id);
+    (paths[path] ??= {})[method] = operation;
+  };
+  for (const route of routes) {
+    checkParameters(route);
+    const path = openApiPath(route.path);
+    add(path, route.method.toLowerCase() as HttpMethod, operationOf(route.doc, { head: false }));
+    if (route.method === "GET") add(path, "head", operationOf(route.doc, { head: true }));
+  }
   return {
     openapi: "3.1.0",
     info: {
       title: "Content storage staging service",
       version: "0.x (pre-v1)",
-      description: "Stage files under a content id and fetch them back at a public URL.",
+      description: "Stage files under a content id (cid) and fetch them back at a public URL. " +
+        "Every error is JSON {error, message}; match on `error`, each response lists the codes " +
+        "it can carry. Every path answers an OPTIONS preflight with 204 and every answer " +
+        "carries Access-Control-Allow-Origin: *. Tokens go in Authorization: Bearer; the " +
+        "?token= query parameter still works but is deprecated (Deprecation and Link headers).",
     },
     servers: [{ url: baseUrl }],
+    paths,
     components: {
+      schemas: COMPONENT_SCHEMAS,
       securitySchemes: {
-        bearer: { type: "http", scheme: "bearer", bearerFormat: "pk_live_<HS256 JWT>" },
-        queryToken: { type: "apiKey", in: "query", name: "token", description: "Deprecated" },
-      },
-      schemas: {
-        Error: {
-          type: "object",
-          required: ["error", "message"],
-          properties: { error: { enum: Object.keys(ERROR_STATUS) }, message: string },
+        bearer: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "pk_live_<HS256 JWT>",
+          description: "A token from POST /api/auth/signup. An operation's security lists the " +
+            "scope the token needs.",
         },
-        Deal: dealSchema,
-      },
-    },
-    paths: {
-      "/api/upload": {
-        post: {
-          summary: "Stage a file (sponsored without a token)",
-          security: optionalBearer,
-          parameters: [
-            {
-              name: "cid",
-              in: "query",
-              required: true,
-              schema: { ...string, pattern: "^[a-zA-Z0-9]{8,80}$" },
-            },
-            { name: "Content-Length", in: "header", required: true, schema: integer },
-            { name: "X-Filename", in: "header", required: false, schema: string },
-          ],
-          requestBody: {
-            required: true,
-            content: { "*/*": { schema: { type: "string", format: "binary" } } },
-          },
-          responses: {
-            "200": json({
-              type: "object",
-              properties: {
-                cid: string,
-                dealId: string,
-                size: integer,
-                retrievalUrl: { type: "string", format: "uri" },
-                term: string,
-                sponsored: { type: "boolean" },
-                owner: { type: ["string", "null"] },
-              },
-            }),
-            ...errors(
-              "invalid_cid",
-              "no_body",
-              "empty_bodyy",
-              "invalid_content_type",
-              "invalid_filename",
-              "incomplete_body",
-              "cid_mismatch",
-              ...tokenErrors,
-              "insufficient_scope",
-              "cid_conflict",
-              "length_required",
-              "too_large",
-              "rate_limited",
-              "quota_exceeded",
-              "stage_failed",
-              "storage_offline",
-              "insufficient_storage",
-            ),
-          },
-        },
-      },
-      "/p/{cid}": {
-        get: {
-          summary: "Retrieve a piece (public)",
-          security: [],
-          parameters: [cidParam],
-          responses: {
-            "200": {
-              description: "The stored bytes, with the Content-Type given at upload",
-              headers: pieceHeaders,
-              content: { "*/*": { schema: { type: "string", format: "binary" } } },
-            },
-            "304": { description: "Not modified (If-None-Match matched the ETag)" },
-            ...errors("invalid_cid", "not_found", "storage_offline"),
-          },
-        },
-        head: {
-          summary: "Headers of a piece, no body",
-          security: [],
-          parameters: [cidParam],
-          responses: { "200": { description: "As GET, without a body", headers: pieceHeaders } },
-        },
-      },
-      "/api/auth/signup": {
-        post: {
-          summary: "Mint a token",
-          security: [],
-          requestBody: {
-            required: true,
-            content: {
-              "application/json": {
-                schema: {
-                  type: "object",
-                  required: ["email", "label"],
-                  properties: {
-                    email: string,
-                    label: { ...string, minLength: 1, maxLength: 64 },
-                    scopes: { type: "array", items: { enum: ["put", "get", "list", "pin"] } },
-                    quotaMb: { ...integer, minimum: 1, maximum: 1024 },
-                  },
-                },
-              },
-            },
-          },
-          responses: {
-            "201": json({
-              type: "object",
-              properties: {
-                token: string,
-                userId: string,
-                email: string,
-                scopes: { type: "array", items: string },
-                quotaMb: integer,
-                expiresAt: dateTime,
-              },
-            }, "Created; the token is shown only once"),
-            ...errors(
-              "invalid_json",
-              "invalid_email",
-              "invalid_label",
-              "invalid_scopes",
-              "invalid_quota",
-              "too_large",
-              "rate_limited",
-              "storage_offline",
-            ),
-          },
-        },
-      },
-      "/api/tokens/revoke": {
-        post: {
-          summary: "Revoke a token of the caller's user",
-          security: bearer,
-          requestBody: {
-            required: true,
-            content: {
-              "application/json": {
-                schema: { type: "object", required: ["jti"], properties: { jti: string } },
-              },
-            },
-          },
-          responses: {
-            "200": json({
-              type: "object",
-              properties: { jti: string, revoked: { const: true }, revokedAt: dateTime },
-            }),
-            ...errors(
-              "invalid_json",
-              "invalid_request",
-              ...tokenErrors,
-              "insufficient_scope",
-              "not_found",
-            ),
-          },
-        },
-      },
-      "/api/tokens": {
-        get: {
-          summary: "The caller's tokens (metadata only) [list]",
-          security: bearer,
-          responses: {
-            "200": json({
-              type: "object",
-              properties: {
-                tokens: {
-                  type: "array",
-                  items: {
-                    type: "object",
-                    properties: {
-                      jti: string,
-                      label: string,
-                      scopes: { type: "array", items: string },
-                      quotaMb: integer,
-                      issuedAt: dateTime,
-                      expiresAt: dateTime,
-                      revoked: { type: "boolean" },
-                      revokedAt: { type: ["string", "null"], format: "date-time" },
-                      current: { type: "boolean" },
-                    },
-                  },
-                },
-              },
-            }),
-            ...errors(...tokenErrors, "insufficient_scope"),
-          },
-        },
-      },
-      "/api/files": {
-        get: {
-          summary: "The caller's uploads, newest first [list]",
-          security: bearer,
-          parameters: [
-            {
-              name: "limit",
-              in: "query",
-              schema: { ...integer, minimum: 1, maximum: 1000, default: 100 },
-            },
-            { name: "cursor", in: "query", schema: string },
-          ],
-          responses: {
-            "200": json({
-              type: "object",
-              properties: {
-                files: { type: "array", items: { $ref: "#/components/schemas/Deal" } },
-                nextCursor: { type: ["string", "null"] },
-              },
-            }),
-            ...errors("invalid_request", ...tokenErrors, "insufficient_scope"),
-          },
-        },
-      },
-      "/api/usage": {
-        get: {
-          summary: "Per-day usage of the caller [list]",
-          security: bearer,
-          parameters: [
-            { name: "from", in: "query", schema: { ...string, format: "date" } },
-            { name: "to", in: "query", schema: { ...string, format: "date" } },
-          ],
-          responses: {
-            "200": json({
-              type: "object",
-              properties: {
-                from: { ...string, format: "date" },
-                to: { ...string, format: "date" },
-                days: {
-                  type: "array",
-                  items: {
-                    type: "object",
-                    properties: {
-                      date: { ...string, format: "date" },
-                      bytes: integer,
-                      uploads: integer,
-                    },
-                  },
-                },
-                quotaBytes: integer,
-                remainingTodayBytes: integer,
-              },
-            }),
-            ...errors("invalid_request", ...tokenErrors, "insufficient_scope"),
-          },
-        },
-      },
-      "/api/deals/{dealId}/extend": {
-        post: {
-          summary: "Extend a deal by one term of its tier [pin]",
-          security: bearer,
-          parameters: [{ name: "dealId", in: "path", required: true, schema: string }],
-          responses: {
-            "200": json({ $ref: "#/components/schemas/Deal" }),
-            ...errors(...tokenErrors, "insufficient_scope", "not_found"),
-          },
-        },
-      },
-      "/api/limits": {
-        get: {
-          summary: "The caller's tier, caps and what is left today; ?size= asks about one upload",
-          security: optionalBearer,
-          parameters: [{ name: "size", in: "query", schema: { ...integer, minimum: 1 } }],
-          responses: {
-            "200": json({
-              type: "object",
-              properties: {
-                tier: { enum: ["sponsored", "token"] },
-                maxFileBytes: integer,
-                dailyCapBytes: integer,
-                usedTodayBytes: integer,
-                remainingTodayBytes: integer,
-                resetsAt: dateTime,
-                resetSeconds: integer,
-                size: integer,
-                accepted: { type: "boolean" },
-                reason: { type: ["string", "null"] },
-              },
-            }),
-            ...errors("invalid_request", ...tokenErrors),
-          },
-        },
-      },
-      "/api/piece-cids": {
-        get: {
-          summary: "The cid forms the service accepts and verifies, and how to compute them",
-          security: [],
-          responses: { "200": json({ type: "object" }) },
-        },
-        post: {
-          summary: "Compute the PieceCIDv2 of a body (nothing stored, no quota) [put]",
-          security: bearer,
-          parameters: [{ name: "Content-Length", in: "header", required: true, schema: integer }],
-          requestBody: {
-            required: true,
-            content: { "*/*": { schema: { type: "string", format: "binary" } } },
-          },
-          responses: {
-            "200": json({ type: "object", properties: { cid: string, size: integer } }),
-            ...errors(
-              "no_body",
-              "empty_bodyy",
-              "incomplete_body",
-              ...tokenErrors,
-              "insufficient_scope",
-              "length_required",
-              "too_large",
-            ),
-          },
-        },
-      },
-      "/healthz": {
-        get: {
-          summary: "Storage and database health",
-          security: [],
-          responses: {
-            "200": json({ type: "object" }),
-            "503": json({ type: "object" }, "Degraded"),
-          },
-        },
-      },
-      "/openapi.json": {
-        get: {
-          summary: "This document",
-          security: [],
-          responses: { "200": json({ type: "object" }) },
-        },
-      },
-      "/docs/deprecations": {
-        get: {
-          summary: "Deprecated features and what replaces them",
-          security: [],
-          responses: { "200": json({ type: "object" }) },
+        queryToken: {
+          type: "apiKey",
+          in: "query",
+          name: "token",
+          description: "Deprecated, removed in v1: the token as ?token=. Ignored when an " +
+            "Authorization header is sent. Every answer to a request that uses it carries " +
+            'Deprecation (RFC 9745) and a Link with rel="deprecation" to /docs/deprecations.',
         },
       },
     },
   };
 }
 
-export function createOpenApiHandler(baseUrl: string): Handler {
-  const body = buildOpenApi(baseUrl);
-  return () => jsonResponse(200, body, { "cache-control": "public, max-age=300" });
+/** Every :param of the path must be documented, and no row may ask for Content-Length. */
+function checkParameters(route: Route): void {
+  const documented = (route.doc.parameters ?? []).filter((p) => p.in === "path").map((p) => p.name);
+  const inPath = [...route.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
+  if (documented.sort().join() !== inPath.sort().join()) {
+    throw new Error(`${route.method} ${route.path}: path parameters documented: ${documented}`);
+  }
+  if (route.doc.parameters?.some((p) => p.name.toLowerCase() === "content-length")) {
+    throw new Error(`${route.method} ${route.path}: Content-Length is not a parameter`);
+  }
+}
+
+function operationOf(doc: RouteDoc, { head }: { head: boolean }): Json {
+  const operation: Json = {
+    operationId: head ? headOperationId(doc.operationId) : doc.operationId,
+    summary: head ? `Headers of: ${doc.summary}` : doc.summary,
+  };
+  const description = [
+    head ? "As the GET of this path, without a body." : "",
+    doc.description ?? "",
+    authText(doc),
+  ].filter((s) => s !== "").join(" ");
+  if (description) operation.description = description;
+  operation.security = securityOf(doc);
+  if (doc.parameters?.length) operation.parameters = doc.parameters.map(parameterOf);
+  if (doc.requestBody && !head) {
+    operation.requestBody = {
+      required: true,
+      description: doc.requestBody.description,
+      content: contentOf(doc.requestBody.body, { request: true }),
+    };
+  }
+  operation.responses = responsesOf(doc, { head });
+  return operation;
+}
+
+function authText(doc: RouteDoc): string {
+  const scope = doc.scope ? ` with the \`${doc.scope}\` scope` : "";
+  switch (doc.auth) {
+    case "public":
+      return "";
+    case "optional":
+      return `A token is optional; without one the caller is sponsored (per-IP caps), ` +
+        `with one it must be valid${scope}.`;
+    case "token":
+      return `Needs a token${scope}.`;
+  }
+}
+
+function securityOf(doc: RouteDoc): Json[] {
+  if (doc.auth === "public") return [];
+  const roles = doc.scope ? [doc.scope] : [];
+  const token = [{ bearer: roles }, { queryToken: roles }];
+  return doc.auth === "optional" ? [{}, ...token] : token;
+}
+
+function parameterOf(parameter: ParameterDoc): Json {
+  return {
+    name: parameter.name,
+    in: parameter.in,
+    required: parameter.in === "path" ? true : parameter.required ?? false,
+    description: parameter.description,
+    schema: parameter.schema,
+  };
+}
+
+function contentOf(body: BodyDoc, { request }: { request: boolean }): Json {
+  if ("json" in body) return { "application/json": { schema: schemaRef(body.json) } };
+  // Any media type is stored and served as sent; octet-stream is what a client sends by default.
+  return request
+    ? { "application/octet-stream": { schema: binarySchema }, "*/*": { schema: binarySchema } }
+    : { "*/*": { schema: binarySchema } };
+}
+
+function headersOf(...uses: (HeaderUse | undefined)[]): Json | undefined {
+  const merged: Partial<Record<HeaderName, "always" | "sometimes">> = {};
+  for (const use of uses) Object.assign(merged, use);
+  const entries = Object.entries(merged) as [HeaderName, "always" | "sometimes"][];
+  if (entries.length === 0) return undefined;
+  // Inlined, not $ref'd: a reference cannot say whether this answer always sends the header.
+  return Object.fromEntries(
+    entries.map((
+      [name, when],
+    ) => [name, { ...RESPONSE_HEADERS[name], required: when === "always" }]),
+  );
+}
+
+/** The Error schema with `error` narrowed to the codes one response can carry. */
+function errorSchema(codes: readonly ErrorCode[]): JsonSchema {
+  return {
+    allOf: [
+      schemaRef("Error"),
+      {
+        type: "object",
+        required: ["error"],
+        properties: { error: { type: "string", enum: [...codes] } },
+      },
+    ],
+  };
+}
+
+/** The row's errors and the pipeline's, by status, each list in the row's order. */
+export function errorCodesByStatus(doc: RouteDoc): Map<number, ErrorCode[]> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of new Set<ErrorCode>([...doc.errors, ...PIPELINE_ERRORS])) {
+    const status = ERROR_STATUS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return new Map([...byStatus].sort(([a], [b]) => a - b));
+}
+
+function responsesOf(doc: RouteDoc, { head }: { head: boolean }): Json {
+  const deprecation = doc.auth === "public" ? undefined : QUERY_TOKEN_HEADERS;
+  const responses: Record<string, Json> = {};
+  const successes = new Map<number, SuccessDoc>(doc.responses.map((r) => [r.status, r]));
+  for (const success of doc.responses) {
+    const response: Json = { description: success.description };
+    const headers = headersOf(success.headers, deprecation);
+    if (headers) response.headers = headers;
+    if (success.body && !head) response.content = contentOf(success.body, { request: false });
+    responses[String(success.status)] = response;
+  }
+  for (const [status, codes] of errorCodesByStatus(doc)) {
+    const success = successes.get(status);
+    const headers = headersOf(
+      success?.headers,
+      ERROR_HEADERS_BY_STATUS[status],
+      doc.errorHeaders?.[status],
+    );
+    const response: Json = {
+      description: `${success ? `${success.description}; or ` : ""}${
+        STATUS_TEXT[status] ?? "Error"
+      }: ${codes.join(", ")}`,
+    };
+    if (headers) response.headers = headers;
+    if (!head) {
+      const error = errorSchema(codes);
+      // A status that is also a success (health's 503 degraded) answers either body.
+      const schema = success?.body && "json" in success.body
+        ? { oneOf: [schemaRef(success.body.json), error] }
+        : error;
+      response.content = { "application/json": { schema } };
+    }
+    responses[String(status)] = response;
+  }
+  return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b)));
+}
+
+/**
+ * The handler of GET /openapi.json. `routes` is the route table itself; the
+ * document is built at the first request, when the table (this row included)
+ * is complete.
+ */
+export function createOpenApiHandler(baseUrl: string, routes: readonly Route[]): Handler {
+  let document: Json | null = null;
+  return () => {
+    document ??= buildOpenApi(baseUrl, routes);
+    return jsonResponse(200, document, { "cache-control": "public, max-age=300" });
+  };
 }

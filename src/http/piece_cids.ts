@@ -13,12 +13,14 @@ import { pieceCidV2 } from "../piece_cid/cid_codec.ts";
 import { ParallelPieceHasher } from "../piece_cid/parallel.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { uploadPolicyFor } from "../limits/tiers.ts";
-import { createChunkReader } from "../streams/chunk_reader.ts";
+import { pumpBody } from "../storage/driver/body_pump.ts";
 import { requireContentLength } from "./body.ts";
 import { jsonResponse } from "./json.ts";
+import { apiErrorOfStoreFailure } from "./store_errors.ts";
 import type { Handler } from "./router.ts";
+import type { PieceCidForm, PieceCidInfo, PieceCidResult } from "./schemas/bodies.ts";
 
-export const PIECE_CID_FORMS = [
+export const PIECE_CID_FORMS: PieceCidForm[] = [
   {
     name: "PieceCIDv2",
     example: "bafkzcib…",
@@ -57,14 +59,17 @@ export const PIECE_CID_FORMS = [
 ];
 
 export function createPieceCidsInfoHandler(config: Config): Handler {
-  return () =>
-    jsonResponse(200, {
-      pattern: "^[a-z0-9]{8,80}$",
-      caseInsensitive: true,
-      opaqueAccepted: !config.requireVerifiableCids,
-      forms: PIECE_CID_FORMS,
-      compute: "POST /api/piece-cids with the bytes (token with put scope) returns {cid, size}",
-    }, { "cache-control": "public, max-age=300" });
+  return () => jsonResponse(200, pieceCidInfo(config), { "cache-control": "public, max-age=300" });
+}
+
+function pieceCidInfo(config: Config): PieceCidInfo {
+  return {
+    pattern: "^[a-z0-9]{8,80}$",
+    caseInsensitive: true,
+    opaqueAccepted: !config.requireVerifiableCids,
+    forms: PIECE_CID_FORMS,
+    compute: "POST /api/piece-cids with the bytes (token with put scope) returns {cid, size}",
+  };
 }
 
 export interface ComputeDeps {
@@ -85,30 +90,22 @@ export function createComputePieceCidHandler(deps: ComputeDeps): Handler {
     }
     if (!request.body) throw new ApiError("no_body", "Request body is required");
     const hasher = new ParallelPieceHasher({ pool: deps.hashPool });
-    const reader = createChunkReader(request.body, { expectedBytes: length });
-    try {
-      while (true) {
-        const chunk = await reader.next().catch(() => {
-          throw new ApiError(
-            "incomplete_body",
-            "The body ended before Content-Length bytes arrived",
-          );
-        });
-        if (chunk === null) break;
-        const wait = hasher.update(chunk);
-        if (wait) await wait;
-      }
-    } finally {
-      reader.release();
-    }
-    if (hasher.size !== length) {
-      throw new ApiError("incomplete_body", "The body ended before Content-Length bytes arrived");
-    }
+    // The same reading as an upload's (length enforced, stalls timed out), into no store.
+    await pumpBody(request.body, {
+      expectedBytes: length,
+      idleTimeoutMs: context.bodyIdleTimeoutMs,
+      signal: context.signal,
+      computeSha256: false,
+      onChunk: (chunk) => hasher.update(chunk),
+    }, () => Promise.resolve()).catch((error) => {
+      throw apiErrorOfStoreFailure(error);
+    });
     const digest = await hasher.digest();
     context.logFields.bytesIn = length;
-    return jsonResponse(200, {
+    const result: PieceCidResult = {
       cid: pieceCidV2(digest.root, digest.height, digest.padding),
       size: length,
-    });
+    };
+    return jsonResponse(200, result);
   };
 }

@@ -64,12 +64,11 @@ export function createRetrieval(deps: RetrievalDeps): Retrieval {
       throw new ApiError("not_found", `No piece is stored under ${cid}`);
     }
     const headers = pieceHeaders(piece, deps.store.source);
-    if (request.method === "HEAD" || matchesEtag(ifNoneMatch, cid)) {
+    const conditionalHit = matchesEtag(ifNoneMatch, cid);
+    if (request.method === "HEAD" || conditionalHit) {
       // No body to send, but still answer only for bytes that are really there.
       await mustExist(deps, cid, () => deps.store.stat(cid));
-      return request.method === "HEAD"
-        ? new Response(null, { status: 200, headers })
-        : notModified(headers);
+      return conditionalHit ? notModified(headers) : new Response(null, { status: 200, headers });
     }
     const opened = await mustExist(deps, cid, () => deps.store.open(cid));
     context.logFields.bytesOut = opened.size;

@@ -26,7 +26,10 @@ import { createOpenApiHandler } from "./openapi.ts";
 import { createComputePieceCidHandler, createPieceCidsInfoHandler } from "./piece_cids.ts";
 import { RETRIEVAL_PATH } from "./pieces.ts";
 import type { Retrieval } from "./pieces.ts";
+import type { ParameterDoc, SuccessDoc } from "./route_doc.ts";
 import type { Route } from "./router.ts";
+import type { HeaderUse } from "./schemas/headers.ts";
+import { dateSchema, integerSchema, stringSchema } from "./schemas/json_schema.ts";
 import { createSignupHandler } from "./signup.ts";
 import { createRevokeHandler, createTokenListHandler } from "./tokens.ts";
 import type { UploadDrain } from "./upload_drain.ts";
@@ -53,6 +56,57 @@ export interface RouteServices {
   uploadDrain: UploadDrain;
   databaseHealth(): DatabaseHealth;
 }
+
+/** The cid format of every endpoint (cid_format.ts). */
+const CID_SCHEMA = { ...stringSchema, pattern: "^[a-zA-Z0-9]{8,80}$" };
+const CID_DESCRIPTION = "8 to 80 letters or digits, any case (see GET /api/piece-cids)";
+
+/** The caller's daily cap, sent by uploads, accepted or refused at the cap. */
+const RATE_LIMIT_HEADERS: HeaderUse = { RateLimit: "always", "RateLimit-Policy": "always" };
+
+/** What a retrieval answer carries besides its body (pieces.ts). */
+const PIECE_HEADERS: HeaderUse = {
+  "Content-Type": "always",
+  "Content-Length": "always",
+  "Content-Disposition": "always",
+  "Cache-Control": "always",
+  ETag: "always",
+  "Accept-Ranges": "always",
+  "X-Service-Piece-Cid": "always",
+  "X-Service-Source": "always",
+  "X-Content-Type-Options": "always",
+  "Content-Security-Policy": "always",
+};
+const { "Content-Length": _noLengthWithoutBody, ...NOT_MODIFIED_HEADERS } = PIECE_HEADERS;
+
+const RETRIEVAL_PARAMETERS: ParameterDoc[] = [
+  { name: "cid", in: "path", description: CID_DESCRIPTION, schema: CID_SCHEMA },
+  {
+    name: "If-None-Match",
+    in: "header",
+    description: "An ETag of an earlier answer (or *): a match answers 304 without a body",
+    schema: stringSchema,
+  },
+];
+
+const RETRIEVAL_RESPONSES: SuccessDoc[] = [
+  {
+    status: 200,
+    description: "The stored bytes, with the Content-Type given at upload",
+    body: { binary: true },
+    headers: PIECE_HEADERS,
+  },
+  {
+    status: 304,
+    description: "Not modified: If-None-Match named this piece's ETag",
+    headers: NOT_MODIFIED_HEADERS,
+  },
+];
+
+/** What POST bodies of bytes need, said where a client reads the request body's doc. */
+const BYTES_BODY_FRAMING = "Sent with a Content-Length, which every HTTP client sets from the " +
+  "body (chunked transfer-encoding is refused with 411 length_required; 0 bytes with 400 " +
+  "empty_bodyy).";
 
 /** Codes of any route that reads the caller's token. */
 const TOKEN_ERRORS = ["invalid_token", "revoked_token"] as const;
@@ -81,14 +135,48 @@ export function createRoutes(services: RouteServices): Route[] {
       doc: {
         operationId: "upload",
         summary: "Stage a file under its cid (sponsored without a token)",
+        description: "PieceCIDv2, PieceCIDv1 and sha2-256 CIDv1 cids are checked against the " +
+          "bytes; other cids are stored as given unless the server requires verifiable cids. " +
+          "Size and caps are decided from Content-Length before a byte is read. Bytes under " +
+          "a stored cid never change: the same bytes again answer 200, others 409.",
         auth: "optional",
         scope: "put",
+        parameters: [
+          {
+            name: "cid",
+            in: "query",
+            required: true,
+            description: CID_DESCRIPTION,
+            schema: CID_SCHEMA,
+          },
+          {
+            name: "X-Filename",
+            in: "header",
+            description: "The file's name, URL-encoded UTF-8, at most 255 bytes decoded, no " +
+              "control characters; served back in Content-Disposition",
+            schema: stringSchema,
+          },
+        ],
+        requestBody: {
+          description: `The file's bytes. ${BYTES_BODY_FRAMING} Its Content-Type (required; ` +
+            "any media type but a form: multipart/form-data and " +
+            "application/x-www-form-urlencoded are refused) is stored and served back.",
+          body: { binary: true },
+        },
+        responses: [{
+          status: 200,
+          description: "Stored (or already stored with the same bytes)",
+          body: { json: "UploadResult" },
+          headers: RATE_LIMIT_HEADERS,
+        }],
+        errorHeaders: { 429: RATE_LIMIT_HEADERS },
         errors: [
           "invalid_cid",
           ...TOKEN_ERRORS,
           "insufficient_scope",
           "no_body",
           "empty_bodyy",
+          "invalid_request",
           "length_required",
           "invalid_content_type",
           "invalid_filename",
@@ -113,6 +201,8 @@ export function createRoutes(services: RouteServices): Route[] {
         operationId: "getPiece",
         summary: "Retrieve a piece's bytes (public)",
         auth: "public",
+        parameters: RETRIEVAL_PARAMETERS,
+        responses: RETRIEVAL_RESPONSES,
         errors: ["invalid_cid", "not_found", "storage_offline"],
       },
     },
@@ -128,7 +218,15 @@ export function createRoutes(services: RouteServices): Route[] {
       doc: {
         operationId: "signup",
         summary: "Mint a token for an e-mail address",
+        description: "The same e-mail always gets the same userId. Limited per client IP per " +
+          "hour (429 with Retry-After).",
         auth: "public",
+        requestBody: { description: "Who the token is for", body: { json: "SignupRequest" } },
+        responses: [{
+          status: 201,
+          description: "Created; the token is in this answer only",
+          body: { json: "SignupResult" },
+        }],
         errors: [
           ...JSON_BODY_ERRORS,
           "invalid_email",
@@ -147,7 +245,12 @@ export function createRoutes(services: RouteServices): Route[] {
       doc: {
         operationId: "revokeToken",
         summary: "Revoke a token by its jti",
+        description: "A token may always revoke itself; revoking another token of the same " +
+          "user needs the `list` scope. Another user's jti and an unknown one are both 404. " +
+          "Revoking again answers the first revocation's time.",
         auth: "token",
+        requestBody: { description: "The token to revoke", body: { json: "RevokeRequest" } },
+        responses: [{ status: 200, description: "Revoked", body: { json: "RevokeResult" } }],
         errors: [
           ...TOKEN_ERRORS,
           ...JSON_BODY_ERRORS,
@@ -166,6 +269,11 @@ export function createRoutes(services: RouteServices): Route[] {
         summary: "List the caller's tokens (metadata only)",
         auth: "token",
         scope: "list",
+        responses: [{
+          status: 200,
+          description: "Every token of the caller's user, newest first",
+          body: { json: "TokenList" },
+        }],
         errors: [...TOKEN_ERRORS, "insufficient_scope"],
       },
     },
@@ -178,6 +286,21 @@ export function createRoutes(services: RouteServices): Route[] {
         summary: "List the caller's uploads, newest first",
         auth: "token",
         scope: "list",
+        parameters: [
+          {
+            name: "limit",
+            in: "query",
+            description: "Files per page",
+            schema: { ...integerSchema, minimum: 1, maximum: 1000, default: 100 },
+          },
+          {
+            name: "cursor",
+            in: "query",
+            description: "nextCursor of the previous page",
+            schema: stringSchema,
+          },
+        ],
+        responses: [{ status: 200, description: "One page", body: { json: "FilesPage" } }],
         errors: [...TOKEN_ERRORS, "insufficient_scope", "invalid_request"],
       },
     },
@@ -190,6 +313,21 @@ export function createRoutes(services: RouteServices): Route[] {
         summary: "The caller's uploads per UTC day and today's quota",
         auth: "token",
         scope: "list",
+        parameters: [
+          {
+            name: "from",
+            in: "query",
+            description: "First day (UTC); default: 29 days before `to`",
+            schema: dateSchema,
+          },
+          {
+            name: "to",
+            in: "query",
+            description: "Last day (UTC); default: today. At most 366 days in all",
+            schema: dateSchema,
+          },
+        ],
+        responses: [{ status: 200, description: "Usage per day", body: { json: "Usage" } }],
         errors: [...TOKEN_ERRORS, "insufficient_scope", "invalid_request"],
       },
     },
@@ -200,8 +338,16 @@ export function createRoutes(services: RouteServices): Route[] {
       doc: {
         operationId: "extendDeal",
         summary: "Extend a deal's term by one term of its tier",
+        description: "Another user's deal, a sponsored deal and an unknown id are all 404.",
         auth: "token",
         scope: "pin",
+        parameters: [{
+          name: "dealId",
+          in: "path",
+          description: "dealId of an upload",
+          schema: stringSchema,
+        }],
+        responses: [{ status: 200, description: "The extended deal", body: { json: "Deal" } }],
         errors: [...TOKEN_ERRORS, "insufficient_scope", "not_found"],
       },
     },
@@ -213,6 +359,13 @@ export function createRoutes(services: RouteServices): Route[] {
         operationId: "getLimits",
         summary: "The caller's tier, caps and what is left today",
         auth: "optional",
+        parameters: [{
+          name: "size",
+          in: "query",
+          description: "Also answer whether an upload of this many bytes would be accepted now",
+          schema: { ...integerSchema, minimum: 1 },
+        }],
+        responses: [{ status: 200, description: "The caller's limits", body: { json: "Limits" } }],
         errors: [...TOKEN_ERRORS, "invalid_request"],
       },
     },
@@ -224,6 +377,11 @@ export function createRoutes(services: RouteServices): Route[] {
         operationId: "describePieceCids",
         summary: "Which cid forms the server verifies and how to compute them",
         auth: "public",
+        responses: [{
+          status: 200,
+          description: "The accepted forms",
+          body: { json: "PieceCidInfo" },
+        }],
         errors: [],
       },
     },
@@ -234,13 +392,21 @@ export function createRoutes(services: RouteServices): Route[] {
       doc: {
         operationId: "computePieceCid",
         summary: "Compute the PieceCIDv2 of a body without storing it",
+        description: "Same per-file cap as an upload; nothing is stored and no quota is charged.",
         auth: "token",
         scope: "put",
+        requestBody: { description: `The bytes. ${BYTES_BODY_FRAMING}`, body: { binary: true } },
+        responses: [{
+          status: 200,
+          description: "The body's PieceCIDv2",
+          body: { json: "PieceCidResult" },
+        }],
         errors: [
           ...TOKEN_ERRORS,
           "insufficient_scope",
           "no_body",
           "empty_bodyy",
+          "invalid_request",
           "length_required",
           "too_large",
           "incomplete_body",
@@ -256,6 +422,10 @@ export function createRoutes(services: RouteServices): Route[] {
         operationId: "getHealth",
         summary: "Whether storage and database can be used",
         auth: "public",
+        responses: [
+          { status: 200, description: "Healthy", body: { json: "Health" } },
+          { status: 503, description: "Degraded (see the body)", body: { json: "Health" } },
+        ],
         errors: [],
       },
     },
@@ -267,6 +437,11 @@ export function createRoutes(services: RouteServices): Route[] {
         operationId: "listDeprecations",
         summary: "Features that will be removed, and what to use instead",
         auth: "public",
+        responses: [{
+          status: 200,
+          description: "The deprecations",
+          body: { json: "Deprecations" },
+        }],
         errors: [],
       },
     },
@@ -275,11 +450,16 @@ export function createRoutes(services: RouteServices): Route[] {
   routes.push({
     method: "GET",
     path: "/openapi.json",
-    handler: createOpenApiHandler(services.baseUrl),
+    handler: createOpenApiHandler(services.baseUrl, routes),
     doc: {
       operationId: "getOpenApi",
       summary: "This API as an OpenAPI 3.1 document",
       auth: "public",
+      responses: [{
+        status: 200,
+        description: "This document",
+        body: { json: "OpenApiDocument" },
+      }],
       errors: [],
     },
   });

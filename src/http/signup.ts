@@ -8,9 +8,9 @@ import { SCOPES } from "../domain.ts";
 import type { Scope } from "../domain.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { WindowLimit } from "../limits/window_limit.ts";
-import { readJsonObject } from "./body.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
+import type { SignupResult } from "./schemas/bodies.ts";
 
 export interface SignupDeps {
   tokens: TokenService;
@@ -76,8 +76,8 @@ export function parseSignupFields(body: Record<string, unknown>, maxQuotaMb: num
 }
 
 export function createSignupHandler(deps: SignupDeps): Handler {
-  return async (request, context) => {
-    const fields = parseSignupFields(await readJsonObject(request), deps.maxQuotaMb);
+  return async (_request, context) => {
+    const fields = parseSignupFields(await context.readJson(), deps.maxQuotaMb);
     if (!deps.databaseIsPersistent) {
       throw new ApiError("storage_offline", "Storage is offline; tokens cannot be issued now");
     }
@@ -90,14 +90,15 @@ export function createSignupHandler(deps: SignupDeps): Handler {
     try {
       const { token, claims, record } = await deps.tokens.mint(fields);
       context.logFields.caller = "signup";
-      return jsonResponse(201, {
+      const result: SignupResult = {
         token,
         userId: claims.sub,
         email: claims.email,
         scopes: claims.scopes,
         quotaMb: claims.quotaMb,
         expiresAt: record.expiresAt,
-      });
+      };
+      return jsonResponse(201, result);
     } catch (error) {
       slot.release();
       throw error;

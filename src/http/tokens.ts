@@ -14,9 +14,9 @@ import { toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { TokenRecords } from "../db/token_records.ts";
 import { requireScope, requireTokenCaller, requireTokenScope } from "../auth/scopes.ts";
-import { readJsonObject } from "./body.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
+import type { RevokeResult, TokenInfo, TokenList } from "./schemas/bodies.ts";
 
 export interface RevokeDeps {
   tokenRecords: TokenRecords;
@@ -24,9 +24,9 @@ export interface RevokeDeps {
 }
 
 export function createRevokeHandler(deps: RevokeDeps): Handler {
-  return async (request, context) => {
+  return async (_request, context) => {
     const caller = requireTokenCaller(await context.caller());
-    const { jti } = await readJsonObject(request);
+    const { jti } = await context.readJson();
     if (typeof jti !== "string" || jti === "" || jti.length > 128) {
       throw new ApiError("invalid_request", "jti (the id of the token to revoke) is required");
     }
@@ -38,15 +38,16 @@ export function createRevokeHandler(deps: RevokeDeps): Handler {
     if (target.revokedAt === null) {
       deps.tokenRecords.revoke(jti, toRfc3339(deps.clock.now()));
     }
-    const revokedAt = deps.tokenRecords.get(jti)!.revokedAt;
-    return jsonResponse(200, { jti, revoked: true, revokedAt });
+    // Set by the revocation above (or an earlier one).
+    const revokedAt = deps.tokenRecords.get(jti)!.revokedAt!;
+    return jsonResponse(200, { jti, revoked: true, revokedAt } satisfies RevokeResult);
   };
 }
 
 export function createTokenListHandler(deps: RevokeDeps): Handler {
   return async (_request, context) => {
     const caller = requireTokenScope(await context.caller(), "list");
-    const tokens = deps.tokenRecords.listBySub(caller.sub).map((t) => ({
+    const tokens = deps.tokenRecords.listBySub(caller.sub).map((t): TokenInfo => ({
       jti: t.jti,
       label: t.label,
       scopes: t.scopes,
@@ -57,6 +58,6 @@ export function createTokenListHandler(deps: RevokeDeps): Handler {
       revokedAt: t.revokedAt,
       current: t.jti === caller.jti,
     }));
-    return jsonResponse(200, { tokens });
+    return jsonResponse(200, { tokens } satisfies TokenList);
   };
 }

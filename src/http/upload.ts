@@ -9,9 +9,7 @@
  */
 import { normalizeCid } from "../cid_format.ts";
 import { ApiError } from "../errors.ts";
-import { CidConflictError } from "../storage/catalog.ts";
 import type { PieceCatalog } from "../storage/catalog.ts";
-import { StoreError } from "../storage/driver/driver.ts";
 import type { PieceStore, StageOptions } from "../storage/driver/driver.ts";
 import { parseCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
@@ -24,7 +22,9 @@ import { requireContentLength } from "./body.ts";
 import { decodeFilename, requireContentType } from "./upload_headers.ts";
 import { jsonResponse } from "./json.ts";
 import { rateLimitHeaders } from "./rate_limit_headers.ts";
+import { apiErrorOfStoreFailure } from "./store_errors.ts";
 import type { Handler } from "./router.ts";
+import type { UploadResult } from "./schemas/bodies.ts";
 
 export interface UploadDeps {
   config: Config;
@@ -130,20 +130,21 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         usageSubject: policy.usageSubject,
         usageDay: reservation.day,
       }).catch((error) => {
-        throw toApiError(error);
+        throw apiErrorOfStoreFailure(error);
       });
       // The bytes are in the persistent counter now; report what is left after them.
       reservation.release();
       const after = deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
-      return jsonResponse(200, {
-        cid: givenCid,
+      const result: UploadResult = {
+        cid: givenCid!, // not null: normalizeCid accepted it
         dealId: deal.id,
         size: deal.size,
         retrievalUrl: `${deps.baseUrl}/p/${givenCid}`,
         term: `${deal.termDays} days`,
         sponsored: caller.kind === "sponsored",
         owner: caller.kind === "token" ? caller.email : null,
-      }, rateLimitHeaders(after));
+      };
+      return jsonResponse(200, result, rateLimitHeaders(after));
     } finally {
       reservation.release();
     }
@@ -155,37 +156,6 @@ async function stageBody(store: PieceStore, request: Request, options: StageOpti
   try {
     return await store.stage(request.body, options);
   } catch (error) {
-    throw toApiError(error);
-  }
-}
-
-function toApiError(error: unknown): unknown {
-  if (error instanceof CidConflictError) return new ApiError("cid_conflict", error.message);
-  if (!(error instanceof StoreError)) return error;
-  switch (error.failure) {
-    case "offline":
-      return new ApiError("storage_offline", "Storage backend is offline; try again later", {
-        cause: error,
-      });
-    case "full":
-      return new ApiError("insufficient_storage", "Storage is full; nothing was stored", {
-        cause: error,
-      });
-    case "rejected":
-      return new ApiError("stage_failed", "Storage rejected the upload; nothing was stored", {
-        cause: error,
-      });
-    case "stalled":
-      return new ApiError("request_timeout", "The body stalled; nothing was stored", {
-        cause: error,
-        headers: { connection: "close" },
-      });
-    case "short_body":
-    case "long_body":
-      return new ApiError(
-        "incomplete_body",
-        "The body did not match Content-Length; nothing was stored",
-        { cause: error },
-      );
+    throw apiErrorOfStoreFailure(error);
   }
 }

@@ -13,6 +13,7 @@ import type { DailyCapLedger } from "../limits/daily_caps.ts";
 import { uploadPolicyFor } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
+import type { Usage, UsageDay } from "./schemas/bodies.ts";
 
 const DAY_MS = 86_400_000;
 const MAX_DAYS = 366;
@@ -41,20 +42,21 @@ export function createUsageHandler(deps: UsageDeps): Handler {
     const rows = new Map(
       deps.records.usageBetween(policy.usageSubject, from, to).map((r) => [r.day, r]),
     );
-    const days = [];
+    const days: UsageDay[] = [];
     for (let t = Date.parse(from); t <= Date.parse(to); t += DAY_MS) {
       const date = utcDay(t);
       const row = rows.get(date);
       days.push({ date, bytes: row?.bytes ?? 0, uploads: row?.uploads ?? 0 });
     }
     const status = deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
-    return jsonResponse(200, {
+    const usage: Usage = {
       from,
       to,
       days,
       quotaBytes: policy.dailyCapBytes,
       remainingTodayBytes: status.remainingBytes,
-    });
+    };
+    return jsonResponse(200, usage);
   };
 }
 

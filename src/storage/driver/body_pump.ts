@@ -11,7 +11,7 @@ import { createChunkReader } from "../../streams/chunk_reader.ts";
 import type { ChunkReader } from "../../streams/chunk_reader.ts";
 import { StoreError } from "./driver.ts";
 import type { StageOptions } from "./driver.ts";
-import { ReadWatchdog } from "./read_watchdog.ts";
+import { ReadWatchdog } from "../../streams/read_watchdog.ts";
 
 export interface PumpedBody {
   size: number;
@@ -84,12 +84,16 @@ async function readNext(
   try {
     chunk = await reader.next();
   } catch (error) {
-    if (watchdog?.fired) throw watchdog.stalledError();
+    if (watchdog?.fired) throw stalled(watchdog);
     throw new StoreError("short_body", "Cannot read upload: the body ended early", {
       cause: error,
     });
   }
   watchdog?.reading(false);
-  if (watchdog?.fired) throw watchdog.stalledError();
+  if (watchdog?.fired) throw stalled(watchdog);
   return chunk;
+}
+
+function stalled(watchdog: ReadWatchdog): StoreError {
+  return new StoreError("stalled", `Cannot read upload: no bytes for ${watchdog.idleMs} ms`);
 }

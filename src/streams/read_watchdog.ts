@@ -1,10 +1,8 @@
 /**
  * Notices a body that stops sending: fires once if a read has been waiting
- * for idleMs. One timer per upload, re-armed lazily, instead of a timer and a
+ * for idleMs (uploads, JSON bodies, bodies hashed for their piece cid). One timer per upload, re-armed lazily, instead of a timer and a
  * race per chunk (an upload has thousands of chunks).
  */
-import { StoreError } from "./driver.ts";
-
 export class ReadWatchdog {
   #fired = false;
   readonly #idleMs: number;
@@ -35,9 +33,8 @@ export class ReadWatchdog {
     this.#readingSince = active ? performance.now() : null;
   }
 
-  /** The error an upload fails with once the watchdog has fired. */
-  stalledError(): StoreError {
-    return new StoreError("stalled", `Cannot read upload: no bytes for ${this.#idleMs} ms`);
+  get idleMs(): number {
+    return this.#idleMs;
   }
 
   stop(): void {

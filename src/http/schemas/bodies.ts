@@ -1,0 +1,355 @@
+/**
+ * One JSON Schema per body the API reads or sends, published by /openapi.json
+ * under components.schemas, and beside each the TypeScript type the handler
+ * builds its answer as (`satisfies UploadResult`, …). tests/openapi_test.ts
+ * generates a client from the served document and checks that the type it
+ * gets for each schema is assignable both ways to the type written here, so
+ * schema, handler and client cannot drift apart.
+ */
+import { SCOPES, TIERS } from "../../domain.ts";
+import type { Scope, Tier } from "../../domain.ts";
+import { ERROR_STATUS } from "../../errors.ts";
+import type { ErrorCode } from "../../errors.ts";
+import {
+  arrayOf,
+  booleanSchema,
+  dateSchema,
+  dateTimeSchema,
+  enumOf,
+  integerSchema,
+  nullable,
+  objectOf,
+  schemaRef,
+  stringSchema,
+  uriSchema,
+} from "./json_schema.ts";
+import type { JsonSchema } from "./json_schema.ts";
+
+/** The body of every error answer. */
+export interface ErrorBody {
+  error: ErrorCode;
+  message: string;
+}
+
+export interface UploadResult {
+  cid: string;
+  dealId: string;
+  size: number;
+  retrievalUrl: string;
+  term: string;
+  sponsored: boolean;
+  owner: string | null;
+}
+
+export interface SignupRequest {
+  email: string;
+  label: string;
+  scopes?: Scope[];
+  quotaMb?: number;
+}
+
+export interface SignupResult {
+  token: string;
+  userId: string;
+  email: string;
+  scopes: Scope[];
+  quotaMb: number;
+  expiresAt: string;
+}
+
+export interface RevokeRequest {
+  jti: string;
+}
+
+export interface RevokeResult {
+  jti: string;
+  revoked: true;
+  revokedAt: string;
+}
+
+export interface TokenInfo {
+  jti: string;
+  label: string;
+  scopes: Scope[];
+  quotaMb: number;
+  issuedAt: string;
+  expiresAt: string;
+  revoked: boolean;
+  revokedAt: string | null;
+  current: boolean;
+}
+
+export interface TokenList {
+  tokens: TokenInfo[];
+}
+
+/** A deal as its owner sees it (GET /api/files, POST /api/deals/{dealId}/extend). */
+export interface Deal {
+  cid: string;
+  dealId: string;
+  size: number;
+  contentType: string;
+  filename: string | null;
+  createdAt: string;
+  term: string;
+  termEndsAt: string;
+  retrievalUrl: string;
+}
+
+export interface FilesPage {
+  files: Deal[];
+  nextCursor: string | null;
+}
+
+export interface UsageDay {
+  date: string;
+  bytes: number;
+  uploads: number;
+}
+
+export interface Usage {
+  from: string;
+  to: string;
+  days: UsageDay[];
+  quotaBytes: number;
+  remainingTodayBytes: number;
+}
+
+/** Why /api/limits?size= says an upload would be refused: the code the upload would get. */
+export const LIMIT_REFUSALS = [
+  "too_large",
+  "rate_limited",
+  "quota_exceeded",
+  "insufficient_scope",
+] as const satisfies readonly ErrorCode[];
+export type LimitRefusal = typeof LIMIT_REFUSALS[number];
+
+export interface Limits {
+  tier: Tier;
+  maxFileBytes: number;
+  dailyCapBytes: number;
+  usedTodayBytes: number;
+  remainingTodayBytes: number;
+  resetsAt: string;
+  resetSeconds: number;
+  /** The three below only when ?size= was given. */
+  size?: number;
+  accepted?: boolean;
+  reason?: LimitRefusal | null;
+}
+
+export interface PieceCidResult {
+  cid: string;
+  size: number;
+}
+
+export interface PieceCidForm {
+  name: string;
+  example: string;
+  spec?: string;
+  cid: string;
+  multihash?: string;
+  digest?: string;
+  howToCompute: string;
+  verified: boolean;
+}
+
+export interface PieceCidInfo {
+  pattern: string;
+  caseInsensitive: boolean;
+  opaqueAccepted: boolean;
+  forms: PieceCidForm[];
+  compute: string;
+}
+
+export interface Health {
+  status: "ok" | "degraded";
+  storage: { ok: boolean; source: string; detail: string };
+  database: { ok: boolean; persistent: boolean; detail: string };
+  digests: { backlog: number; failures: number };
+  uploads: { inFlight: number };
+  memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
+}
+
+export interface Deprecation {
+  feature: string;
+  deprecatedAt: string;
+  removedIn: string;
+  instead: string;
+}
+
+export interface Deprecations {
+  deprecations: Deprecation[];
+}
+
+const dealSchema = objectOf({
+  cid: stringSchema,
+  dealId: stringSchema,
+  size: { ...integerSchema, description: "Bytes" },
+  contentType: { ...stringSchema, description: "The Content-Type given at upload" },
+  filename: { ...nullable(stringSchema), description: "The decoded X-Filename, or null" },
+  createdAt: dateTimeSchema,
+  term: { ...stringSchema, examples: ["365 days"] },
+  termEndsAt: dateTimeSchema,
+  retrievalUrl: uriSchema,
+});
+
+const tokenInfoSchema = objectOf({
+  jti: stringSchema,
+  label: stringSchema,
+  scopes: arrayOf(enumOf(SCOPES)),
+  quotaMb: integerSchema,
+  issuedAt: dateTimeSchema,
+  expiresAt: dateTimeSchema,
+  revoked: booleanSchema,
+  revokedAt: nullable(dateTimeSchema),
+  current: { ...booleanSchema, description: "True for the token that made this request" },
+});
+
+const usageDaySchema = objectOf({
+  date: dateSchema,
+  bytes: integerSchema,
+  uploads: integerSchema,
+});
+
+const pieceCidFormSchema = objectOf({
+  name: stringSchema,
+  example: stringSchema,
+  spec: stringSchema,
+  cid: stringSchema,
+  multihash: stringSchema,
+  digest: stringSchema,
+  howToCompute: stringSchema,
+  verified: { ...booleanSchema, description: "Whether uploads under this form are checked" },
+}, { optional: ["spec", "multihash", "digest"] });
+
+const deprecationSchema = objectOf({
+  feature: stringSchema,
+  deprecatedAt: dateTimeSchema,
+  removedIn: stringSchema,
+  instead: stringSchema,
+});
+
+/** What GET /openapi.json serves (its outline; the rest is OpenAPI 3.1's). */
+export interface OpenApiDocument {
+  openapi: string;
+  info: { title: string; version: string; description: string };
+  servers: { url: string }[];
+  paths: { [path: string]: unknown };
+  components: { [kind: string]: unknown };
+}
+
+/** Published as components.schemas; each name is also the TypeScript type above. */
+export const COMPONENT_SCHEMAS = {
+  Error: objectOf({
+    error: enumOf(Object.keys(ERROR_STATUS), {
+      description: "Stable code to match on; each response lists the codes it can carry",
+    }),
+    message: { ...stringSchema, description: "For people; may change" },
+  }),
+  UploadResult: objectOf({
+    cid: { ...stringSchema, description: "The cid as sent" },
+    dealId: stringSchema,
+    size: { ...integerSchema, description: "Bytes stored" },
+    retrievalUrl: uriSchema,
+    term: { ...stringSchema, examples: ["30 days"] },
+    sponsored: { ...booleanSchema, description: "True when uploaded without a token" },
+    owner: { ...nullable(stringSchema), description: "The token's e-mail; null when sponsored" },
+  }),
+  SignupRequest: objectOf({
+    email: { ...stringSchema, format: "email", maxLength: 254 },
+    label: { ...stringSchema, minLength: 1, maxLength: 64 },
+    // No `default` keyword: generators would then make the field required.
+    scopes: arrayOf(enumOf(SCOPES), { minItems: 1, description: "Default: every scope" }),
+    quotaMb: {
+      ...integerSchema,
+      minimum: 1,
+      description: "Daily upload quota in MiB; default and maximum: the server's token daily cap",
+    },
+  }, { optional: ["scopes", "quotaMb"] }),
+  SignupResult: objectOf({
+    token: { ...stringSchema, description: "pk_live_<JWT>; shown only in this answer" },
+    userId: { ...stringSchema, description: "The same for every signup of one e-mail" },
+    email: stringSchema,
+    scopes: arrayOf(enumOf(SCOPES)),
+    quotaMb: integerSchema,
+    expiresAt: dateTimeSchema,
+  }),
+  RevokeRequest: objectOf({
+    jti: { ...stringSchema, minLength: 1, maxLength: 128, description: "The token's id" },
+  }),
+  RevokeResult: objectOf({
+    jti: stringSchema,
+    revoked: { type: "boolean", const: true },
+    revokedAt: { ...dateTimeSchema, description: "When it was first revoked" },
+  }),
+  TokenInfo: tokenInfoSchema,
+  TokenList: objectOf({ tokens: arrayOf(schemaRef("TokenInfo")) }),
+  Deal: dealSchema,
+  FilesPage: objectOf({
+    files: arrayOf(schemaRef("Deal")),
+    nextCursor: {
+      ...nullable(stringSchema),
+      description: "Pass as ?cursor= for the next page; null on the last page",
+    },
+  }),
+  UsageDay: usageDaySchema,
+  Usage: objectOf({
+    from: dateSchema,
+    to: dateSchema,
+    days: arrayOf(schemaRef("UsageDay"), { description: "Every day of the range, zeros included" }),
+    quotaBytes: integerSchema,
+    remainingTodayBytes: integerSchema,
+  }),
+  Limits: objectOf({
+    tier: enumOf(TIERS),
+    maxFileBytes: integerSchema,
+    dailyCapBytes: integerSchema,
+    usedTodayBytes: integerSchema,
+    remainingTodayBytes: integerSchema,
+    resetsAt: dateTimeSchema,
+    resetSeconds: integerSchema,
+    size: { ...integerSchema, description: "Only with ?size=: the size asked about" },
+    accepted: { ...booleanSchema, description: "Only with ?size=: would the upload be accepted" },
+    reason: {
+      ...nullable(enumOf(LIMIT_REFUSALS)),
+      description: "Only with ?size=: the error code the upload would get, or null",
+    },
+  }, { optional: ["size", "accepted", "reason"] }),
+  PieceCidResult: objectOf({
+    cid: { ...stringSchema, description: "The PieceCIDv2 of the body" },
+    size: integerSchema,
+  }),
+  PieceCidForm: pieceCidFormSchema,
+  PieceCidInfo: objectOf({
+    pattern: stringSchema,
+    caseInsensitive: booleanSchema,
+    opaqueAccepted: booleanSchema,
+    forms: arrayOf(schemaRef("PieceCidForm")),
+    compute: stringSchema,
+  }),
+  Health: objectOf({
+    status: enumOf(["ok", "degraded"]),
+    storage: objectOf({ ok: booleanSchema, source: stringSchema, detail: stringSchema }),
+    database: objectOf({ ok: booleanSchema, persistent: booleanSchema, detail: stringSchema }),
+    digests: objectOf({ backlog: integerSchema, failures: integerSchema }),
+    uploads: objectOf({ inFlight: integerSchema }),
+    memory: objectOf({
+      rssMiB: { type: "number" },
+      heapUsedMiB: { type: "number" },
+      heapTotalMiB: { type: "number" },
+      externalMiB: { type: "number" },
+    }),
+  }),
+  Deprecation: deprecationSchema,
+  Deprecations: objectOf({ deprecations: arrayOf(schemaRef("Deprecation")) }),
+  OpenApiDocument: objectOf({
+    openapi: stringSchema,
+    info: objectOf({ title: stringSchema, version: stringSchema, description: stringSchema }),
+    servers: arrayOf(objectOf({ url: uriSchema })),
+    paths: { type: "object", additionalProperties: true },
+    components: { type: "object", additionalProperties: true },
+  }, { description: "An OpenAPI 3.1 document" }),
+} satisfies Record<string, JsonSchema>;
+
+export type SchemaName = keyof typeof COMPONENT_SCHEMAS;
