@@ -3,47 +3,72 @@
  *
  *   main.ts [serve] [flags]     run the service (see --help)
  *   main.ts rotate-key [flags]  replace the HMAC key: every token issued so far stops working
+ *   main.ts token mint|list|revoke …   the operator's tokens (see `main.ts token`)
  *
  * Serving prints one "Listening on" line on stdout and shuts down gracefully
- * on SIGINT/SIGTERM.
+ * on SIGINT/SIGTERM. Whatever stops a start (a bad flag, a port in use, a
+ * data directory another process serves, missing permissions) is one line
+ * `error: …` on stderr and exit status 2, never a stack trace.
  */
 import { ConfigError, ENV_NAMES, loadConfig } from "./src/config.ts";
 import type { Config } from "./src/config.ts";
 import { KeyFileError, keyFilePath, rotateKeyFile } from "./src/auth/hmac_key.ts";
+import { runTokenCommand } from "./src/cli/token_command.ts";
+import { DirectoryLockedError } from "./src/fs/dir_lock.ts";
 import { startServer } from "./src/server.ts";
 
+type Env = Record<string, string | undefined>;
+
 export async function main(args: string[]): Promise<number> {
-  const env: Record<string, string | undefined> = {};
+  const env: Env = {};
   for (const name of ENV_NAMES) env[name] = Deno.env.get(name);
-  const [command, rest] = args[0] === "serve" || args[0] === "rotate-key"
+  const [command, rest] = ["serve", "rotate-key", "token"].includes(args[0])
     ? [args[0], args.slice(1)]
     : ["serve", args];
-
-  let config: Config;
   try {
+    if (command === "token") {
+      return await runTokenCommand({ args: rest, env, print: (text) => console.log(text) });
+    }
     const loaded = loadConfig(rest, env);
     if (loaded.kind === "help") {
       console.log(loaded.text);
       return 0;
     }
-    config = loaded.config;
+    return command === "rotate-key" ? await rotateKey(loaded.config) : await serve(loaded.config);
   } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(`error: ${error.message}`);
-      return 2;
-    }
-    throw error;
+    const message = startupErrorMessage(error);
+    if (message === null) throw error;
+    console.error(`error: ${message}`);
+    return 2;
   }
+}
 
-  try {
-    return command === "rotate-key" ? await rotateKey(config) : await serve(config);
-  } catch (error) {
-    if (error instanceof KeyFileError) {
-      console.error(`error: ${error.message}`);
-      return 2;
-    }
-    throw error;
+/** The one line for errors an operator can fix; null for anything else (our bug). */
+function startupErrorMessage(error: unknown): string | null {
+  if (
+    error instanceof ConfigError || error instanceof KeyFileError ||
+    error instanceof DirectoryLockedError
+  ) {
+    return error.message;
   }
+  if (error instanceof Deno.errors.AddrInUse) {
+    return `Cannot listen: the address is already in use (${firstLine(error)}); ` +
+      "choose another --port or stop the process that holds it";
+  }
+  if (error instanceof Deno.errors.NotCapable) {
+    // Deno's message names the flag it wanted, e.g. "Requires write access to "/srv/x", run
+    // again with the --allow-write flag".
+    return `Missing permission: ${firstLine(error)}. The data directory needs ` +
+      "--allow-read=DIR --allow-write=DIR for the directory given as --data-dir";
+  }
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return `Permission denied by the operating system: ${firstLine(error)}`;
+  }
+  return null;
+}
+
+function firstLine(error: Error): string {
+  return error.message.split("\n")[0];
 }
 
 async function serve(config: Config): Promise<number> {

@@ -289,6 +289,9 @@ try {
     "1000GiB",
     "--signup-limit",
     "1000",
+    // Load from one address measures the service, not the per-address bound.
+    "--max-uploads-per-client",
+    "100000",
   ]);
   await using bare = await startBareDeno(baseDir);
   const nginx = await startNginx(baseDir);

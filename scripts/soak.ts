@@ -48,6 +48,9 @@ try {
     "1000GiB",
     "--signup-limit",
     "1000000",
+    // Load from one address measures the service, not the per-address bound.
+    "--max-uploads-per-client",
+    "100000",
   ]);
   const small = bytesFor(1, 1024);
   const big = bytesFor(2, MIB);

@@ -54,7 +54,25 @@ export interface Config {
   /** How long a write waits for SQLite's lock before answering 503. */
   dbBusyTimeoutMs: number;
   logRequests: boolean;
+  /**
+   * Who may mint a token over HTTP: anyone ("open"), whoever proves the e-mail
+   * address with a mailed code ("verify"), or nobody ("closed": `token mint`).
+   */
+  signup: SignupMode;
+  /** The operator's mail server for signup codes, smtp://user:pass@host:port; null = none. */
+  smtpUrl: string | null;
+  /** Sender address of signup mails. */
+  mailFrom: string | null;
+  /** How far ahead of now a deal's term may end, in days (extensions are clamped to it). */
+  maxTermDays: number;
+  /** Memory all uploads in flight may pin together for their read buffers. */
+  uploadMemoryBytes: number;
+  /** Uploads one client address may have in flight at once. */
+  maxUploadsPerClient: number;
 }
+
+export const SIGNUP_MODES = ["open", "verify", "closed"] as const;
+export type SignupMode = typeof SIGNUP_MODES[number];
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -264,6 +282,56 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.shutdownTimeoutMs = parseInteger(v, n, { min: 0, max: 3600 }) * 1000,
   },
   {
+    flag: "signup",
+    env: "STORAGE_SIGNUP",
+    placeholder: "MODE",
+    description: "open: anyone mints tokens; verify: e-mail code first; closed: `token mint` only",
+    default: "open",
+    apply: (c, v, n) => c.signup = parseChoice(v, n, SIGNUP_MODES),
+  },
+  {
+    flag: "smtp-url",
+    env: "STORAGE_SMTP_URL",
+    placeholder: "URL",
+    description: "Mail server for signup codes, smtp://user:pass@host:port (STARTTLS when offered)",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v, n) => c.smtpUrl = v === "" ? null : parseSmtpUrl(v, n),
+  },
+  {
+    flag: "mail-from",
+    env: "STORAGE_MAIL_FROM",
+    placeholder: "ADDRESS",
+    description: "Sender address of signup mails",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v) => c.mailFrom = v === "" ? null : v,
+  },
+  {
+    flag: "max-term-days",
+    env: "STORAGE_MAX_TERM_DAYS",
+    placeholder: "DAYS",
+    description: "Latest a deal's term may end, counted from now (extensions are clamped)",
+    default: "1826",
+    apply: (c, v, n) => c.maxTermDays = parseInteger(v, n, { min: 1, max: 36500 }),
+  },
+  {
+    flag: "upload-memory",
+    env: "STORAGE_UPLOAD_MEMORY",
+    placeholder: "SIZE",
+    description: "Memory all uploads in flight may pin together; past it new ones get 503",
+    default: "128MiB",
+    apply: (c, v, n) => c.uploadMemoryBytes = parseSize(v, n),
+  },
+  {
+    flag: "max-uploads-per-client",
+    env: "STORAGE_MAX_UPLOADS_PER_CLIENT",
+    placeholder: "COUNT",
+    description: "Uploads one client address may have in flight at once (429 past it)",
+    default: "16",
+    apply: (c, v, n) => c.maxUploadsPerClient = parseInteger(v, n, { min: 1, max: 100_000 }),
+  },
+  {
     flag: "log-requests",
     env: "STORAGE_LOG_REQUESTS",
     placeholder: "BOOL",
@@ -301,6 +369,9 @@ export function loadConfig(
   for (const { option, value } of flags) option.apply(config, value, `--${option.flag}`);
   if (config.token.dailyCapBytes % MIB !== 0) {
     throw new ConfigError("--token-daily-cap must be a whole number of MiB (quotaMb is in MiB)");
+  }
+  if (config.signup === "verify" && (config.smtpUrl === null || config.mailFrom === null)) {
+    throw new ConfigError("--signup verify needs --smtp-url and --mail-from to send codes");
   }
   return { kind: "config", config: deepFreeze(config) };
 }
@@ -421,6 +492,26 @@ function parseBoolean(value: string, name: string): boolean {
   if (["1", "true", "yes", "on"].includes(v)) return true;
   if (["0", "false", "no", "off"].includes(v)) return false;
   throw new ConfigError(`${name} must be true or false, got "${value}"`);
+}
+
+function parseChoice<T extends string>(value: string, name: string, choices: readonly T[]): T {
+  if (!(choices as readonly string[]).includes(value)) {
+    throw new ConfigError(`${name} must be one of ${choices.join(", ")}, got "${value}"`);
+  }
+  return value as T;
+}
+
+function parseSmtpUrl(value: string, name: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be a URL like smtp://user:pass@mail.example.org:587`);
+  }
+  if (url.protocol !== "smtp:" && url.protocol !== "smtps:") {
+    throw new ConfigError(`${name} must start with smtp:// or smtps://`);
+  }
+  return value;
 }
 
 function requireNonEmpty(value: string, name: string): string {

@@ -1,7 +1,8 @@
 /**
  * The service's own vocabulary, shared by every layer: the database stores
- * these values, auth and limits decide with them, handlers render them. It
- * imports nothing, so no layer has to import another to name them.
+ * these values and records, auth and limits decide with them, handlers render
+ * them. It imports nothing, so no layer has to import another to name them
+ * (db/ and auth/ in particular never import each other).
  */
 
 /** What a token may do (the interface's scope table). */
@@ -11,3 +12,32 @@ export type Scope = typeof SCOPES[number];
 /** Upload tiers: per-file and daily caps and the deal term depend on the tier. */
 export const TIERS = ["sponsored", "token", "wallet"] as const;
 export type Tier = typeof TIERS[number];
+
+/** What the service keeps of a token it issued: never the token itself. */
+export interface TokenRecord {
+  jti: string;
+  sub: string;
+  email: string;
+  label: string;
+  scopes: Scope[];
+  quotaMb: number;
+  /** RFC 3339. */
+  issuedAt: string;
+  /** RFC 3339. */
+  expiresAt: string;
+  /** RFC 3339, or null while the token is live. */
+  revokedAt: string | null;
+}
+
+/** A pending signup code of `--signup verify`, with the token fields it will mint. */
+export interface SignupCodeRecord {
+  email: string;
+  /** Lowercase hex SHA-256 of the code; the code itself is only in the mail. */
+  codeHash: string;
+  label: string;
+  scopes: Scope[];
+  quotaMb: number;
+  /** RFC 3339. */
+  expiresAt: string;
+  attempts: number;
+}

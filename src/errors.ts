@@ -21,9 +21,11 @@ export const ERROR_STATUS = {
   invalid_scopes: 400,
   invalid_quota: 400,
   invalid_request: 400,
+  invalid_code: 400,
   invalid_token: 401,
   revoked_token: 401,
   insufficient_scope: 403,
+  signup_closed: 403,
   not_found: 404,
   method_not_allowed: 405,
   request_timeout: 408,
@@ -35,6 +37,8 @@ export const ERROR_STATUS = {
   internal_error: 500,
   stage_failed: 502,
   storage_offline: 503,
+  mail_unavailable: 503,
+  server_busy: 503,
   insufficient_storage: 507,
 } as const;
 

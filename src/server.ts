@@ -22,9 +22,13 @@ import type { Route } from "./http/router.ts";
 import { SmallPieceCache } from "./http/small_piece_cache.ts";
 import { UploadDrain } from "./http/upload_drain.ts";
 import { createAuthenticator } from "./auth/authenticator.ts";
+import { SignupVerification } from "./auth/signup_verification.ts";
+import { SignupCodeRecords } from "./db/signup_code_records.ts";
+import { createSmtpMailer } from "./mail/mailer.ts";
 import { TokenService } from "./auth/tokens.ts";
 import { DailyCapLedger } from "./limits/daily_caps.ts";
 import { MIB } from "./limits/tiers.ts";
+import { UploadAdmission } from "./limits/upload_admission.ts";
 import { WindowLimit } from "./limits/window_limit.ts";
 import { createStderrLogger } from "./log.ts";
 import type { Logger } from "./log.ts";
@@ -126,6 +130,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     }),
   });
   const uploadDrain = new UploadDrain();
+  const admission = new UploadAdmission({
+    maxPinnedBytes: config.uploadMemoryBytes,
+    maxPerClient: config.maxUploadsPerClient,
+  });
   const signupLimit = new WindowLimit({
     limit: config.signupsPerHour,
     windowMs: SIGNUP_WINDOW_MS,
@@ -144,6 +152,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       return { ok: false, persistent: dataDir.persistent, detail: (error as Error).message };
     }
   };
+  const mailer = config.smtpUrl && config.mailFrom
+    ? createSmtpMailer({ url: config.smtpUrl, from: config.mailFrom })
+    : null;
   const authenticator = createAuthenticator(tokens);
 
   // With --port 0 the base URL is known only once bound. Requests are dispatched
@@ -163,6 +174,16 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     : server.addr.hostname;
   const url = `http://${host}:${server.addr.port}`;
   const baseUrl = config.baseUrl ?? url;
+  if (config.signup === "open" && !isLoopback(server.addr.hostname)) {
+    logger.warn(
+      "signup is open on a public address: anyone can mint a token for any e-mail and read " +
+        "and revoke that user's files and tokens; use --signup verify or --signup closed",
+      { hostname: server.addr.hostname },
+    );
+  }
+  const signupVerification = config.signup === "verify" && mailer
+    ? new SignupVerification({ records: new SignupCodeRecords(db), mailer, clock, baseUrl })
+    : null;
   const services: RouteServices = {
     config,
     baseUrl,
@@ -174,9 +195,11 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     catalog,
     digests,
     ledger,
+    admission,
     hashPool,
     retrieval,
     signupLimit,
+    signupVerification,
     uploadDrain,
     databaseHealth,
   };
@@ -203,13 +226,20 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       reachability.stop();
       await digests.stop();
       hashPool?.close();
+      mailer?.close();
       const closed = await settlesWithin(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
       if (!closed) logger.warn("shutdown: connections still open, closing anyway");
       db.close();
+      dataDir.lock?.release();
       await logger.flush?.();
     })();
 
   return { url, baseUrl, port: server.addr.port, services, routes, store, db, shutdown };
+}
+
+/** Loopback listen addresses: open signup there is reachable only from this machine. */
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "::1" || hostname.startsWith("127.");
 }
 
 /** True if the promise settled within ms. */

@@ -101,6 +101,12 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     bodyIdleTimeoutMs: 30_000,
     dbBusyTimeoutMs: 5_000,
     logRequests: true,
+    signup: "open",
+    smtpUrl: null,
+    mailFrom: null,
+    maxTermDays: 1826,
+    uploadMemoryBytes: 128 * MIB,
+    maxUploadsPerClient: 16,
   };
   assertEquals(configOf([]), expected);
   assertEquals(Object.keys(configOf([])).sort(), Object.keys(expected).sort());

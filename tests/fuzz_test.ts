@@ -19,6 +19,7 @@ const PATHS = [
   "/p/bafkfuzzpiece01",
   "/p/",
   "/api/auth/signup",
+  "/api/auth/signup/verify",
   "/api/tokens/revoke",
   "/api/tokens",
   "/api/files",

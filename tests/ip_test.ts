@@ -1,8 +1,8 @@
 import { assertEquals } from "./helpers/assert.ts";
-import { clientKeyOf, parseIp, parseIpRanges, resolveClientAddress } from "../src/net/ip.ts";
+import { parseForwardedHop, parseIp, parseIpRanges, resolveClientKey } from "../src/net/ip.ts";
 
 const key = (peer: string, xff: string | null = null, proxies = "") =>
-  clientKeyOf(resolveClientAddress(peer, xff, parseIpRanges(proxies))!);
+  resolveClientKey(peer, xff, parseIpRanges(proxies));
 
 Deno.test("ip: IPv4, IPv6 and IPv4-mapped addresses parse", () => {
   assertEquals(parseIp("1.2.3.4"), new Uint8Array([1, 2, 3, 4]));
@@ -33,6 +33,16 @@ Deno.test("ip: the rightmost untrusted hop of X-Forwarded-For is the client", ()
     key("10.0.0.2", "1.1.1.1, 203.0.113.9, 10.0.0.1", "10.0.0.0/8"),
     "v4:203.0.113.9",
   );
-  // A garbled hop stops the walk at the last good address.
-  assertEquals(key("10.0.0.2", "203.0.113.9, garbage", "10.0.0.0/8"), "v4:10.0.0.2");
+});
+
+Deno.test("ip: hops with a port count as their address; other hops are their own opaque key", () => {
+  const proxies = "10.0.0.0/8";
+  assertEquals(key("10.0.0.2", "203.0.113.9:5678", proxies), "v4:203.0.113.9");
+  assertEquals(key("10.0.0.2", "[2001:db8:0:1::7]:443", proxies), "v6:2001:db8:0:1::/64");
+  assertEquals(key("10.0.0.2", "[2001:db8:0:1::7]", proxies), "v6:2001:db8:0:1::/64");
+  // Not an address: a bucket of its own, never the proxy's (which every such client would share).
+  assertEquals(key("10.0.0.2", "unknown", proxies), "hop:unknown");
+  assertEquals(key("10.0.0.2", "203.0.113.9, _hidden", proxies), "hop:_hidden");
+  assertEquals(key("10.0.0.2", "unknown\u0001x", proxies), "hop:unknown?x");
+  assertEquals(parseForwardedHop("1.2.3.4:80"), new Uint8Array([1, 2, 3, 4]));
 });

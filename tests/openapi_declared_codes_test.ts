@@ -121,6 +121,14 @@ function wrongMethod(method: string, path: string): Scenario {
 
 const uploadPath = `/api/upload?cid=${CID}`;
 
+/** An SMTP URL nothing listens on: a port taken from the OS and given back at once. */
+const DEAD_SMTP_URL = (() => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr;
+  listener.close();
+  return `smtp://127.0.0.1:${port}`;
+})();
+
 const SCENARIOS: Record<string, Scenario[]> = {
   upload: [
     { name: "a sponsored upload", send: (p) => p.upload(CID, "hello"), status: 200 },
@@ -177,6 +185,16 @@ const SCENARIOS: Record<string, Scenario[]> = {
     {
       name: "no Content-Type",
       send: (p) => p.raw(rawPost(uploadPath, "Content-Length: 5\n"), { body: "hello" }),
+      status: 400,
+      code: "invalid_content_type",
+    },
+    {
+      name: "a multipart form body",
+      send: (p) => {
+        const form = new FormData();
+        form.append("file", new Blob(["hello"]), "a.txt");
+        return p.send("POST", uploadPath, { body: form });
+      },
       status: 400,
       code: "invalid_content_type",
     },
@@ -453,7 +471,83 @@ const SCENARIOS: Record<string, Scenario[]> = {
       status: 503,
       code: "storage_offline",
     },
+    {
+      name: "--signup closed",
+      args: ["--signup", "closed"],
+      send: (p) => postJson(p, "/api/auth/signup", { email: "a@b.co", label: "x" }),
+      status: 403,
+      code: "signup_closed",
+    },
+    {
+      name: "--signup verify with a mail server that is not there",
+      args: ["--signup", "verify", "--smtp-url", DEAD_SMTP_URL, "--mail-from", "s@example.org"],
+      send: (p) => postJson(p, "/api/auth/signup", { email: "a@b.co", label: "x" }),
+      status: 503,
+      code: "mail_unavailable",
+    },
     wrongMethod("GET", "/api/auth/signup"),
+  ],
+  verifySignup: [
+    {
+      name: "a code when none was sent (--signup open)",
+      send: (p) => postJson(p, "/api/auth/signup/verify", { email: "a@b.co", code: "12345678" }),
+      status: 400,
+      code: "invalid_code",
+    },
+    {
+      name: "no code",
+      send: (p) => postJson(p, "/api/auth/signup/verify", { email: "a@b.co" }),
+      status: 400,
+      code: "invalid_request",
+    },
+    {
+      name: "malformed JSON",
+      send: (p) => postJson(p, "/api/auth/signup/verify", "{nope"),
+      status: 400,
+      code: "invalid_json",
+    },
+    {
+      name: "a body over 64 KiB",
+      send: (p) =>
+        postJson(p, "/api/auth/signup/verify", { email: "a@b.co", code: "x".repeat(70_000) }),
+      status: 413,
+      code: "too_large",
+    },
+    {
+      name: "a body that ends before its Content-Length",
+      send: (p) =>
+        p.raw(
+          rawPost(
+            "/api/auth/signup/verify",
+            "Content-Type: application/json\nContent-Length: 100\n",
+          ),
+          { body: '{"email":', closeWrite: true },
+        ),
+      status: 400,
+      code: "incomplete_body",
+    },
+    {
+      name: "a JSON body that stalls",
+      args: ["--body-idle-timeout", "1"],
+      send: (p) =>
+        p.raw(
+          rawPost(
+            "/api/auth/signup/verify",
+            "Content-Type: application/json\nContent-Length: 50\n",
+          ),
+          { body: '{"email":' },
+        ),
+      status: 408,
+      code: "request_timeout",
+    },
+    {
+      name: "--signup closed",
+      args: ["--signup", "closed"],
+      send: (p) => postJson(p, "/api/auth/signup/verify", { email: "a@b.co", code: "1" }),
+      status: 403,
+      code: "signup_closed",
+    },
+    wrongMethod("GET", "/api/auth/signup/verify"),
   ],
   revokeToken: [
     {
@@ -790,6 +884,15 @@ const OUT_OF_REACH: Record<string, Record<string, string>> = {
   },
   upload: {
     "507 insufficient_storage": "needs a full disk (tests/storage_faults_test.ts mounts a tmpfs)",
+    "503 server_busy": "needs uploads held in flight past --upload-memory: " +
+      "tests/hardening_test.ts holds one open",
+  },
+  signup: {
+    "202": "needs a mail server that takes the code: tests/signup_modes_test.ts runs one",
+  },
+  verifySignup: {
+    "201": "needs the code from a delivered mail: tests/signup_modes_test.ts reads it",
+    "503 storage_offline": "a code is only ever sent by a server with its database",
   },
 };
 

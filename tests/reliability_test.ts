@@ -81,7 +81,7 @@ Deno.test("faults: a database locked by another process is 503 with Retry-After,
 });
 
 Deno.test("concurrency: 50 parallel uploads of one cid with identical bytes: one file, 50 deals", async () => {
-  await using server = await startTestServer();
+  await using server = await startTestServer({ args: ["--max-uploads-per-client", "50"] });
   const bytes = patternBytes(256 * 1024, 42);
   const responses = await Promise.all(
     Array.from({ length: 50 }, () => server.upload("bafkfiftyofone", bytes)),

@@ -38,6 +38,7 @@ Deno.test("signup: 201 with the signup result, and a token whose payload anyone 
   assertEquals(Object.keys(result).sort(), [
     "email",
     "expiresAt",
+    "jti",
     "quotaMb",
     "scopes",
     "token",

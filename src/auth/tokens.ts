@@ -13,7 +13,7 @@ import { createHash } from "node:crypto";
 import { ApiError } from "../errors.ts";
 import type { Clock } from "../clock.ts";
 import { toRfc3339 } from "../clock.ts";
-import type { TokenRecord, TokenRecords } from "../db/token_records.ts";
+import type { TokenRecord } from "../domain.ts";
 import type { TokenCaller } from "./caller.ts";
 import { SCOPES } from "../domain.ts";
 import type { Scope } from "../domain.ts";
@@ -23,6 +23,8 @@ export const TOKEN_PREFIX = "pk_live_";
 /** Longest token string considered at all; ours are ~400 characters. */
 const MAX_TOKEN_LENGTH = 4096;
 const VERIFIED_CACHE_SIZE = 10_000;
+/** How far ahead of our clock a token's iat may be (clocks of two machines drift). */
+const MAX_CLOCK_SKEW_SECONDS = 60;
 const CLAIM_NAMES = ["email", "exp", "iat", "jti", "quotaMb", "scopes", "sub"];
 
 export interface TokenClaims {
@@ -42,9 +44,17 @@ export interface MintInput {
   quotaMb: number;
 }
 
+/** Where token metadata is kept (db/token_records.ts in this service). */
+export interface TokenStore {
+  insert(token: Omit<TokenRecord, "revokedAt">): void;
+  get(jti: string): TokenRecord | null;
+  /** "unknown" when the jti was never issued; otherwise its revocation time or null. */
+  revocationOf(jti: string): "unknown" | string | null;
+}
+
 export interface TokenServiceOptions {
   hmacKey: HmacKey;
-  records: TokenRecords;
+  records: TokenStore;
   clock: Clock;
   lifetimeDays: number;
   /** Highest quotaMb a token may carry (the tier's daily cap in MiB). */
@@ -138,12 +148,34 @@ export class TokenService {
       throw invalid("Token is invalid");
     }
     const claims = this.#checkClaims(payload);
+    if (claims.iat > clock.now() / 1000 + MAX_CLOCK_SKEW_SECONDS) {
+      throw invalid("Token is issued in the future");
+    }
+    this.#checkAgainstRecord(claims);
     if (this.#verified.size >= VERIFIED_CACHE_SIZE) {
       // Forget the oldest entry (Map keeps insertion order).
       this.#verified.delete(this.#verified.keys().next().value!);
     }
     this.#verified.set(token, claims);
     return claims;
+  }
+
+  /**
+   * A valid signature proves only that the key signed it. Claims must also be
+   * exactly what this service recorded when it issued the jti: with a leaked
+   * key, a token whose sub, scopes or quota were changed is still refused.
+   * Checked once per token string (then cached); revocation is read per request.
+   */
+  #checkAgainstRecord(claims: TokenClaims): void {
+    const record = this.#options.records.get(claims.jti);
+    if (record === null) throw invalid("Token was not issued by this service");
+    const same = record.sub === claims.sub && record.email === claims.email &&
+      record.scopes.length === claims.scopes.length &&
+      record.scopes.every((scope, i) => scope === claims.scopes[i]) &&
+      Number(record.quotaMb) === claims.quotaMb &&
+      record.issuedAt === toRfc3339(claims.iat * 1000) &&
+      record.expiresAt === toRfc3339(claims.exp * 1000);
+    if (!same) throw invalid("Token claims do not match the token this service issued");
   }
 
   #checkClaims(payload: Record<string, unknown>): TokenClaims {

@@ -1,19 +1,7 @@
 /** Token metadata rows: insert at signup, revocation state on every request. */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { Scope } from "../domain.ts";
-
-export interface TokenRecord {
-  jti: string;
-  sub: string;
-  email: string;
-  label: string;
-  scopes: Scope[];
-  quotaMb: number;
-  issuedAt: string;
-  expiresAt: string;
-  revokedAt: string | null;
-}
+import type { TokenRecord } from "../domain.ts";
 
 interface TokenRow extends Omit<TokenRecord, "scopes"> {
   scopes: string;
@@ -25,6 +13,7 @@ export class TokenRecords {
   readonly #revocation: StatementSync;
   readonly #revoke: StatementSync;
   readonly #listBySub: StatementSync;
+  readonly #listAll: StatementSync;
 
   constructor(db: Database) {
     this.#insert = db.prepare(
@@ -41,6 +30,11 @@ export class TokenRecords {
       `SELECT jti, sub, email, label, scopes, quota_mb AS quotaMb, issued_at AS issuedAt,
               expires_at AS expiresAt, revoked_at AS revokedAt
        FROM tokens WHERE sub = ? ORDER BY issued_at DESC, jti`,
+    );
+    this.#listAll = db.prepare(
+      `SELECT jti, sub, email, label, scopes, quota_mb AS quotaMb, issued_at AS issuedAt,
+              expires_at AS expiresAt, revoked_at AS revokedAt
+       FROM tokens ORDER BY issued_at DESC, jti`,
     );
     this.#revoke = db.prepare(
       `UPDATE tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL`,
@@ -67,7 +61,13 @@ export class TokenRecords {
 
   /** Every token of a user, newest first. */
   listBySub(sub: string): TokenRecord[] {
-    return (this.#listBySub.all(sub) as unknown as TokenRow[]).map((row) => ({
+    return this.list({ sub });
+  }
+
+  /** Tokens newest first: a user's (sub), or every token (for the operator's `token list`). */
+  list(options: { sub?: string } = {}): TokenRecord[] {
+    const rows = options.sub === undefined ? this.#listAll.all() : this.#listBySub.all(options.sub);
+    return (rows as unknown as TokenRow[]).map((row) => ({
       ...row,
       scopes: JSON.parse(row.scopes),
     }));

@@ -14,7 +14,7 @@ import type { Authenticator, Caller } from "../auth/caller.ts";
 import type { IpRange } from "../net/ip.ts";
 import { isDatabaseBusy } from "../db/database.ts";
 import type { Logger } from "../log.ts";
-import { clientKeyOf, resolveClientAddress } from "../net/ip.ts";
+import { resolveClientKey } from "../net/ip.ts";
 import { applyDeprecationHeaders, usesQueryToken } from "./deprecation.ts";
 import { readJsonObject } from "./body.ts";
 import { applyCorsHeaders, preflightResponse } from "./cors.ts";
@@ -108,17 +108,12 @@ export function createApp(options: AppOptions): App {
     }
     setRouteName(match.route.path);
     let clientKey: string | null = null;
-    const clientKeyOfRequest = () => {
-      if (clientKey === null) {
-        const address = resolveClientAddress(
-          info.remoteAddr.hostname,
-          request.headers.get("x-forwarded-for"),
-          options.trustedProxies,
-        );
-        clientKey = address ? clientKeyOf(address) : `peer:${info.remoteAddr.hostname}`;
-      }
-      return clientKey;
-    };
+    const clientKeyOfRequest = () =>
+      clientKey ??= resolveClientKey(
+        info.remoteAddr.hostname,
+        request.headers.get("x-forwarded-for"),
+        options.trustedProxies,
+      );
     let caller: Promise<Caller> | null = null;
     const context: RequestContext = {
       url,

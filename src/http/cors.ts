@@ -1,7 +1,9 @@
 /**
  * CORS: everything the service serves is public or bearer-authenticated (no
  * cookies), so any origin may read it. Browsers see only the headers listed
- * in Expose-Headers, hence the explicit list.
+ * in Expose-Headers, hence the explicit list (WWW-Authenticate included, so a
+ * browser client can tell an expired token from a revoked one). Preflights
+ * allow If-None-Match, so retrievals can be conditional from browser code.
  */
 const EXPOSED_HEADERS = [
   "Content-Disposition",
@@ -9,6 +11,7 @@ const EXPOSED_HEADERS = [
   "ETag",
   "X-Service-Piece-Cid",
   "X-Service-Source",
+  "WWW-Authenticate",
   "Retry-After",
   "RateLimit",
   "RateLimit-Policy",
@@ -25,7 +28,7 @@ export function applyCorsHeaders(headers: Headers): void {
 export function preflightResponse(): Response {
   const headers = new Headers({
     "access-control-allow-methods": "GET, HEAD, POST, OPTIONS",
-    "access-control-allow-headers": "Authorization, Content-Type, X-Filename",
+    "access-control-allow-headers": "Authorization, Content-Type, X-Filename, If-None-Match",
     "access-control-max-age": "86400",
   });
   applyCorsHeaders(headers);

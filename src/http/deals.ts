@@ -2,10 +2,16 @@
  * POST /api/deals/{dealId}/extend [pin] — adds one term of the deal's tier to
  * its end date and returns the deal. A deal of another user, a sponsored deal
  * (it has no owner) or an unknown id is 404 alike.
+ *
+ * A term may end at most --max-term-days from now (five years by default):
+ * storage promised further ahead than the service can plan for is a promise
+ * it cannot keep. An extension past that is clamped (still 200); the deal
+ * shows its real end and the days actually added.
  */
 import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
 import { addDays, toRfc3339 } from "../clock.ts";
+import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { CatalogRecords } from "../db/catalog_records.ts";
 import { dealView } from "./deal_view.ts";
@@ -15,8 +21,11 @@ import type { Handler } from "./router.ts";
 export interface DealDeps {
   records: CatalogRecords;
   config: Config;
+  clock: Clock;
   baseUrl: string;
 }
+
+const DAY_MS = 86_400_000;
 
 export function createExtendDealHandler(deps: DealDeps): Handler {
   return async (_request, context) => {
@@ -28,8 +37,12 @@ export function createExtendDealHandler(deps: DealDeps): Handler {
     const termDays = deal.tier === "token"
       ? deps.config.token.termDays
       : deps.config.sponsored.termDays;
-    const termEndsAt = toRfc3339(addDays(Date.parse(deal.termEndsAt), termDays));
-    deps.records.extendDeal(deal.id, termDays, termEndsAt);
+    const endsAt = Date.parse(deal.termEndsAt);
+    const latest = addDays(deps.clock.now(), deps.config.maxTermDays);
+    // Never shortened: a deal already past the limit (a lowered flag) keeps its end.
+    const newEnd = Math.max(endsAt, Math.min(addDays(endsAt, termDays), latest));
+    const addedDays = Math.round((newEnd - endsAt) / DAY_MS);
+    deps.records.extendDeal(deal.id, addedDays, toRfc3339(newEnd));
     return jsonResponse(200, dealView(deps.records.getDeal(deal.id)!, deps.baseUrl));
   };
 }

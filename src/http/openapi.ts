@@ -27,14 +27,34 @@ export const PIPELINE_ERRORS = [
   "storage_offline",
 ] as const satisfies readonly ErrorCode[];
 
-/** Headers every error of a status sends (401/403 from auth, 405 from the router, …). */
-const ERROR_HEADERS_BY_STATUS: { readonly [status: number]: HeaderUse } = {
-  401: { "WWW-Authenticate": "always" },
-  403: { "WWW-Authenticate": "always" },
-  405: { Allow: "always" },
-  429: { "Retry-After": "always" },
-  503: { "Retry-After": "sometimes" },
+/** Headers an error code is always sent with (401/403 from auth, 405 from the router, …). */
+const ERROR_HEADERS_BY_CODE: { readonly [code in ErrorCode]?: HeaderUse } = {
+  invalid_token: { "WWW-Authenticate": "always" },
+  revoked_token: { "WWW-Authenticate": "always" },
+  insufficient_scope: { "WWW-Authenticate": "always" },
+  method_not_allowed: { Allow: "always" },
+  rate_limited: { "Retry-After": "always" },
+  quota_exceeded: { "Retry-After": "always" },
+  storage_offline: { "Retry-After": "sometimes" },
+  mail_unavailable: { "Retry-After": "always" },
+  server_busy: { "Retry-After": "always" },
 };
+
+/**
+ * The headers of one error response: "always" when every code it lists always
+ * sends the header, "sometimes" when only some do (signup_closed shares 403
+ * with insufficient_scope but sends no WWW-Authenticate).
+ */
+function errorHeadersOf(codes: readonly ErrorCode[]): HeaderUse {
+  const out: Record<string, "always" | "sometimes"> = {};
+  for (const code of codes) {
+    for (const name of Object.keys(ERROR_HEADERS_BY_CODE[code] ?? {}) as HeaderName[]) {
+      const sentBy = codes.filter((c) => ERROR_HEADERS_BY_CODE[c]?.[name] === "always");
+      out[name] = sentBy.length === codes.length ? "always" : "sometimes";
+    }
+  }
+  return out as HeaderUse;
+}
 
 /**
  * Sent on any answer to a request that used the deprecated ?token= parameter; documented on
@@ -250,7 +270,7 @@ function responsesOf(doc: RouteDoc, { head }: { head: boolean }): Json {
     const success = successes.get(status);
     const headers = headersOf(
       success?.headers,
-      ERROR_HEADERS_BY_STATUS[status],
+      errorHeadersOf(codes),
       doc.errorHeaders?.[status],
     );
     const response: Json = {

@@ -3,6 +3,7 @@
  * handler built from the services the composition root (server.ts) made, and
  * the row's API documentation. /openapi.json is generated from these rows.
  */
+import type { SignupVerification } from "../auth/signup_verification.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
@@ -10,6 +11,7 @@ import type { CatalogRecords } from "../db/catalog_records.ts";
 import type { TokenRecords } from "../db/token_records.ts";
 import { ApiError } from "../errors.ts";
 import type { DailyCapLedger } from "../limits/daily_caps.ts";
+import type { UploadAdmission } from "../limits/upload_admission.ts";
 import { MIB } from "../limits/tiers.ts";
 import type { WindowLimit } from "../limits/window_limit.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
@@ -30,7 +32,8 @@ import type { ParameterDoc, SuccessDoc } from "./route_doc.ts";
 import type { Route } from "./router.ts";
 import type { HeaderUse } from "./schemas/headers.ts";
 import { dateSchema, integerSchema, stringSchema } from "./schemas/json_schema.ts";
-import { createSignupHandler } from "./signup.ts";
+import { createSignupHandler, createSignupVerifyHandler } from "./signup.ts";
+import type { SignupDeps } from "./signup.ts";
 import { createRevokeHandler, createTokenListHandler } from "./tokens.ts";
 import type { UploadDrain } from "./upload_drain.ts";
 import { createUploadHandler } from "./upload.ts";
@@ -49,10 +52,13 @@ export interface RouteServices {
   catalog: PieceCatalog;
   digests: PieceDigests;
   ledger: DailyCapLedger;
+  admission: UploadAdmission;
   /** Workers that verify piece cids; null hashes on the main thread. */
   hashPool: HashWorkerPool | null;
   retrieval: Retrieval;
   signupLimit: WindowLimit;
+  /** Mails and redeems signup codes; null unless --signup verify. */
+  signupVerification: SignupVerification | null;
   uploadDrain: UploadDrain;
   databaseHealth(): DatabaseHealth;
 }
@@ -119,6 +125,14 @@ const JSON_BODY_ERRORS = [
 ] as const;
 
 export function createRoutes(services: RouteServices): Route[] {
+  const signup: SignupDeps = {
+    mode: services.config.signup,
+    tokens: services.tokens,
+    verification: services.signupVerification,
+    signupLimit: services.signupLimit,
+    maxQuotaMb: Math.floor(services.config.token.dailyCapBytes / MIB),
+    databaseIsPersistent: services.databaseHealth().persistent,
+  };
   const upload = createUploadHandler(services);
   const routes: Route[] = [
     {
@@ -189,6 +203,7 @@ export function createRoutes(services: RouteServices): Route[] {
           "cid_conflict",
           "stage_failed",
           "storage_offline",
+          "server_busy",
           "insufficient_storage",
         ],
       },
@@ -209,23 +224,24 @@ export function createRoutes(services: RouteServices): Route[] {
     {
       method: "POST",
       path: "/api/auth/signup",
-      handler: createSignupHandler({
-        tokens: services.tokens,
-        signupLimit: services.signupLimit,
-        maxQuotaMb: Math.floor(services.config.token.dailyCapBytes / MIB),
-        databaseIsPersistent: services.databaseHealth().persistent,
-      }),
+      handler: createSignupHandler(signup),
       doc: {
         operationId: "signup",
-        summary: "Mint a token for an e-mail address",
-        description: "The same e-mail always gets the same userId. Limited per client IP per " +
-          "hour (429 with Retry-After).",
+        summary: "Mint a token for an e-mail address (or mail a code to, under --signup verify)",
+        description: "Depends on the server's signup mode. open: 201 with the token. verify: " +
+          "202, and a one-time code is mailed to the address; POST /api/auth/signup/verify " +
+          "exchanges it for the token. closed: 403 signup_closed. The same e-mail always gets " +
+          "the same userId. Limited per client IP per hour (429 with Retry-After).",
         auth: "public",
         requestBody: { description: "Who the token is for", body: { json: "SignupRequest" } },
         responses: [{
           status: 201,
-          description: "Created; the token is in this answer only",
+          description: "Created (--signup open); the token is in this answer only",
           body: { json: "SignupResult" },
+        }, {
+          status: 202,
+          description: "A code was mailed to the address (--signup verify)",
+          body: { json: "SignupVerificationSent" },
         }],
         errors: [
           ...JSON_BODY_ERRORS,
@@ -233,9 +249,33 @@ export function createRoutes(services: RouteServices): Route[] {
           "invalid_label",
           "invalid_scopes",
           "invalid_quota",
+          "signup_closed",
           "rate_limited",
+          "mail_unavailable",
           "storage_offline",
         ],
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/auth/signup/verify",
+      handler: createSignupVerifyHandler(signup),
+      doc: {
+        operationId: "verifySignup",
+        summary: "Exchange a mailed signup code for the token (--signup verify)",
+        description: "A code works once, for 15 minutes and at most 5 tries; a new signup for " +
+          "the address replaces it.",
+        auth: "public",
+        requestBody: {
+          description: "The address and its code",
+          body: { json: "SignupVerifyRequest" },
+        },
+        responses: [{
+          status: 201,
+          description: "Created; the token is in this answer only",
+          body: { json: "SignupResult" },
+        }],
+        errors: [...JSON_BODY_ERRORS, "invalid_request", "invalid_code", "signup_closed"],
       },
     },
     {

@@ -16,6 +16,7 @@ import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createCidVerifier } from "../piece_cid/verify.ts";
 import type { Config } from "../config.ts";
 import type { DailyCapLedger } from "../limits/daily_caps.ts";
+import type { UploadAdmission } from "../limits/upload_admission.ts";
 import { uploadPolicyFor } from "../limits/tiers.ts";
 import { requireScope } from "../auth/scopes.ts";
 import { requireContentLength } from "./body.ts";
@@ -32,6 +33,8 @@ export interface UploadDeps {
   store: PieceStore;
   catalog: PieceCatalog;
   ledger: DailyCapLedger;
+  /** Bounds the uploads in flight, server-wide (memory) and per client address. */
+  admission: UploadAdmission;
   /** Workers for piece-cid verification; null hashes on the main thread. */
   hashPool: HashWorkerPool | null;
 }
@@ -86,9 +89,14 @@ export function createUploadHandler(deps: UploadDeps): Handler {
     }
     const reserved = deps.ledger.reserve(policy.usageSubject, length, policy.dailyCapBytes);
     if (!reserved.ok) {
-      const message = policy.capExceededCode === "rate_limited"
-        ? "Sponsored daily cap for this IP reached; it resets at 00:00 UTC"
-        : "Daily upload quota reached; it resets at 00:00 UTC";
+      const cap = policy.capExceededCode === "rate_limited"
+        ? "this IP's sponsored daily cap"
+        : "your daily upload quota";
+      const left = reserved.status.remainingBytes;
+      const message = left > 0
+        ? `This upload of ${length} bytes is larger than the ${left} bytes left of ${cap} ` +
+          "today; it resets at 00:00 UTC"
+        : `${cap[0].toUpperCase()}${cap.slice(1)} is used up for today; it resets at 00:00 UTC`;
       throw new ApiError(policy.capExceededCode, message, {
         headers: {
           "retry-after": String(reserved.status.resetSeconds),
@@ -100,7 +108,9 @@ export function createUploadHandler(deps: UploadDeps): Handler {
     context.logFields.tier = policy.tier;
 
     const { reservation } = reserved;
+    const admitted = deps.admission.admit(context.clientKey, length);
     try {
+      if (!admitted.ok) throw notAdmitted(admitted.reason);
       const verifier = createCidVerifier(parsedCid, deps.hashPool);
       const staged = await stageBody(deps.store, request, {
         expectedBytes: length,
@@ -146,9 +156,24 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       };
       return jsonResponse(200, result, rateLimitHeaders(after));
     } finally {
+      if (admitted.ok) admitted.release();
       reservation.release();
     }
   };
+}
+
+function notAdmitted(reason: "memory" | "client"): ApiError {
+  // Uploads finish in seconds to minutes: a retry a second later often gets in.
+  const headers = { "retry-after": "1" };
+  return reason === "memory"
+    ? new ApiError("server_busy", "Too many uploads in flight on this server; retry shortly", {
+      headers,
+    })
+    : new ApiError(
+      "rate_limited",
+      "Too many uploads in flight from this address; wait for one to finish",
+      { headers },
+    );
 }
 
 async function stageBody(store: PieceStore, request: Request, options: StageOptions) {

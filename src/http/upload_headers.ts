@@ -9,13 +9,34 @@ const MEDIA_TYPE = new RegExp(
 const MAX_CONTENT_TYPE_LENGTH = 1024;
 export const MAX_FILENAME_BYTES = 255;
 
-/** Returns the Content-Type verbatim if it is a syntactically valid media type (RFC 9110). */
+/**
+ * Returns the Content-Type verbatim if it is a syntactically valid media type
+ * (RFC 9110) and not a form: a form body is the file wrapped in an envelope,
+ * and storing it would serve the envelope back under the cid.
+ */
 export function requireContentType(value: string | null): string {
   if (value === null || value.trim() === "") {
     throw new ApiError("invalid_content_type", "Content-Type header is required");
   }
   if (value.length > MAX_CONTENT_TYPE_LENGTH || !MEDIA_TYPE.test(value)) {
     throw new ApiError("invalid_content_type", "Content-Type must be a media type like text/plain");
+  }
+  const essence = value.split(";")[0].trim().toLowerCase();
+  if (essence === "multipart/form-data") {
+    // curl -F and a browser's FormData wrap the file in a multipart envelope.
+    throw new ApiError(
+      "invalid_content_type",
+      "Send the file's raw bytes as the body with its own Content-Type, not a form " +
+        "(curl --data-binary @file -H 'Content-Type: …' instead of -F; fetch(url, {body: file}))",
+    );
+  }
+  if (essence === "application/x-www-form-urlencoded") {
+    // curl --data-binary without -H Content-Type sends the file under this type.
+    throw new ApiError(
+      "invalid_content_type",
+      "application/x-www-form-urlencoded is a form, not a file type: send the file's own " +
+        "Content-Type (curl: -H 'Content-Type: application/octet-stream')",
+    );
   }
   return value;
 }

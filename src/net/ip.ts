@@ -112,27 +112,52 @@ export function clientKeyOf(address: IpBytes): string {
 }
 
 /**
- * Finds the client's address: the peer, unless the peer is a trusted proxy,
- * in which case X-Forwarded-For is walked from the right and the first hop
- * that is not itself trusted is the client. Without trusted proxies the
- * header is ignored, so a client cannot pick its own cap bucket.
+ * Reads one X-Forwarded-For hop: a bare address, or an address with a port as
+ * some proxies write it ("1.2.3.4:5678", "[2001:db8::1]:443"). Null when the
+ * hop is not an address at all ("unknown", an obfuscated name).
  */
-export function resolveClientAddress(
+export function parseForwardedHop(hop: string): IpBytes | null {
+  const text = hop.trim();
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(text);
+  if (bracketed) return parseIp(bracketed[1]);
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(text);
+  if (v4WithPort) return parseIp(v4WithPort[1]);
+  return parseIp(text);
+}
+
+/** Longest opaque hop kept in a client key; longer ones are cut (they only name a bucket). */
+const MAX_OPAQUE_HOP_CHARS = 64;
+
+/**
+ * The key a request's per-IP caps are counted under: the peer's, unless the
+ * peer is a trusted proxy, in which case X-Forwarded-For is walked from the
+ * right and the first hop that is not itself trusted is the client. Without
+ * trusted proxies the header is ignored, so a client cannot pick its own cap
+ * bucket. A hop that is not an address is the client's own opaque key
+ * ("hop:unknown"): falling back to the proxy's address would put every such
+ * client in the proxy's one bucket.
+ */
+export function resolveClientKey(
   peer: string,
   forwardedFor: string | null,
   trustedProxies: readonly IpRange[],
-): IpBytes | null {
+): string {
   const peerBytes = parseIp(peer);
-  if (!peerBytes) return null;
+  if (!peerBytes) return `peer:${peer}`;
   const isTrusted = (bytes: IpBytes) => trustedProxies.some((r) => rangeContains(r, bytes));
-  if (trustedProxies.length === 0 || !forwardedFor || !isTrusted(peerBytes)) return peerBytes;
+  if (trustedProxies.length === 0 || !forwardedFor || !isTrusted(peerBytes)) {
+    return clientKeyOf(peerBytes);
+  }
   const hops = forwardedFor.split(",").map((s) => s.trim()).filter((s) => s !== "");
   let client = peerBytes;
   for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = parseIp(hops[i]);
-    if (!hop) break; // a garbled hop: stop at the last address we could trust
+    const hop = parseForwardedHop(hops[i]);
+    if (!hop) {
+      // deno-lint-ignore no-control-regex
+      return `hop:${hops[i].slice(0, MAX_OPAQUE_HOP_CHARS).replace(/[\x00-\x1f\x7f]/g, "?")}`;
+    }
     client = hop;
     if (!isTrusted(hop)) break;
   }
-  return client;
+  return clientKeyOf(client);
 }

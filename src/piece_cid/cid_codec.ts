@@ -5,8 +5,11 @@
  *               digest = uvarint padding ‖ 1-byte height ‖ 32-byte root   ("bafkzcib…")
  *   PieceCIDv1  CIDv1, fil-commitment-unsealed (0xf101), multihash 0x1012 sha2-256-trunc254-padded,
  *               digest = 32-byte root                                     ("baga6ea4seaq…")
- *   sha256      CIDv1, any codec, multihash 0x12 sha2-256, 32-byte digest  ("bafkrei…" for raw)
- *   opaque      anything else: a name the service cannot check
+ *   sha256      CIDv1, raw (0x55), multihash 0x12 sha2-256, 32-byte digest ("bafkrei…")
+ *   opaque      anything else: a name the service cannot check. That includes sha2-256
+ *               CIDs of other codecs (dag-pb "bafybei…", dag-cbor "bafyrei…"): they hash
+ *               an encoded block or a DAG root (`ipfs add` of a large file), not the
+ *               file's bytes, so comparing them with the bytes would refuse real files.
  *
  * Only multibase base32 ("b", lowercase; the service lowercases cids) is read.
  */
@@ -20,7 +23,7 @@ export const SHA2_256_MULTIHASH = 0x12;
 export type ParsedCid =
   | { kind: "piece_v2"; root: Uint8Array; height: number; padding: number; payloadSize: number }
   | { kind: "piece_v1"; root: Uint8Array }
-  | { kind: "sha256"; codec: number; digest: Uint8Array }
+  | { kind: "sha256"; digest: Uint8Array }
   | { kind: "opaque" };
 
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz234567";
@@ -126,8 +129,8 @@ export function parseCid(cid: string): ParsedCid {
   ) {
     return { kind: "piece_v1", root: digest.slice() };
   }
-  if (hashCode.value === SHA2_256_MULTIHASH && digest.length === 32) {
-    return { kind: "sha256", codec: codec.value, digest: digest.slice() };
+  if (hashCode.value === SHA2_256_MULTIHASH && codec.value === RAW_CODEC && digest.length === 32) {
+    return { kind: "sha256", digest: digest.slice() };
   }
   return { kind: "opaque" };
 }

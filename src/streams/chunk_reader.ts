@@ -29,6 +29,11 @@ export interface ChunkReaderOptions {
   buffers?: 1 | 2;
 }
 
+/** The size of each read buffer for a stream of expectedBytes (what an upload pins while open). */
+export function chunkBufferBytes(expectedBytes: number): number {
+  return Math.max(MIN_BUFFER_BYTES, Math.min(MAX_BUFFER_BYTES, expectedBytes));
+}
+
 export function createChunkReader(
   stream: ReadableStream<Uint8Array>,
   options: ChunkReaderOptions = {},
@@ -52,7 +57,7 @@ export function createChunkReader(
     };
   }
   const reader = byob;
-  const size = Math.max(MIN_BUFFER_BYTES, Math.min(MAX_BUFFER_BYTES, expectedBytes));
+  const size = chunkBufferBytes(expectedBytes);
   const buffers: ArrayBuffer[] = Array.from(
     { length: options.buffers ?? 1 },
     () => new ArrayBuffer(size),

@@ -48,13 +48,16 @@ export interface SignupRequest {
   quotaMb?: number;
 }
 
-export interface SignupResult {
-  token: string;
-  userId: string;
+export type { SignupResult } from "../../auth/signup_result.ts";
+
+export interface SignupVerificationSent {
+  status: "verification_sent";
   email: string;
-  scopes: Scope[];
-  quotaMb: number;
-  expiresAt: string;
+}
+
+export interface SignupVerifyRequest {
+  email: string;
+  code: string;
 }
 
 export interface RevokeRequest {
@@ -274,6 +277,15 @@ export const COMPONENT_SCHEMAS = {
     scopes: arrayOf(enumOf(SCOPES)),
     quotaMb: integerSchema,
     expiresAt: dateTimeSchema,
+    jti: { ...stringSchema, description: "The token's id: revoke it with this" },
+  }),
+  SignupVerificationSent: objectOf({
+    status: { type: "string", const: "verification_sent" },
+    email: { ...stringSchema, description: "Where the code was sent (trimmed, lowercased)" },
+  }),
+  SignupVerifyRequest: objectOf({
+    email: { ...stringSchema, maxLength: 254 },
+    code: { ...stringSchema, description: "The code from the mail" },
   }),
   RevokeRequest: objectOf({
     jti: { ...stringSchema, minLength: 1, maxLength: 128, description: "The token's id" },

@@ -1,0 +1,36 @@
+/**
+ * What a person gets back when a token is minted, by the signup endpoints or
+ * by the operator's `token mint`: the token (shown this once, never stored),
+ * who it is for, and the jti needed to revoke it later.
+ */
+import type { Scope, TokenRecord } from "../domain.ts";
+
+export interface SignupResult {
+  token: string;
+  userId: string;
+  email: string;
+  scopes: Scope[];
+  quotaMb: number;
+  /** RFC 3339. */
+  expiresAt: string;
+  jti: string;
+}
+
+/** A freshly minted token, as TokenService.mint returns it. */
+export interface MintedToken {
+  token: string;
+  record: Pick<TokenRecord, "jti" | "sub" | "email" | "scopes" | "quotaMb" | "expiresAt">;
+}
+
+export function signupResultOf(minted: MintedToken): SignupResult {
+  const { record } = minted;
+  return {
+    token: minted.token,
+    userId: record.sub,
+    email: record.email,
+    scopes: record.scopes,
+    quotaMb: record.quotaMb,
+    expiresAt: record.expiresAt,
+    jti: record.jti,
+  };
+}

@@ -1,0 +1,150 @@
+/**
+ * `main.ts token mint | list | revoke` — the operator's tokens, minted and
+ * revoked on the server machine itself (the way in when signup is closed).
+ *
+ * It works on the data directory directly and takes no serving lock: every
+ * write is one SQLite transaction (WAL lets it run beside a serving process)
+ * and the key file is only created atomically if missing, so a running server
+ * sees a minted or revoked token on its next request.
+ *
+ *   token mint --email a@b.org --label ci [--scopes put,list] [--quota-mb 512]
+ *   token list [--email a@b.org]
+ *   token revoke <jti>
+ */
+import { parseArgs } from "node:util";
+import type { ParseArgsOptionsConfig } from "node:util";
+import { HmacKey, keyFilePath } from "../auth/hmac_key.ts";
+import { TokenService, userIdOf } from "../auth/tokens.ts";
+import { systemClock, toRfc3339 } from "../clock.ts";
+import type { Clock } from "../clock.ts";
+import { ConfigError, loadConfig, OPTIONS } from "../config.ts";
+import type { Config } from "../config.ts";
+import { dataDirPaths } from "../data_dir.ts";
+import { makePrivateDatabaseFiles, makePrivateDirectory } from "../data_dir_open.ts";
+import { openDatabase } from "../db/database.ts";
+import { TokenRecords } from "../db/token_records.ts";
+import { ApiError } from "../errors.ts";
+import { signupResultOf } from "../auth/signup_result.ts";
+import { parseSignupFields } from "../auth/signup_fields.ts";
+import { MIB } from "../limits/tiers.ts";
+import { silentLogger } from "../log.ts";
+
+export const TOKEN_USAGE =
+  `Usage: main.ts token mint --email EMAIL --label LABEL [--scopes put,get,list,pin] [--quota-mb N]
+       main.ts token list [--email EMAIL]
+       main.ts token revoke JTI
+Each also takes the server's flags that say where its data is (--data-dir, --hmac-key-file, …).`;
+
+const TOKEN_FLAGS: ParseArgsOptionsConfig = {
+  email: { type: "string" },
+  label: { type: "string" },
+  scopes: { type: "string" },
+  "quota-mb": { type: "string" },
+};
+
+export interface TokenCommandOptions {
+  args: readonly string[];
+  env: Readonly<Record<string, string | undefined>>;
+  /** Where results go (one JSON document); stdout in production. */
+  print(text: string): void;
+  clock?: Clock;
+}
+
+/** Runs a token subcommand; throws ConfigError for a bad command line or field. */
+export async function runTokenCommand(options: TokenCommandOptions): Promise<number> {
+  const { action, target, flags, config } = parseTokenArgs(options.args, options.env);
+  if (config.dataDir === null) throw new ConfigError("token commands need --data-dir");
+  await makePrivateDirectory(config.dataDir, silentLogger);
+  const paths = dataDirPaths(config.dataDir);
+  await makePrivateDatabaseFiles(paths.database);
+  const db = openDatabase({ path: paths.database, busyTimeoutMs: config.dbBusyTimeoutMs });
+  try {
+    const records = new TokenRecords(db);
+    const clock = options.clock ?? systemClock;
+    if (action === "mint") {
+      const maxQuotaMb = Math.floor(config.token.dailyCapBytes / MIB);
+      const fields = parseSignupFields({
+        email: flags.email,
+        label: flags.label,
+        scopes: flags.scopes?.split(",").map((s) => s.trim()),
+        quotaMb: flags["quota-mb"] === undefined ? undefined : Number(flags["quota-mb"]),
+      }, maxQuotaMb);
+      const hmacKey = await HmacKey.open({
+        path: keyFilePath({ dataDir: config.dataDir, keyFile: config.hmacKeyFile }),
+        createIfMissing: config.hmacKeyFile === null,
+      });
+      const tokens = new TokenService({
+        hmacKey,
+        records,
+        clock,
+        lifetimeDays: config.tokenLifetimeDays,
+        maxQuotaMb,
+      });
+      options.print(JSON.stringify(signupResultOf(await tokens.mint(fields)), null, 2));
+    } else if (action === "list") {
+      const sub = flags.email === undefined ? undefined : userIdOf(flags.email);
+      options.print(JSON.stringify({ tokens: records.list({ sub }) }, null, 2));
+    } else {
+      const record = records.get(target!);
+      if (record === null) throw new ConfigError(`No token has jti ${target}`);
+      if (record.revokedAt === null) records.revoke(record.jti, toRfc3339(clock.now()));
+      const revokedAt = records.get(record.jti)!.revokedAt;
+      options.print(JSON.stringify({ jti: record.jti, revoked: true, revokedAt }, null, 2));
+    }
+    return 0;
+  } catch (error) {
+    // Field checks are shared with the signup endpoint: say them as command-line errors.
+    if (error instanceof ApiError) throw new ConfigError(error.message);
+    throw error;
+  } finally {
+    db.close();
+  }
+}
+
+interface TokenArgs {
+  action: "mint" | "list" | "revoke";
+  /** The jti, for revoke. */
+  target: string | null;
+  flags: { email?: string; label?: string; scopes?: string; "quota-mb"?: string };
+  config: Config;
+}
+
+function parseTokenArgs(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+): TokenArgs {
+  const serverFlags = Object.fromEntries(OPTIONS.map((o) => [o.flag, { type: "string" as const }]));
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...args],
+      options: { ...serverFlags, ...TOKEN_FLAGS },
+      strict: true,
+      allowPositionals: true,
+      tokens: true,
+    });
+  } catch (error) {
+    throw new ConfigError(`${(error as Error).message.split("\n")[0]}\n${TOKEN_USAGE}`);
+  }
+  const [action, target, ...extra] = parsed.positionals;
+  const wantsTarget = action === "revoke";
+  if (
+    (action !== "mint" && action !== "list" && action !== "revoke") ||
+    (wantsTarget ? target === undefined : target !== undefined) || extra.length > 0
+  ) {
+    throw new ConfigError(TOKEN_USAGE);
+  }
+  const configArgs = parsed.tokens.flatMap((token) =>
+    token.kind === "option" && !(token.name in TOKEN_FLAGS)
+      ? [`--${token.name}=${token.value}`]
+      : []
+  );
+  const loaded = loadConfig(configArgs, env);
+  if (loaded.kind !== "config") throw new ConfigError(TOKEN_USAGE);
+  return {
+    action,
+    target: target ?? null,
+    flags: parsed.values as TokenArgs["flags"],
+    config: loaded.config,
+  };
+}

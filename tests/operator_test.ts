@@ -1,0 +1,224 @@
+/**
+ * What the operator runs on the server machine: one server per data
+ * directory, `token mint|list|revoke` beside a running server, private file
+ * modes, and start-up errors as one line with exit status 2.
+ */
+import { assertEquals, assertMatch, assertOk } from "./helpers/assert.ts";
+import { readResponse, writeAll } from "./helpers/raw_http.ts";
+import { bearer, errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
+import { startTaskFlags } from "../scripts/lib/spawn_server.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs main.ts with the start task's permission flags for dataDir (or the given flags). */
+async function runMain(args: string[], options: { flags?: string[]; dataDir?: string } = {}) {
+  const flags = options.flags ?? await startTaskFlags(options.dataDir ?? "./data");
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", ...flags, `${ROOT}main.ts`, ...args],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1" },
+  }).output();
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) } as Run;
+}
+
+/** A start-up failure: status 2, exactly one line on stderr, `error: …`, no stack trace. */
+function assertOneLineError(run: Run, pattern: RegExp): void {
+  assertEquals(run.code, 2, run.stderr);
+  const lines = run.stderr.trimEnd().split("\n");
+  assertEquals(lines.length, 1, run.stderr);
+  assertMatch(lines[0], /^error: /);
+  assertMatch(lines[0], pattern);
+  assertEquals(/\bat .*:\d+:\d+/.test(run.stderr), false, "no stack trace");
+}
+
+function modeOf(path: string): string {
+  return (Deno.statSync(path).mode! & 0o777).toString(8);
+}
+
+Deno.test("data dir: a second server exits 2 at once and the first's upload in flight finishes", async () => {
+  await using server = await startTestServer();
+  const body = patternBytes(256 * 1024);
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.server.port });
+  try {
+    await writeAll(
+      conn,
+      new TextEncoder().encode(
+        "POST /api/upload?cid=secondstart01 HTTP/1.1\r\nHost: x\r\n" +
+          `Content-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\n\r\n`,
+      ),
+    );
+    await writeAll(conn, body.subarray(0, 1000));
+    // The upload is in the handler, its temp file open in pieces/tmp.
+    for (let i = 0;; i++) {
+      const health = await (await server.get("/healthz")).json();
+      if (health.uploads.inFlight === 1) break;
+      assertOk(i < 500, "upload never reached the handler");
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const second = await runMain(["--port", "0", "--data-dir", server.dataDir], {
+      dataDir: server.dataDir,
+    });
+    assertOneLineError(second, new RegExp(`in use by process ${Deno.pid}`));
+
+    await writeAll(conn, body.subarray(1000));
+    const answer = await readResponse(conn);
+    assertEquals(answer.status, 200, answer.body);
+  } finally {
+    conn.close();
+  }
+  const stored = await server.get("/p/secondstart01");
+  assertEquals(new Uint8Array(await stored.arrayBuffer()), body);
+});
+
+Deno.test("token mint/revoke on a running server's data dir take effect at once", async () => {
+  await using server = await startTestServer();
+  const minted = await runMain(
+    [
+      "token",
+      "mint",
+      "--email",
+      " Ops@Example.ORG ",
+      "--label",
+      "ci",
+      "--scopes",
+      "put,list",
+      "--data-dir",
+      server.dataDir,
+    ],
+    { dataDir: server.dataDir },
+  );
+  assertEquals(minted.code, 0, minted.stderr);
+  // stdout carries only the signup result, as JSON, for scripts to read.
+  const result = JSON.parse(minted.stdout);
+  assertEquals(
+    Object.keys(result).sort(),
+    ["email", "expiresAt", "jti", "quotaMb", "scopes", "token", "userId"],
+  );
+  assertEquals([result.email, result.scopes], ["ops@example.org", ["put", "list"]]);
+
+  const upload = await server.upload("tokenclimint1", "minted by the operator", {
+    headers: bearer(result.token),
+  });
+  assertEquals(upload.status, 200);
+  assertEquals((await upload.json()).owner, "ops@example.org");
+
+  const listed = await runMain([
+    "token",
+    "list",
+    "--email",
+    "ops@example.org",
+    "--data-dir",
+    server.dataDir,
+  ], {
+    dataDir: server.dataDir,
+  });
+  assertEquals(listed.code, 0, listed.stderr);
+  assertEquals(JSON.parse(listed.stdout).tokens.map((t: { jti: string }) => t.jti), [result.jti]);
+
+  const revoked = await runMain(["token", "revoke", result.jti, "--data-dir", server.dataDir], {
+    dataDir: server.dataDir,
+  });
+  assertEquals(revoked.code, 0, revoked.stderr);
+  assertEquals(JSON.parse(revoked.stdout).revoked, true);
+  const after = await server.get("/api/files", { headers: bearer(result.token) });
+  assertEquals(after.status, 401);
+  assertEquals((await errorOf(after)).error, "revoked_token");
+});
+
+Deno.test("token commands: bad fields and unknown actions are one line, exit 2", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-token-cli-" });
+  try {
+    assertOneLineError(
+      await runMain(["token", "mint", "--email", "nope", "--label", "x", "--data-dir", dataDir], {
+        dataDir,
+      }),
+      /email/,
+    );
+    assertOneLineError(
+      await runMain(
+        [
+          "token",
+          "mint",
+          "--email",
+          "a@b.org",
+          "--label",
+          "x",
+          "--quota-mb",
+          "0",
+          "--data-dir",
+          dataDir,
+        ],
+        { dataDir },
+      ),
+      /quotaMb must be a whole number from 1 to 1024/,
+    );
+    const unknown = await runMain(["token", "destroy", "--data-dir", dataDir], { dataDir });
+    assertEquals(unknown.code, 2);
+    assertMatch(unknown.stderr, /^error: Usage: main\.ts token mint/);
+    const missing = await runMain(["token", "revoke", "no-such-jti", "--data-dir", dataDir], {
+      dataDir,
+    });
+    assertOneLineError(missing, /No token has jti no-such-jti/);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("files at rest: the data dir is 0700 and the database files 0600", async () => {
+  const parent = await Deno.makeTempDir({ prefix: "storage-modes-" });
+  try {
+    const fresh = `${parent}/fresh`;
+    {
+      await using server = await startTestServer({ dataDir: fresh });
+      assertEquals((await server.upload("modescheck001", "x")).status, 200);
+      assertEquals(modeOf(fresh), "700");
+      for (const name of ["storage.db", "storage.db-wal", "storage.db-shm", "hmac.key"]) {
+        assertEquals(modeOf(`${fresh}/${name}`), "600", name);
+      }
+    }
+    // A directory left readable by an older version is tightened at the next start.
+    Deno.chmodSync(fresh, 0o755);
+    Deno.chmodSync(`${fresh}/storage.db`, 0o644);
+    await using again = await startTestServer({ dataDir: fresh });
+    assertEquals(modeOf(fresh), "700");
+    assertEquals(modeOf(`${fresh}/storage.db`), "600");
+    assertEquals((await again.get("/p/modescheck001")).status, 200);
+  } finally {
+    await Deno.remove(parent, { recursive: true });
+  }
+});
+
+Deno.test("start-up: a port in use is one line and exit 2", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-port-" });
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    const run = await runMain(
+      ["--hostname", "127.0.0.1", "--port", String(taken.addr.port), "--data-dir", dataDir],
+      { dataDir },
+    );
+    assertOneLineError(run, /already in use/);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("start-up: rotate-key on a directory the permissions do not cover names the flags", async () => {
+  const elsewhere = await Deno.makeTempDir({ prefix: "storage-rotate-" });
+  try {
+    const run = await runMain(["rotate-key", "--data-dir", elsewhere], {
+      flags: await startTaskFlags("./data"),
+    });
+    assertOneLineError(run, /--allow-read=DIR --allow-write=DIR/);
+  } finally {
+    await Deno.remove(elsewhere, { recursive: true });
+  }
+});
