@@ -1,0 +1,51 @@
+/**
+ * The layering the code is organised by, checked from the import lines so a
+ * shortcut cannot creep back in: db/ and auth/ never import each other,
+ * storage drivers know nothing of the domain code beside them (catalog,
+ * digests) nor of HTTP, and domain.ts imports nothing.
+ */
+import { assertEquals } from "./helpers/assert.ts";
+
+const SRC = new URL("../src/", import.meta.url);
+
+async function* sourceFiles(dir: URL): AsyncIterable<URL> {
+  for await (const entry of Deno.readDir(dir)) {
+    const url = new URL(entry.name + (entry.isDirectory ? "/" : ""), dir);
+    if (entry.isDirectory) yield* sourceFiles(url);
+    else if (entry.name.endsWith(".ts")) yield url;
+  }
+}
+
+/** Every module a file imports, as a path relative to src/ ("db/database.ts"). */
+async function importsOf(file: URL): Promise<string[]> {
+  const text = await Deno.readTextFile(file);
+  const specifiers = [...text.matchAll(/^(?:import|export)[^;]*?from\s+"(\.[^"]+)"/gms)];
+  return specifiers.map(([, spec]) => new URL(spec, file).pathname.slice(SRC.pathname.length));
+}
+
+Deno.test("layering: db/ and auth/ never import each other; drivers import no domain or HTTP code", async () => {
+  const rules: { from: string; mayNotImport: string[] }[] = [
+    { from: "db/", mayNotImport: ["auth/", "http/", "storage/"] },
+    { from: "auth/", mayNotImport: ["db/", "http/"] },
+    {
+      from: "storage/driver/",
+      mayNotImport: ["storage/catalog.ts", "storage/digests.ts", "http/", "db/"],
+    },
+    { from: "domain.ts", mayNotImport: [""] },
+  ];
+  const broken: string[] = [];
+  let checked = 0;
+  for await (const file of sourceFiles(SRC)) {
+    const path = file.pathname.slice(SRC.pathname.length);
+    for (const rule of rules.filter((r) => path.startsWith(r.from))) {
+      checked++;
+      for (const imported of await importsOf(file)) {
+        if (rule.mayNotImport.some((prefix) => imported.startsWith(prefix))) {
+          broken.push(`${path} imports ${imported}`);
+        }
+      }
+    }
+  }
+  assertEquals(checked > 20, true, "the rules found the files they are about");
+  assertEquals(broken, []);
+});
