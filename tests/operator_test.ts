@@ -7,6 +7,7 @@ import { assertEquals, assertMatch, assertOk } from "./helpers/assert.ts";
 import { readResponse, writeAll } from "./helpers/raw_http.ts";
 import { bearer, errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
 import { startTaskFlags } from "../scripts/lib/spawn_server.ts";
+import { eventually } from "./helpers/wait.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -58,12 +59,10 @@ Deno.test("data dir: a second server exits 2 at once and the first's upload in f
     );
     await writeAll(conn, body.subarray(0, 1000));
     // The upload is in the handler, its temp file open in pieces/tmp.
-    for (let i = 0;; i++) {
-      const health = await (await server.get("/healthz")).json();
-      if (health.uploads.inFlight === 1) break;
-      assertOk(i < 500, "upload never reached the handler");
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+    await eventually(
+      async () => (await (await server.get("/healthz")).json()).uploads.inFlight === 1,
+      "the upload in its handler",
+    );
     const second = await runMain(["--port", "0", "--data-dir", server.dataDir], {
       dataDir: server.dataDir,
     });
