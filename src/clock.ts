@@ -9,7 +9,7 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 
 /** The UTC calendar day of an instant, as YYYY-MM-DD (daily caps reset at 00:00 UTC). */
 export function utcDay(ms: number): string {

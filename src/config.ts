@@ -370,6 +370,18 @@ export function loadConfig(
   if (config.token.dailyCapBytes % MIB !== 0) {
     throw new ConfigError("--token-daily-cap must be a whole number of MiB (quotaMb is in MiB)");
   }
+  for (
+    const [flag, days] of [
+      ["--sponsored-term-days", config.sponsored.termDays],
+      ["--token-term-days", config.token.termDays],
+    ] as const
+  ) {
+    if (days > config.maxTermDays) {
+      throw new ConfigError(
+        `${flag} (${days}) must not exceed --max-term-days (${config.maxTermDays})`,
+      );
+    }
+  }
   if (config.signup === "verify" && (config.smtpUrl === null || config.mailFrom === null)) {
     throw new ConfigError("--signup verify needs --smtp-url and --mail-from to send codes");
   }

@@ -43,8 +43,11 @@ export async function openDataDir(config: Config, logger: Logger): Promise<Opene
   const paths = dataDirPaths(dataDir);
   let lock: DirectoryLock | null = null;
   try {
-    await makePrivateDirectory(dataDir, logger);
+    // Created 0700 if missing; tightened only once the lock is ours (a second server
+    // must change nothing).
+    await Deno.mkdir(dataDir, { recursive: true, mode: 0o700 });
     lock = await lockDirectory(dataDir);
+    await makePrivateDirectory(dataDir, logger);
     const store = await DiskStore.create({ root: paths.pieces });
     await makePrivateDatabaseFiles(paths.database);
     const db = openDatabase({ path: paths.database, busyTimeoutMs: config.dbBusyTimeoutMs });

@@ -37,7 +37,10 @@ export interface SignupCodeRecord {
   label: string;
   scopes: Scope[];
   quotaMb: number;
+  /** RFC 3339: when the code was sent. */
+  createdAt: string;
   /** RFC 3339. */
   expiresAt: string;
+  /** Wrong tries since the address's first code of this window (a new code keeps them). */
   attempts: number;
 }

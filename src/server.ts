@@ -157,18 +157,39 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     : null;
   const authenticator = createAuthenticator(tokens);
 
+  const stopBackgroundWork = async () => {
+    stopWatchingKey();
+    reachability.stop();
+    await digests.stop();
+    hashPool?.close();
+    mailer?.close();
+  };
+  const closeStorage = () => {
+    db.close();
+    dataDir.lock?.release();
+  };
+
   // With --port 0 the base URL is known only once bound. Requests are dispatched
   // after this synchronous block ends, so `app` is assigned before the first one.
-  const server = Deno.serve({
-    hostname: config.hostname,
-    port: config.port,
-    onListen: () => {},
-    onError: (error) => {
-      // Our pipeline renders its own errors; this catches only what escapes it.
-      logger.error("unhandled server error", { error: String(error) });
-      return errorResponse(new ApiError("internal_error", "Internal server error"));
-    },
-  }, (request, info) => app.fetch(request, info));
+  let server: Deno.HttpServer<Deno.NetAddr>;
+  try {
+    server = Deno.serve({
+      hostname: config.hostname,
+      port: config.port,
+      onListen: () => {},
+      onError: (error) => {
+        // Our pipeline renders its own errors; this catches only what escapes it.
+        logger.error("unhandled server error", { error: String(error) });
+        return errorResponse(new ApiError("internal_error", "Internal server error"));
+      },
+    }, (request, info) => app.fetch(request, info));
+  } catch (error) {
+    // Nothing is served: take down what was started (a port in use must not leave the
+    // data directory locked, or timers and workers running).
+    await stopBackgroundWork();
+    closeStorage();
+    throw error;
+  }
   const host = server.addr.hostname.includes(":")
     ? `[${server.addr.hostname}]`
     : server.addr.hostname;
@@ -222,15 +243,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       // Uploads first: server.shutdown() would cut their bodies off mid-stream.
       const { aborted } = await uploadDrain.drain(opts.timeoutMs ?? config.shutdownTimeoutMs);
       if (aborted > 0) logger.warn("shutdown: aborted uploads still in flight", { aborted });
-      stopWatchingKey();
-      reachability.stop();
-      await digests.stop();
-      hashPool?.close();
-      mailer?.close();
+      await stopBackgroundWork();
       const closed = await settlesWithin(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
       if (!closed) logger.warn("shutdown: connections still open, closing anyway");
-      db.close();
-      dataDir.lock?.release();
+      closeStorage();
       await logger.flush?.();
     })();
 

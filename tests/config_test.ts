@@ -182,3 +182,15 @@ Deno.test("config: a flag without its value is refused", () => {
   assertMatch(configError(["--port", "--hostname", "x"]), /^Flag --port needs a value/);
   assertMatch(configError(["--base-url", "-x"]), /write --base-url=VALUE/);
 });
+
+Deno.test("config: a tier's term may not pass --max-term-days", () => {
+  for (const args of [["--token-term-days", "2000"], ["--max-term-days", "20"]]) {
+    let message = "";
+    try {
+      configOf(args);
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    assertEquals(/must not exceed --max-term-days/.test(message), true, args.join(" "));
+  }
+});

@@ -113,3 +113,50 @@ Deno.test("uploads in flight: past --upload-memory a new one is 503 server_busy"
   assertEquals(await held.finish(), 200);
   assertEquals(server.server.services.admission.pinnedBytes, 0);
 });
+
+Deno.test("uploads in flight: bodies hashed by POST /api/piece-cids count against the same bounds", async () => {
+  await using server = await startTestServer({ args: ["--max-uploads-per-client", "1"] });
+  const { token } = await signup(server);
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.server.port });
+  try {
+    await writeAll(
+      conn,
+      new TextEncoder().encode(
+        `POST /api/piece-cids HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+          `Content-Length: ${MIB}\r\n\r\n`,
+      ),
+    );
+    await writeAll(conn, patternBytes(1024));
+    await eventually(
+      () => server.server.services.admission.pinnedBytes > 0,
+      "the held body admitted",
+    );
+    const refused = await server.get("/api/piece-cids", {
+      method: "POST",
+      headers: bearer(token),
+      body: patternBytes(100),
+    });
+    assertEquals(refused.status, 429);
+    assertEquals((await errorOf(refused)).error, "rate_limited");
+    await writeAll(conn, patternBytes(MIB - 1024));
+    assertEquals((await readResponse(conn)).status, 200);
+  } finally {
+    conn.close();
+  }
+  assertEquals(server.server.services.admission.pinnedBytes, 0);
+});
+
+Deno.test("deals: an extension clamped mid-day adds whole days, so term and end agree", async () => {
+  const clock = new FakeClock("2026-11-21T10:00:00Z");
+  await using server = await startTestServer({ clock, args: ["--max-term-days", "400"] });
+  const { token } = await signup(server);
+  const upload = await server.upload("bafkhalfday01", patternBytes(64), { headers: bearer(token) });
+  const { dealId } = await upload.json();
+  clock.advance(12 * 3_600_000); // half a day on: the limit is 400.5 days after the upload
+  const response = await server.get(`/api/deals/${dealId}/extend`, {
+    method: "POST",
+    headers: bearer(token),
+  });
+  const deal = await response.json();
+  assertEquals([deal.term, deal.termEndsAt], ["400 days", daysAfter("2026-11-21T10:00:00Z", 400)]);
+});

@@ -890,6 +890,11 @@ const OUT_OF_REACH: Record<string, Record<string, string>> = {
   signup: {
     "202": "needs a mail server that takes the code: tests/signup_modes_test.ts runs one",
   },
+  computePieceCid: {
+    "429 rate_limited": "needs bodies held in flight past --max-uploads-per-client: " +
+      "tests/hardening_test.ts holds one open",
+    "503 server_busy": "needs bodies held in flight past --upload-memory (as for uploads)",
+  },
   verifySignup: {
     "201": "needs the code from a delivered mail: tests/signup_modes_test.ts reads it",
     "503 storage_offline": "a code is only ever sent by a server with its database",

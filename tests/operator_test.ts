@@ -3,7 +3,7 @@
  * directory, `token mint|list|revoke` beside a running server, private file
  * modes, and start-up errors as one line with exit status 2.
  */
-import { assertEquals, assertMatch, assertOk } from "./helpers/assert.ts";
+import { assertEquals, assertMatch } from "./helpers/assert.ts";
 import { readResponse, writeAll } from "./helpers/raw_http.ts";
 import { bearer, errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
 import { startTaskFlags } from "../scripts/lib/spawn_server.ts";
@@ -219,5 +219,38 @@ Deno.test("start-up: rotate-key on a directory the permissions do not cover name
     assertOneLineError(run, /--allow-read=DIR --allow-write=DIR/);
   } finally {
     await Deno.remove(elsewhere, { recursive: true });
+  }
+});
+
+Deno.test("start-up: a port in use releases the data directory for the next start", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-port-lock-" });
+  using taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  try {
+    let refused = false;
+    try {
+      await startTestServer({ dataDir, args: ["--port", String(taken.addr.port)] });
+    } catch (error) {
+      refused = error instanceof Deno.errors.AddrInUse;
+    }
+    assertEquals(refused, true);
+    // The failed start left no lock (nor timers, workers or an open database) behind.
+    await using server = await startTestServer({ dataDir });
+    assertEquals((await server.get("/healthz")).status, 200);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("token list and revoke on a data dir that does not exist create nothing", async () => {
+  const parent = await Deno.makeTempDir({ prefix: "storage-token-typo-" });
+  try {
+    const missing = `${parent}/no-such-dir`;
+    for (const args of [["token", "list"], ["token", "revoke", "x"]]) {
+      const run = await runMain([...args, "--data-dir", missing], { dataDir: missing });
+      assertOneLineError(run, /No database at/);
+    }
+    assertEquals([...Deno.readDirSync(parent)], []);
+  } finally {
+    await Deno.remove(parent, { recursive: true });
   }
 });

@@ -98,7 +98,7 @@ Deno.test("signup verify: a mailed code, once, for the address that received it"
   assertEquals((await errorOf(again)).error, "invalid_code", "a code works once");
 });
 
-Deno.test("signup verify: five wrong tries or fifteen minutes end a code", async () => {
+Deno.test("signup verify: five wrong tries per address, kept across new codes; codes expire", async () => {
   await using sink = startSmtpSink();
   const clock = new FakeClock();
   await using server = await startTestServer({ args: verifyArgs(sink), clock });
@@ -110,34 +110,59 @@ Deno.test("signup verify: five wrong tries or fifteen minutes end a code", async
   };
   const tryCode = async (code: string) =>
     (await post(server, "/api/auth/signup/verify", { email: "b@example.org", code })).status;
+  const wrongFor = (code: string) => code === "12345678" ? "87654321" : "12345678";
 
+  // Four wrong tries still leave the right code working.
   const first = await askCode();
-  const wrong = first === "12345678" ? "87654321" : "12345678";
-  for (let i = 0; i < 5; i++) assertEquals(await tryCode(wrong), 400);
-  assertEquals(await tryCode(first), 400, "the right code after five wrong ones");
+  for (let i = 0; i < 4; i++) assertEquals(await tryCode(wrongFor(first)), 400);
+  assertEquals(await tryCode(first), 201);
 
+  // A new code within a minute of the last is refused, so codes cannot be churned.
   const second = await askCode();
-  clock.advance(15 * 60_000 + 1000);
-  assertEquals(await tryCode(second), 400, "an expired code");
-
+  const tooSoon = await post(server, "/api/auth/signup", { email: "b@example.org", label: "x" });
+  assertEquals(tooSoon.status, 429);
+  assertMatch(tooSoon.headers.get("retry-after")!, /^([1-9]|[1-5]\d|60)$/);
+  await tooSoon.body?.cancel();
+  // Wrong tries carry over to a new code: three now, two after a re-signup, then none left.
+  for (let i = 0; i < 3; i++) assertEquals(await tryCode(wrongFor(second)), 400);
+  clock.advance(61_000);
   const third = await askCode();
-  assertEquals(await tryCode(third), 201, "a fresh code works");
+  for (let i = 0; i < 2; i++) assertEquals(await tryCode(wrongFor(third)), 400);
+  assertEquals(await tryCode(third), 400, "the right code after five wrong ones for the address");
+  clock.advance(61_000);
+  const locked = await post(server, "/api/auth/signup", { email: "b@example.org", label: "x" });
+  assertEquals(locked.status, 429, "no new code while the tries are used up");
+  await locked.body?.cancel();
+
+  // Once the code expires unused, the address starts afresh; an expired code never works.
+  clock.advance(15 * 60_000);
+  const fourth = await askCode();
+  clock.advance(15 * 60_000 + 1000);
+  assertEquals(await tryCode(fourth), 400, "an expired code");
+  const fifth = await askCode();
+  assertEquals(await tryCode(fifth), 201, "a fresh code works");
+  const rows = server.server.db.prepare("SELECT count(*) AS n FROM signup_codes").get();
+  assertEquals(Number((rows as { n: number }).n), 0, "redeemed and expired codes are gone");
 });
 
 Deno.test("signup verify: a mail server that refuses or is down is 503 mail_unavailable", async () => {
   await using sink = startSmtpSink();
   sink.refuse = true;
-  await using server = await startTestServer({ args: verifyArgs(sink) });
+  await using server = await startTestServer({
+    args: [...verifyArgs(sink), "--signup-limit", "1"],
+  });
   const refused = await post(server, "/api/auth/signup", { email: "c@example.org", label: "x" });
   assertEquals(refused.status, 503);
   assertEquals((await errorOf(refused)).error, "mail_unavailable");
   assertMatch(refused.headers.get("retry-after")!, /^\d+$/);
-  // No code stays usable.
-  const none = await post(server, "/api/auth/signup/verify", {
-    email: "c@example.org",
-    code: "00000000",
-  });
-  assertEquals((await errorOf(none)).error, "invalid_code");
+  // The code that was not delivered is gone, and the refusal used up no signup slot.
+  const codes = server.server.db.prepare("SELECT count(*) AS n FROM signup_codes").get();
+  assertEquals(Number((codes as { n: number }).n), 0);
+  sink.refuse = false;
+  const retried = await post(server, "/api/auth/signup", { email: "c@example.org", label: "x" });
+  assertEquals(retried.status, 202);
+  await retried.body?.cancel();
+  assertOk(codeIn((await sink.nextMessage()).data));
 
   using closedPort = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const deadUrl = `smtp://127.0.0.1:${closedPort.addr.port}`;

@@ -2,8 +2,13 @@
  * `--signup verify`: a token is minted only for whoever can read the
  * address's mail. Signup stores a one-time code (its SHA-256, never the code)
  * with the token fields asked for and mails the code; verify exchanges the
- * code for those fields once. A code is valid for 15 minutes and 5 tries; a
- * new signup for the same address replaces the pending code.
+ * code for those fields once.
+ *
+ * Guessing is bounded per address, not per code: a new code keeps the wrong
+ * tries of the one it replaces, so an address gets at most 5 until a code
+ * expires unused (15 minutes after it was sent), and a new code at most once
+ * a minute. So 8 digits cannot
+ * be worn down by signing up again, and nobody can flood an inbox.
  */
 import { Buffer } from "node:buffer";
 import { createHash, timingSafeEqual } from "node:crypto";
@@ -18,15 +23,20 @@ import type { MintInput } from "./tokens.ts";
 export const CODE_DIGITS = 8;
 export const CODE_TTL_MS = 15 * 60_000;
 export const MAX_CODE_ATTEMPTS = 5;
+/** Least time between two codes for one address. */
+export const RESEND_AFTER_MS = 60_000;
 
 /** Where pending codes are kept (db/signup_code_records.ts in this service). */
 export interface SignupCodeStore {
   /** Stores the pending code of an address, replacing any earlier one. */
-  put(record: Omit<SignupCodeRecord, "attempts">): void;
+  put(record: SignupCodeRecord): void;
   get(email: string): SignupCodeRecord | null;
   countAttempt(email: string): void;
   /** True when this call removed the code (so of two racing redemptions, one wins). */
   delete(email: string): boolean;
+  /** Removes this code only, not a newer one sent meanwhile. */
+  deleteCode(email: string, codeHash: string): void;
+  purgeExpired(now: string): void;
 }
 
 export interface SignupVerificationOptions {
@@ -44,17 +54,41 @@ export class SignupVerification {
     this.#options = options;
   }
 
-  /** Stores a new code for fields.email and mails it; 503 mail_unavailable if it cannot be sent. */
+  /**
+   * Stores a new code for fields.email and mails it. 429 while the address must
+   * wait (a code sent less than a minute ago, or its tries used up), 503
+   * mail_unavailable when the mail cannot be sent.
+   */
   async sendCode(fields: MintInput): Promise<void> {
     const { records, mailer, clock, baseUrl } = this.#options;
+    const now = clock.now();
+    records.purgeExpired(toRfc3339(now));
+    const pending = records.get(fields.email);
+    if (pending !== null) {
+      const waitMs = Math.max(
+        Date.parse(pending.createdAt) + RESEND_AFTER_MS - now,
+        pending.attempts >= MAX_CODE_ATTEMPTS ? Date.parse(pending.expiresAt) - now : 0,
+      );
+      if (waitMs > 0) {
+        throw new ApiError(
+          "rate_limited",
+          "A code was sent to this address just now, or its tries are used up; try again later",
+          { headers: { "retry-after": String(Math.ceil(waitMs / 1000)) } },
+        );
+      }
+    }
     const code = randomCode();
+    const codeHash = hashOf(code);
     records.put({
       email: fields.email,
-      codeHash: hashOf(code),
+      codeHash,
       label: fields.label,
       scopes: [...fields.scopes],
       quotaMb: fields.quotaMb,
-      expiresAt: toRfc3339(clock.now() + CODE_TTL_MS),
+      createdAt: toRfc3339(now),
+      expiresAt: toRfc3339(now + CODE_TTL_MS),
+      // Wrong tries carry over to the new code until a code expires unused.
+      attempts: pending?.attempts ?? 0,
     });
     try {
       await mailer.send({
@@ -65,8 +99,8 @@ export class SignupVerification {
           `ignore this mail: nothing happens without the code.\n`,
       });
     } catch (error) {
-      // A code nobody received must not stay usable.
-      records.delete(fields.email);
+      // A code nobody received must not stay usable (a newer one sent meanwhile stays).
+      records.deleteCode(fields.email, codeHash);
       if (error instanceof MailUnavailableError) {
         throw new ApiError("mail_unavailable", "The mail server cannot be reached; try later", {
           cause: error,
@@ -77,19 +111,23 @@ export class SignupVerification {
     }
   }
 
-  /** The fields the code was issued for, once; 400 invalid_code otherwise. */
+  /**
+   * The fields the code was issued for, once; 400 invalid_code otherwise. The
+   * code is used up as it is redeemed, before the token is minted: if minting
+   * then fails (a busy database), the person signs up again.
+   */
   redeem(email: string, code: string): MintInput {
     const { records, clock } = this.#options;
     const address = email.trim().toLowerCase();
     const pending = records.get(address);
-    if (pending === null) throw invalidCode();
-    if (Date.parse(pending.expiresAt) <= clock.now()) {
-      records.delete(address);
+    if (
+      pending === null || Date.parse(pending.expiresAt) <= clock.now() ||
+      pending.attempts >= MAX_CODE_ATTEMPTS
+    ) {
       throw invalidCode();
     }
     if (!sameHash(hashOf(code.trim()), pending.codeHash)) {
-      if (pending.attempts + 1 >= MAX_CODE_ATTEMPTS) records.delete(address);
-      else records.countAttempt(address);
+      records.countAttempt(address);
       throw invalidCode();
     }
     // Deleting is the redemption: of two requests racing with the right code, one wins.

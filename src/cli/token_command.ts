@@ -54,9 +54,15 @@ export interface TokenCommandOptions {
 export async function runTokenCommand(options: TokenCommandOptions): Promise<number> {
   const { action, target, flags, config } = parseTokenArgs(options.args, options.env);
   if (config.dataDir === null) throw new ConfigError("token commands need --data-dir");
-  await makePrivateDirectory(config.dataDir, silentLogger);
   const paths = dataDirPaths(config.dataDir);
-  await makePrivateDatabaseFiles(paths.database);
+  if (action === "mint") {
+    // Minting may come first on a new machine: the directory is made as the server makes it.
+    await makePrivateDirectory(config.dataDir, silentLogger);
+    await makePrivateDatabaseFiles(paths.database);
+  } else if (!await exists(paths.database)) {
+    // A mistyped --data-dir must not list an empty, newly created database.
+    throw new ConfigError(`No database at ${paths.database}: check --data-dir`);
+  }
   const db = openDatabase({ path: paths.database, busyTimeoutMs: config.dbBusyTimeoutMs });
   try {
     const records = new TokenRecords(db);
@@ -98,6 +104,16 @@ export async function runTokenCommand(options: TokenCommandOptions): Promise<num
     throw error;
   } finally {
     db.close();
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
   }
 }
 

@@ -12,35 +12,43 @@ export class SignupCodeRecords {
   readonly #get: StatementSync;
   readonly #countAttempt: StatementSync;
   readonly #delete: StatementSync;
+  readonly #deleteCode: StatementSync;
+  readonly #purgeExpired: StatementSync;
 
   constructor(db: Database) {
     this.#put = db.prepare(
-      `INSERT INTO signup_codes (email, code_hash, label, scopes, quota_mb, expires_at, attempts)
-       VALUES (?, ?, ?, ?, ?, ?, 0)
+      `INSERT INTO signup_codes
+         (email, code_hash, label, scopes, quota_mb, created_at, expires_at, attempts)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (email) DO UPDATE SET code_hash = excluded.code_hash,
          label = excluded.label, scopes = excluded.scopes, quota_mb = excluded.quota_mb,
-         expires_at = excluded.expires_at, attempts = 0`,
+         created_at = excluded.created_at, expires_at = excluded.expires_at,
+         attempts = excluded.attempts`,
     );
     this.#get = db.prepare(
       `SELECT email, code_hash AS codeHash, label, scopes, quota_mb AS quotaMb,
-              expires_at AS expiresAt, attempts
+              created_at AS createdAt, expires_at AS expiresAt, attempts
        FROM signup_codes WHERE email = ?`,
     );
     this.#countAttempt = db.prepare(
       `UPDATE signup_codes SET attempts = attempts + 1 WHERE email = ?`,
     );
     this.#delete = db.prepare(`DELETE FROM signup_codes WHERE email = ?`);
+    this.#deleteCode = db.prepare(`DELETE FROM signup_codes WHERE email = ? AND code_hash = ?`);
+    this.#purgeExpired = db.prepare(`DELETE FROM signup_codes WHERE expires_at <= ?`);
   }
 
   /** Stores the pending code of an address, replacing any earlier one. */
-  put(record: Omit<SignupCodeRecord, "attempts">): void {
+  put(record: SignupCodeRecord): void {
     this.#put.run(
       record.email,
       record.codeHash,
       record.label,
       JSON.stringify(record.scopes),
       record.quotaMb,
+      record.createdAt,
       record.expiresAt,
+      record.attempts,
     );
   }
 
@@ -61,5 +69,15 @@ export class SignupCodeRecords {
 
   delete(email: string): boolean {
     return Number(this.#delete.run(email).changes) > 0;
+  }
+
+  /** Removes this code only: a newer code sent to the address meanwhile stays. */
+  deleteCode(email: string, codeHash: string): void {
+    this.#deleteCode.run(email, codeHash);
+  }
+
+  /** Forgets every code expired by `now` (RFC 3339), and so the addresses it was sent to. */
+  purgeExpired(now: string): void {
+    this.#purgeExpired.run(now);
   }
 }

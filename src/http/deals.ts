@@ -10,7 +10,7 @@
  */
 import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
-import { addDays, toRfc3339 } from "../clock.ts";
+import { addDays, DAY_MS, toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { CatalogRecords } from "../db/catalog_records.ts";
@@ -25,8 +25,6 @@ export interface DealDeps {
   baseUrl: string;
 }
 
-const DAY_MS = 86_400_000;
-
 export function createExtendDealHandler(deps: DealDeps): Handler {
   return async (_request, context) => {
     const caller = requireTokenScope(await context.caller(), "pin");
@@ -39,10 +37,11 @@ export function createExtendDealHandler(deps: DealDeps): Handler {
       : deps.config.sponsored.termDays;
     const endsAt = Date.parse(deal.termEndsAt);
     const latest = addDays(deps.clock.now(), deps.config.maxTermDays);
-    // Never shortened: a deal already past the limit (a lowered flag) keeps its end.
-    const newEnd = Math.max(endsAt, Math.min(addDays(endsAt, termDays), latest));
-    const addedDays = Math.round((newEnd - endsAt) / DAY_MS);
-    deps.records.extendDeal(deal.id, addedDays, toRfc3339(newEnd));
+    // Whole days only, so term (days) and termEndsAt always agree; never shortened (a deal
+    // already past the limit, after the flag was lowered, keeps its end).
+    const roomDays = Math.max(0, Math.floor((latest - endsAt) / DAY_MS));
+    const addedDays = Math.min(termDays, roomDays);
+    deps.records.extendDeal(deal.id, addedDays, toRfc3339(addDays(endsAt, addedDays)));
     return jsonResponse(200, dealView(deps.records.getDeal(deal.id)!, deps.baseUrl));
   };
 }

@@ -15,6 +15,8 @@ import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { uploadPolicyFor } from "../limits/tiers.ts";
 import { pumpBody } from "../storage/driver/body_pump.ts";
 import { requireContentLength } from "./body.ts";
+import { notAdmitted } from "../limits/upload_admission.ts";
+import type { UploadAdmission } from "../limits/upload_admission.ts";
 import { jsonResponse } from "./json.ts";
 import { apiErrorOfStoreFailure } from "./store_errors.ts";
 import type { Handler } from "./router.ts";
@@ -75,6 +77,8 @@ function pieceCidInfo(config: Config): PieceCidInfo {
 export interface ComputeDeps {
   config: Config;
   hashPool: HashWorkerPool | null;
+  /** The same bounds as uploads: this body pins the same read buffers, and a hashing segment. */
+  admission: UploadAdmission;
 }
 
 export function createComputePieceCidHandler(deps: ComputeDeps): Handler {
@@ -89,17 +93,23 @@ export function createComputePieceCidHandler(deps: ComputeDeps): Handler {
       );
     }
     if (!request.body) throw new ApiError("no_body", "Request body is required");
+    const admitted = deps.admission.admit(context.clientKey, length);
+    if (!admitted.ok) throw notAdmitted(admitted.reason);
     const hasher = new ParallelPieceHasher({ pool: deps.hashPool });
-    // The same reading as an upload's (length enforced, stalls timed out), into no store.
-    await pumpBody(request.body, {
-      expectedBytes: length,
-      idleTimeoutMs: context.bodyIdleTimeoutMs,
-      signal: context.signal,
-      computeSha256: false,
-      onChunk: (chunk) => hasher.update(chunk),
-    }, () => Promise.resolve()).catch((error) => {
-      throw apiErrorOfStoreFailure(error);
-    });
+    try {
+      // The same reading as an upload's (length enforced, stalls timed out), into no store.
+      await pumpBody(request.body, {
+        expectedBytes: length,
+        idleTimeoutMs: context.bodyIdleTimeoutMs,
+        signal: context.signal,
+        computeSha256: false,
+        onChunk: (chunk) => hasher.update(chunk),
+      }, () => Promise.resolve()).catch((error) => {
+        throw apiErrorOfStoreFailure(error);
+      });
+    } finally {
+      admitted.release();
+    }
     const digest = await hasher.digest();
     context.logFields.bytesIn = length;
     const result: PieceCidResult = {

@@ -451,6 +451,8 @@ export function createRoutes(services: RouteServices): Route[] {
           "too_large",
           "incomplete_body",
           "request_timeout",
+          "rate_limited",
+          "server_busy",
         ],
       },
     },

@@ -51,7 +51,8 @@ export function createSignupHandler(deps: SignupDeps): Handler {
     }
     context.logFields.caller = "signup";
     try {
-      if (deps.verification) {
+      if (deps.mode === "verify") {
+        if (deps.verification === null) throw new Error("verify mode without a verifier");
         await deps.verification.sendCode(fields);
         const sent: SignupVerificationSent = { status: "verification_sent", email: fields.email };
         return jsonResponse(202, sent);

@@ -16,6 +16,7 @@ import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createCidVerifier } from "../piece_cid/verify.ts";
 import type { Config } from "../config.ts";
 import type { DailyCapLedger } from "../limits/daily_caps.ts";
+import { notAdmitted } from "../limits/upload_admission.ts";
 import type { UploadAdmission } from "../limits/upload_admission.ts";
 import { uploadPolicyFor } from "../limits/tiers.ts";
 import { requireScope } from "../auth/scopes.ts";
@@ -115,7 +116,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       const staged = await stageBody(deps.store, request, {
         expectedBytes: length,
         signal: context.signal,
-        idleTimeoutMs: deps.config.bodyIdleTimeoutMs,
+        idleTimeoutMs: context.bodyIdleTimeoutMs,
         onChunk: verifier ? (chunk) => verifier.onChunk(chunk) : undefined,
         // Hashing on the way costs about a quarter of a large upload's throughput, so a
         // large first upload is hashed after the fact (store/digests.ts). Hash on the way
@@ -160,20 +161,6 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       reservation.release();
     }
   };
-}
-
-function notAdmitted(reason: "memory" | "client"): ApiError {
-  // Uploads finish in seconds to minutes: a retry a second later often gets in.
-  const headers = { "retry-after": "1" };
-  return reason === "memory"
-    ? new ApiError("server_busy", "Too many uploads in flight on this server; retry shortly", {
-      headers,
-    })
-    : new ApiError(
-      "rate_limited",
-      "Too many uploads in flight from this address; wait for one to finish",
-      { headers },
-    );
 }
 
 async function stageBody(store: PieceStore, request: Request, options: StageOptions) {

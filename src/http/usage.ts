@@ -5,7 +5,7 @@
  */
 import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
-import { utcDay } from "../clock.ts";
+import { DAY_MS, utcDay } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
 import type { CatalogRecords } from "../db/catalog_records.ts";
@@ -15,7 +15,6 @@ import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 import type { Usage, UsageDay } from "./schemas/bodies.ts";
 
-const DAY_MS = 86_400_000;
 const MAX_DAYS = 366;
 const DEFAULT_DAYS = 30;
 

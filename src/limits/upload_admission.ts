@@ -8,6 +8,7 @@
  * the memory all uploads pin together (past it: 503 server_busy with
  * Retry-After), and the uploads one client address has open (past it: 429).
  */
+import { ApiError } from "../errors.ts";
 import { chunkBufferBytes } from "../streams/chunk_reader.ts";
 
 /**
@@ -29,6 +30,20 @@ export interface UploadAdmissionOptions {
 export type Admission =
   | { ok: true; release(): void }
   | { ok: false; reason: "memory" | "client" };
+
+/** The answer to a body that is not admitted: retried a second later, it often gets in. */
+export function notAdmitted(reason: "memory" | "client"): ApiError {
+  const headers = { "retry-after": "1" };
+  return reason === "memory"
+    ? new ApiError("server_busy", "Too many uploads in flight on this server; retry shortly", {
+      headers,
+    })
+    : new ApiError(
+      "rate_limited",
+      "Too many uploads in flight from this address; wait for one to finish",
+      { headers },
+    );
+}
 
 export class UploadAdmission {
   readonly #options: UploadAdmissionOptions;
