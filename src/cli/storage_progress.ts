@@ -1,0 +1,146 @@
+/**
+ * A one-line progress bar on stderr (bytes, rate, ETA), for a person at a
+ * terminal: redrawn in place at most 10 times a second however often the SDK
+ * reports, and cleared before results are printed. When stderr is not a
+ * terminal the CLI uses `silentProgress`, so logs and pipes get none of it.
+ * The clock and the writer are injected so tests can drive it.
+ */
+
+export interface ProgressState {
+  /** What is going on, e.g. "hashing video.mp4". */
+  label: string;
+  done: number;
+  /** null when unknown: then no bar, percentage or ETA. */
+  total: number | null;
+  /** Extra text after the figures, e.g. "hashed 64%". */
+  note?: string;
+}
+
+export interface Progress {
+  update(state: ProgressState): void;
+  /** Removes the line, so what follows starts on a clean one. */
+  clear(): void;
+}
+
+export const silentProgress: Progress = { update() {}, clear() {} };
+
+export interface ProgressBarOptions {
+  write(text: string): void;
+  /** Width of the terminal in columns. */
+  columns(): number;
+  now?: () => number;
+  /** Least time between redraws (default 100 ms). */
+  intervalMs?: number;
+}
+
+const BAR_WIDTH = 16;
+/** How far back the rate looks: long enough to be steady, short enough to follow changes. */
+const RATE_WINDOW_MS = 3000;
+
+export class ProgressBar implements Progress {
+  readonly #options: Required<ProgressBarOptions>;
+  #lastDraw = -Infinity;
+  #shown = false;
+  #samples: { at: number; done: number; label: string }[] = [];
+
+  constructor(options: ProgressBarOptions) {
+    this.#options = { now: () => performance.now(), intervalMs: 100, ...options };
+  }
+
+  update(state: ProgressState): void {
+    const now = this.#options.now();
+    if (this.#samples.length > 0 && this.#samples[0].label !== state.label) this.#samples = [];
+    this.#samples.push({ at: now, done: state.done, label: state.label });
+    while (this.#samples.length > 2 && now - this.#samples[1].at > RATE_WINDOW_MS) {
+      this.#samples.shift();
+    }
+    if (now - this.#lastDraw < this.#options.intervalMs) return;
+    this.#lastDraw = now;
+    this.#shown = true;
+    this.#options.write(
+      `\r${fit(renderLine(state, this.#rate(now)), this.#options.columns())}\x1b[K`,
+    );
+  }
+
+  clear(): void {
+    if (this.#shown) this.#options.write("\r\x1b[K");
+    this.#shown = false;
+    this.#lastDraw = -Infinity;
+    this.#samples = [];
+  }
+
+  /** Bytes per second over the window, or null before there is enough to tell. */
+  #rate(now: number): number | null {
+    const first = this.#samples[0];
+    const last = this.#samples[this.#samples.length - 1];
+    const ms = now - first.at;
+    return ms < 200 ? null : ((last.done - first.done) * 1000) / ms;
+  }
+}
+
+export function renderLine(state: ProgressState, bytesPerSecond: number | null): string {
+  const parts = [state.label];
+  if (state.total !== null && state.total > 0) {
+    const fraction = Math.min(1, state.done / state.total);
+    const filled = Math.round(fraction * BAR_WIDTH);
+    parts.push(`[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}]`);
+    parts.push(`${Math.floor(fraction * 100)}%`.padStart(4));
+    parts.push(`${formatBytes(state.done)}/${formatBytes(state.total)}`);
+  } else {
+    parts.push(formatBytes(state.done));
+  }
+  if (bytesPerSecond !== null) {
+    parts.push(`${formatBytes(bytesPerSecond)}/s`);
+    if (state.total !== null && bytesPerSecond > 0 && state.done < state.total) {
+      parts.push(`ETA ${eta((state.total - state.done) / bytesPerSecond)}`);
+    }
+  }
+  if (state.note) parts.push(state.note);
+  return parts.join(" ");
+}
+
+/** 512 B, 1.5 KiB, 100.0 MiB, 1.00 GiB. */
+export function formatBytes(bytes: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  if (unit === 0) return `${Math.round(value)} B`;
+  return `${value.toFixed(value < 10 && unit >= 3 ? 2 : 1)} ${units[unit]}`;
+}
+
+function eta(seconds: number): string {
+  const s = Math.ceil(seconds);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+}
+
+function fit(line: string, columns: number): string {
+  const room = Math.max(10, columns - 1);
+  return line.length <= room ? line : line.slice(0, room - 1) + "…";
+}
+
+/** The progress bar for this process: on stderr when it is a terminal, otherwise none. */
+export function terminalProgress(): Progress {
+  if (!Deno.stderr.isTerminal()) return silentProgress;
+  const encoder = new TextEncoder();
+  return new ProgressBar({
+    write: (text) => writeAllSync(Deno.stderr, encoder.encode(text)),
+    columns: () => {
+      try {
+        return Deno.consoleSize().columns || 80; // 0 on a pseudo-terminal without a size
+      } catch {
+        return 80;
+      }
+    },
+  });
+}
+
+function writeAllSync(target: { writeSync(p: Uint8Array): number }, bytes: Uint8Array): void {
+  let offset = 0;
+  while (offset < bytes.length) offset += target.writeSync(bytes.subarray(offset));
+}

@@ -1,0 +1,144 @@
+/**
+ * The manifest of a split file: written, read and checked here.
+ *
+ * Serialised deterministically, so the same file split the same way always
+ * gives the same bytes and so the same manifest cid (a re-run of an upload
+ * finds its manifest stored): JSON.stringify (whose output the language
+ * specifies exactly) of an object built in one fixed key order, no
+ * whitespace, no trailing newline:
+ *
+ *   {"format":"storage-manifest","version":1,"name":"video.mp4","contentType":"video/mp4",
+ *    "size":262144000,"sha256":"<64 hex>","pieces":[{"cid":"bafkzcib…","size":104857600},…]}
+ *
+ * Reading is strict about what it relies on (format, version, types, the
+ * sizes adding up, a PieceCIDv2's own size agreeing with its entry) and
+ * ignores fields it does not know.
+ */
+import { parseCid } from "../piece_cid/mod.ts";
+import { VerificationError } from "./errors.ts";
+import { MANIFEST_CONTENT_TYPE } from "./types.ts";
+import type { Manifest } from "./types.ts";
+
+export const MANIFEST_FORMAT = "storage-manifest";
+export const MANIFEST_VERSION = 1;
+/** Refuse to buffer a "manifest" larger than this on download (about 500,000 pieces). */
+export const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
+/** X-Filename is at most 255 bytes of UTF-8 (docs/api.md#limits). */
+const MAX_FILENAME_BYTES = 255;
+const CID_PATTERN = /^[a-z0-9]{8,80}$/;
+const SHA256_PATTERN = /^[0-9a-f]{64}$/;
+
+export function serializeManifest(manifest: Manifest): Uint8Array<ArrayBuffer> {
+  const ordered = {
+    format: manifest.format,
+    version: manifest.version,
+    name: manifest.name,
+    contentType: manifest.contentType,
+    size: manifest.size,
+    sha256: manifest.sha256,
+    pieces: manifest.pieces.map((piece) => ({ cid: piece.cid, size: piece.size })),
+  };
+  return new TextEncoder().encode(JSON.stringify(ordered));
+}
+
+/**
+ * An upper bound of the serialised size for `pieceCount` pieces, to refuse a
+ * split whose manifest could not be stored under the per-file cap before any
+ * piece is sent.
+ */
+export function manifestSizeBound(pieceCount: number, name: string | null, type: string): number {
+  const text = (value: string | null) => value === null ? 4 : 6 * value.length + 2;
+  // {"cid":"<80>","size":<16 digits>}, plus a comma.
+  const perPiece = 8 + 80 + 9 + 16 + 2;
+  return 200 + text(name) + text(type) + pieceCount * perPiece;
+}
+
+/** Parses and checks manifest bytes; anything wrong is VerificationError("manifest"). */
+export function parseManifest(bytes: Uint8Array, cid: string): Manifest {
+  const fail = (why: string): never => {
+    throw new VerificationError(cid, "manifest", `The manifest ${cid} is invalid: ${why}`);
+  };
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    return fail("not UTF-8 JSON");
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) fail("not an object");
+  const raw = value as Record<string, unknown>;
+  if (raw.format !== MANIFEST_FORMAT) fail(`format is not "${MANIFEST_FORMAT}"`);
+  if (raw.version !== MANIFEST_VERSION) fail(`version ${raw.version} is not supported`);
+  if (raw.name !== null && typeof raw.name !== "string") fail("name is not a string or null");
+  if (typeof raw.contentType !== "string" || raw.contentType === "") fail("contentType missing");
+  if (!isSize(raw.size, 0)) fail("size is not a whole number of bytes");
+  if (typeof raw.sha256 !== "string" || !SHA256_PATTERN.test(raw.sha256)) {
+    fail("sha256 is not 64 lowercase hex digits");
+  }
+  if (!Array.isArray(raw.pieces) || raw.pieces.length === 0) fail("pieces is not a list");
+  const pieces = (raw.pieces as unknown[]).map((entry, index) => {
+    const piece = entry as Record<string, unknown> | null;
+    if (typeof piece?.cid !== "string" || !CID_PATTERN.test(piece.cid)) {
+      fail(`piece ${index} has no valid cid`);
+    }
+    if (!isSize(piece!.size, 1)) fail(`piece ${index} has no valid size`);
+    const cid = piece!.cid as string;
+    const size = piece!.size as number;
+    const parsed = parseCid(cid);
+    if (parsed.kind === "piece_v2" && parsed.payloadSize !== size) {
+      fail(`piece ${index} is listed as ${size} bytes but its cid fixes ${parsed.payloadSize}`);
+    }
+    return { cid, size };
+  });
+  const total = pieces.reduce((sum, piece) => sum + piece.size, 0);
+  if (total !== raw.size) fail(`the pieces add up to ${total} bytes, not ${raw.size}`);
+  return {
+    format: MANIFEST_FORMAT,
+    version: MANIFEST_VERSION,
+    name: raw.name as string | null,
+    contentType: raw.contentType as string,
+    size: raw.size as number,
+    sha256: raw.sha256 as string,
+    pieces,
+  };
+}
+
+/**
+ * X-Filename of piece `index` (from 0) of `total`: "<name>.part<k>" with k
+ * from 1, zero-padded to the width of `total` so the names sort in order
+ * ("video.mp4.part01" … "video.mp4.part12"). Null without a name.
+ */
+export function pieceFilename(name: string | null, index: number, total: number): string | null {
+  if (name === null) return null;
+  const width = String(total).length;
+  return withSuffix(name, `.part${String(index + 1).padStart(width, "0")}`);
+}
+
+/** X-Filename of the manifest piece: "<name>.manifest.json". Null without a name. */
+export function manifestFilename(name: string | null): string | null {
+  return name === null ? null : withSuffix(name, ".manifest.json");
+}
+
+/** name + suffix, the name shortened (whole code points) so the result fits X-Filename. */
+function withSuffix(name: string, suffix: string): string {
+  const encoder = new TextEncoder();
+  const room = MAX_FILENAME_BYTES - encoder.encode(suffix).byteLength;
+  let kept = "";
+  let bytes = 0;
+  for (const char of name) {
+    const length = encoder.encode(char).byteLength;
+    if (bytes + length > room) break;
+    kept += char;
+    bytes += length;
+  }
+  return kept + suffix;
+}
+
+function isSize(value: unknown, min: number): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= min;
+}
+
+/** Whether a Content-Type marks the manifest piece of a split file (parameters ignored). */
+export function isManifestType(contentType: string | null): boolean {
+  if (contentType === null) return false;
+  return contentType.split(";")[0].trim().toLowerCase() === MANIFEST_CONTENT_TYPE;
+}

@@ -1,0 +1,223 @@
+/**
+ * The one place the SDK talks HTTP: builds URLs and headers, sends the token,
+ * turns a fetch TypeError into NetworkError and an error answer into
+ * StorageError (code from the JSON body), and repeats what retry.ts says may
+ * be repeated. Every response body is either handed to the caller or
+ * consumed here, so no connection is left dangling.
+ */
+import { NetworkError, StorageError } from "./errors.ts";
+import { parseRetryAfter, withRetry } from "./retry.ts";
+import type { Repeatable, RetryPolicy } from "./retry.ts";
+import type { PieceUploadResponse } from "./api_types.ts";
+
+export interface TransportOptions {
+  server: string;
+  token: string | null;
+  fetch: typeof fetch;
+  policy: RetryPolicy;
+}
+
+export interface JsonRequest {
+  method: "GET" | "POST";
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  /** Serialised as the JSON request body. */
+  body?: unknown;
+  /** Send the token (default true when one is configured). */
+  auth?: boolean;
+  repeatable: Repeatable;
+  signal?: AbortSignal;
+}
+
+export interface PieceUploadRequest {
+  cid: string;
+  size: number;
+  /** Made only when the request is (again on every retry): a Blob slice, or the bytes. */
+  body: () => Promise<Blob | Uint8Array<ArrayBuffer>>;
+  contentType: string;
+  filename: string | null;
+  signal?: AbortSignal;
+}
+
+/** Codes for answers without a body (HEAD), per docs/api.md#head-pcid. */
+const BODILESS_CODES: Record<number, string> = {
+  400: "invalid_cid",
+  401: "invalid_token",
+  403: "insufficient_scope",
+  404: "not_found",
+  405: "method_not_allowed",
+  429: "rate_limited",
+  500: "internal_error",
+  503: "storage_offline",
+};
+
+export class Transport {
+  readonly server: string;
+  readonly #token: string | null;
+  readonly #fetch: typeof fetch;
+  readonly policy: RetryPolicy;
+
+  constructor(options: TransportOptions) {
+    this.server = options.server.replace(/\/+$/, "");
+    this.#token = options.token;
+    this.#fetch = options.fetch;
+    this.policy = options.policy;
+  }
+
+  /** `<server>/p/<cid>`: where anyone retrieves a piece. */
+  retrievalUrl(cid: string): string {
+    return `${this.server}/p/${encodeURIComponent(cid)}`;
+  }
+
+  /** A JSON call; answers 2xx with the parsed body, otherwise throws StorageError. */
+  async json<T>(request: JsonRequest): Promise<T> {
+    const url = this.#url(request.path, request.query);
+    const headers = this.#headers(request.auth ?? true);
+    let body: string | undefined;
+    if (request.body !== undefined) {
+      headers.set("content-type", "application/json");
+      body = JSON.stringify(request.body);
+    }
+    return await this.#retrying(request.repeatable, request.signal, async () => {
+      const response = await this.#send(url, { method: request.method, headers, body }, request);
+      return await readJson<T>(response);
+    });
+  }
+
+  /** Whether the bytes of a piece are stored (HEAD /p/{cid} answers 200). */
+  async isStored(cid: string, signal?: AbortSignal): Promise<boolean> {
+    const response = await this.#send(
+      this.retrievalUrl(cid),
+      { method: "HEAD", headers: this.#headers(false), acceptStatus: [404] },
+      { signal },
+    );
+    return response.status === 200;
+  }
+
+  /** HEAD /p/{cid}, retried; a missing piece is StorageError not_found. */
+  async headPiece(cid: string, signal?: AbortSignal): Promise<Response> {
+    return await this.#retrying(
+      "safe",
+      signal,
+      () =>
+        this.#send(this.retrievalUrl(cid), { method: "HEAD", headers: this.#headers(false) }, {
+          signal,
+        }),
+    );
+  }
+
+  /** GET /p/{cid}, retried until the status line is in; the caller owns the body. */
+  async getPiece(cid: string, signal?: AbortSignal): Promise<Response> {
+    return await this.#retrying(
+      "safe",
+      signal,
+      () =>
+        this.#send(this.retrievalUrl(cid), { method: "GET", headers: this.#headers(false) }, {
+          signal,
+        }),
+    );
+  }
+
+  /**
+   * Stores a piece unless it is stored already: HEAD first, then POST. Both
+   * run in every attempt, so a POST whose answer was lost is not sent (and
+   * charged) again once the piece turns out to be there. Returns the deal, or
+   * null when nothing had to be sent.
+   */
+  async storePiece(request: PieceUploadRequest): Promise<PieceUploadResponse | null> {
+    const url = this.#url("/api/upload", { cid: request.cid });
+    const headers = this.#headers(true);
+    headers.set("content-type", request.contentType);
+    if (request.filename !== null) headers.set("x-filename", encodeURIComponent(request.filename));
+    return await this.#retrying("safe", request.signal, async () => {
+      if (await this.isStored(request.cid, request.signal)) return null;
+      const body = await request.body();
+      const size = body instanceof Blob ? body.size : body.byteLength;
+      if (size !== request.size) {
+        throw new Error(
+          `Cannot upload ${request.cid}: the source gave ${size} bytes, expected ${request.size}`,
+        );
+      }
+      const response = await this.#send(url, { method: "POST", headers, body }, request);
+      return await readJson<PieceUploadResponse>(response);
+    });
+  }
+
+  #retrying<T>(repeatable: Repeatable, signal: AbortSignal | undefined, run: () => Promise<T>) {
+    return withRetry(run, { policy: this.policy, repeatable, signal });
+  }
+
+  /** One request. Non-2xx answers (other than those accepted) become StorageError. */
+  async #send(
+    url: string,
+    init: RequestInit & { acceptStatus?: number[] },
+    options: { signal?: AbortSignal },
+  ): Promise<Response> {
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method: init.method,
+        headers: init.headers,
+        body: init.body,
+        signal: options.signal,
+      });
+    } catch (error) {
+      options.signal?.throwIfAborted();
+      if (error instanceof TypeError) {
+        throw new NetworkError(`${init.method} ${url} failed: ${error.message}`, { cause: error });
+      }
+      throw error;
+    }
+    if (response.ok || init.acceptStatus?.includes(response.status)) return response;
+    throw await storageErrorOf(response, init.method ?? "GET");
+  }
+
+  #url(path: string, query: Record<string, string | number | undefined> = {}): string {
+    const url = new URL(this.server + path);
+    for (const [key, value] of Object.entries(query)) {
+      if (value !== undefined) url.searchParams.set(key, String(value));
+    }
+    return url.href;
+  }
+
+  #headers(auth: boolean): Headers {
+    const headers = new Headers();
+    if (auth && this.#token) headers.set("authorization", `Bearer ${this.#token}`);
+    return headers;
+  }
+}
+
+async function readJson<T>(response: Response): Promise<T> {
+  try {
+    return await response.json() as T;
+  } catch (error) {
+    if (error instanceof TypeError) {
+      throw new NetworkError(`Reading the answer from ${response.url} failed: ${error.message}`, {
+        cause: error,
+      });
+    }
+    throw new StorageError(
+      response.status,
+      "invalid_response",
+      `${response.url} answered ${response.status} with a body that is not JSON`,
+    );
+  }
+}
+
+/** Reads the JSON error body (when there is one) into a StorageError. */
+async function storageErrorOf(response: Response, method: string): Promise<StorageError> {
+  const retryAfterSeconds = parseRetryAfter(response.headers.get("retry-after"));
+  let code = BODILESS_CODES[response.status] ?? `http_${response.status}`;
+  let message = `${method} ${response.url} answered ${response.status}`;
+  try {
+    const text = await response.text();
+    if (text !== "") {
+      const body = JSON.parse(text);
+      if (typeof body?.error === "string") code = body.error;
+      if (typeof body?.message === "string") message = body.message;
+    }
+  } catch {
+    // Not JSON (a proxy's page) or cut off: the status decides.
+  }
+  return new StorageError(response.status, code, message, { retryAfterSeconds });
+}

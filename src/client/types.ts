@@ -1,0 +1,150 @@
+/**
+ * The client SDK's public shapes. Web APIs only (fetch, streams, Blob,
+ * WebAssembly, Workers): the same code runs in Deno and in a browser page.
+ * File-system sources live in a separate Deno-only module (fs.ts).
+ */
+
+/**
+ * Bytes to upload or hash. A Blob (a browser File included) is read in
+ * slices; a Uint8Array is wrapped in a Blob; a `ByteSource` is anything that
+ * can hand out a byte range as a stream (fs.ts's `fileSource(path)` in Deno).
+ */
+export type UploadSource = Uint8Array<ArrayBuffer> | Blob | ByteSource;
+
+/** Random access to a sized source, one range at a time. */
+export interface ByteSource {
+  readonly size: number;
+  /** The bytes [start, end) as a stream. */
+  stream(start: number, end: number): ReadableStream<Uint8Array>;
+  /** The bytes [start, end) whole, to send as a request body with its Content-Length. */
+  bytes(start: number, end: number): Promise<Uint8Array<ArrayBuffer>>;
+}
+
+export interface StorageClientOptions {
+  /** Base URL of the server, e.g. http://127.0.0.1:8080 (no trailing slash needed). */
+  server: string;
+  /** A pk_live_ token; without one, uploads are sponsored and account calls answer 401. */
+  token?: string | null;
+  /** Retries of network errors, 5xx, 408 and short 429/503 Retry-Afters. */
+  retry?: RetryOptions;
+  /** Hashing Workers; default one per CPU (at most 8); 0 hashes on the calling thread. */
+  hashWorkers?: number;
+  /** fetch to use (tests, proxies); default globalThis.fetch. */
+  fetch?: typeof fetch;
+  /**
+   * Incremental SHA-256 for the manifest's whole-file digest and bafkrei… checks;
+   * default the portable one (sha256.ts). In Deno or Node, native_sha256.ts's
+   * `nativeSha256` is about ten times faster.
+   */
+  sha256?: () => IncrementalSha256;
+}
+
+/** An incremental SHA-256: update() any number of times, then digest() once. */
+export interface IncrementalSha256 {
+  /** Adds bytes; the caller may reuse its buffer as soon as this returns. */
+  update(bytes: Uint8Array): void;
+  /** The 32-byte digest; no update may follow. */
+  digest(): Uint8Array<ArrayBuffer>;
+}
+
+export interface RetryOptions {
+  /** Attempts per request, the first included (default 5). */
+  attempts?: number;
+  /** First backoff; doubles each time, with jitter (default 250 ms). */
+  baseDelayMs?: number;
+  /** Longest wait between attempts, Retry-After included (default 30 s). */
+  maxDelayMs?: number;
+}
+
+export type UploadPhase = "hashing" | "uploading" | "manifest" | "done";
+
+/** Progress of one upload, for a progress bar; totals are known from the start. */
+export interface UploadProgress {
+  phase: UploadPhase;
+  totalBytes: number;
+  /** Bytes whose piece cid has been computed. */
+  bytesHashed: number;
+  /** Bytes the server has acknowledged, pieces skipped because already stored included. */
+  bytesSent: number;
+  piecesDone: number;
+  piecesTotal: number;
+}
+
+export interface UploadOptions {
+  /** Suggested file name (X-Filename; recorded in the manifest). */
+  filename?: string;
+  /** Content-Type of the file; default the Blob's type, else application/octet-stream. */
+  contentType?: string;
+  onProgress?: (progress: UploadProgress) => void;
+  signal?: AbortSignal;
+  /** Pieces uploaded at once (default 2). */
+  concurrency?: number;
+  /** Size of each piece when the file must be split (default 100 MiB, at most the per-file cap). */
+  pieceSize?: number;
+}
+
+export interface UploadedPiece {
+  cid: string;
+  size: number;
+  /** The deal made by this upload; null when the piece was already stored and skipped. */
+  dealId: string | null;
+}
+
+export interface UploadResult {
+  /** The manifest's PieceCIDv2 for a split file; the single piece's otherwise. */
+  cid: string;
+  retrievalUrl: string;
+  /** Bytes of the original file. */
+  size: number;
+  /** The file's pieces in order (one when not split). */
+  pieces: UploadedPiece[];
+  /** Deal ids made by this upload, the manifest's included (skipped pieces made none). */
+  deals: string[];
+  /** The manifest, when the file was split. */
+  manifest: Manifest | null;
+}
+
+export interface DownloadProgress {
+  totalBytes: number | null;
+  bytesReceived: number;
+  piecesDone: number;
+  piecesTotal: number;
+}
+
+export interface DownloadOptions {
+  onProgress?: (progress: DownloadProgress) => void;
+  signal?: AbortSignal;
+  /** Follow a manifest to the file it describes (default true); false gives the manifest's bytes. */
+  followManifest?: boolean;
+}
+
+/** What a cid downloads to, from the manifest or the piece's headers (no file bytes read). */
+export interface DownloadInfo {
+  cid: string;
+  /** Bytes of the original file. */
+  size: number;
+  /** The file name: the manifest's, or the piece's stored X-Filename; null when none. */
+  name: string | null;
+  contentType: string;
+  /** The manifest when the cid names a split file; null for a single piece. */
+  manifest: Manifest | null;
+  /** Whether download() checks the bytes (false for an opaque cid: passed through unchecked). */
+  verified: boolean;
+}
+
+/** A split file's table of contents, stored as its own piece (docs/client.md). */
+export interface Manifest {
+  format: "storage-manifest";
+  version: 1;
+  name: string | null;
+  contentType: string;
+  /** Bytes of the whole file. */
+  size: number;
+  /** Lowercase hex SHA-256 of the whole file. */
+  sha256: string;
+  /** The pieces in order; their sizes add up to `size`. */
+  pieces: { cid: string; size: number }[];
+}
+
+/** The Content-Type a manifest piece is stored with, which marks it as one on retrieval. */
+export const MANIFEST_CONTENT_TYPE = "application/vnd.storage-manifest+json";

@@ -1,0 +1,335 @@
+/**
+ * An upload, split when the tier's per-file cap requires it.
+ *
+ * Plan: GET /api/limits gives the cap. A file that fits is one piece;
+ * otherwise it is cut into pieces of `pieceSize` (at most the cap), and a
+ * manifest (manifest.ts) is stored last, as its own piece, to name them.
+ *
+ * Pipeline: one pass reads the file in order and computes each piece's
+ * PieceCIDv2 (and, for a split file, the whole file's SHA-256 on the same
+ * bytes); as each cid is known the piece joins a queue that `concurrency`
+ * uploaders drain in order. So piece k+1 is hashed while piece k uploads.
+ *
+ * Resume: every piece, the manifest included, is sent only if HEAD /p/{cid}
+ * says it is not stored (transport.storePiece), so re-running an interrupted
+ * upload sends only what is missing; cids depend only on the bytes, and the
+ * manifest's bytes only on the file, its name, its type and the piece size.
+ *
+ * Memory: the hashing pass streams through one reused 1 MiB buffer (plus
+ * the hash pool's segments in flight). An uploader makes its piece's body
+ * only when its upload starts, and drops it when the answer is in: a Blob
+ * source sends a slice (a browser streams it from disk); other sources read
+ * the piece whole, because the server needs a Content-Length and Deno's fetch
+ * sends a stream body chunked (411). fetch copies an array body (the Fetch
+ * standard says so, Deno does), so a piece in flight costs up to twice its
+ * size: measured, 2 uploaders of 64 MiB pieces from a fileSource peak at
+ * 271 MiB of ArrayBuffers with the collector forced, 337 MiB without.
+ * Lower `concurrency` or `pieceSize` to hold less.
+ *
+ * Failure: the first error aborts everything else (hashing, queued and
+ * in-flight requests) and is what the upload rejects with; an abort of the
+ * caller's signal rejects with the signal's reason.
+ */
+import { MANIFEST_CONTENT_TYPE } from "./types.ts";
+import type {
+  IncrementalSha256,
+  Manifest,
+  UploadedPiece,
+  UploadOptions,
+  UploadPhase,
+  UploadProgress,
+  UploadResult,
+  UploadSource,
+} from "./types.ts";
+import type { Limits } from "./api_types.ts";
+import { StorageError } from "./errors.ts";
+import {
+  MANIFEST_FORMAT,
+  MANIFEST_VERSION,
+  manifestFilename,
+  manifestSizeBound,
+  pieceFilename,
+  serializeManifest,
+} from "./manifest.ts";
+import { cidsOf, pieceCid, readChunks } from "./piece_cid.ts";
+import { ParallelPieceHasher } from "../piece_cid/mod.ts";
+import type { HashWorkerPool } from "../piece_cid/mod.ts";
+import { byteSourceOf, describedBy } from "./sources.ts";
+import type { UploadableSource } from "./sources.ts";
+import { toHex } from "./sha256.ts";
+import type { Transport } from "./transport.ts";
+
+/** 100 MiB: the issue's split size, and the sponsored tier's per-file cap. */
+export const DEFAULT_PIECE_SIZE = 104_857_600;
+export const DEFAULT_CONCURRENCY = 2;
+/** The hashing pass reads byte streams into one buffer of this size (piece_cid.ts readChunks). */
+const HASH_READ_BYTES = 1024 * 1024;
+/** Hashing progress is reported at least every this many bytes (and at every piece's end). */
+const PROGRESS_STEP_BYTES = 1024 * 1024;
+
+export interface UploadContext {
+  transport: Transport;
+  pool: HashWorkerPool | null;
+  sha256: () => IncrementalSha256;
+}
+
+/** A range of the file that is uploaded as one piece. */
+export interface PlannedPiece {
+  index: number;
+  start: number;
+  end: number;
+}
+
+interface HashedPiece extends PlannedPiece {
+  cid: string;
+}
+
+/** One piece when the file fits the cap; else pieces of pieceSize (at most the cap) in order. */
+export function planPieces(size: number, maxFileBytes: number, pieceSize: number): PlannedPiece[] {
+  if (!Number.isSafeInteger(pieceSize) || pieceSize < 1) {
+    throw new RangeError(
+      `pieceSize must be a whole number of bytes, at least 1 (got ${pieceSize})`,
+    );
+  }
+  if (size <= maxFileBytes) return [{ index: 0, start: 0, end: size }];
+  const each = Math.min(pieceSize, maxFileBytes);
+  const pieces: PlannedPiece[] = [];
+  for (let start = 0; start < size; start += each) {
+    pieces.push({ index: pieces.length, start, end: Math.min(size, start + each) });
+  }
+  return pieces;
+}
+
+export async function upload(
+  context: UploadContext,
+  source: UploadSource,
+  options: UploadOptions = {},
+): Promise<UploadResult> {
+  const file = byteSourceOf(source);
+  const described = describedBy(source);
+  const name = options.filename ?? described.name;
+  const contentType = options.contentType ?? described.type ?? "application/octet-stream";
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY));
+  const failed = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, failed.signal]) : failed.signal;
+  const { transport } = context;
+
+  const limits = await transport.json<Limits>({
+    method: "GET",
+    path: "/api/limits",
+    repeatable: "safe",
+    signal,
+  });
+  const plan = planPieces(file.size, limits.maxFileBytes, options.pieceSize ?? DEFAULT_PIECE_SIZE);
+  const split = plan.length > 1;
+  if (split && manifestSizeBound(plan.length, name, contentType) > limits.maxFileBytes) {
+    throw new StorageError(
+      413,
+      "too_large",
+      `Cannot split ${file.size} bytes into ${plan.length} pieces: their manifest would be over ` +
+        `the per-file cap of ${limits.maxFileBytes} bytes; use a larger pieceSize`,
+    );
+  }
+
+  const progress = new ProgressReport(options.onProgress, file.size, plan.length);
+  const whole = split ? context.sha256() : null;
+  const queue = new Queue<HashedPiece>();
+  const pieces: UploadedPiece[] = new Array(plan.length);
+
+  const hashing = async () => {
+    try {
+      for (const piece of plan) {
+        const cid = await hashPiece(file, piece, { pool: context.pool, whole, signal, progress });
+        queue.push({ ...piece, cid });
+      }
+    } finally {
+      queue.close();
+    }
+  };
+  const uploading = async () => {
+    for (let piece = await queue.take(); piece !== null; piece = await queue.take()) {
+      signal.throwIfAborted();
+      progress.phase("uploading");
+      const { start, end } = piece;
+      const answer = await transport.storePiece({
+        cid: piece.cid,
+        size: end - start,
+        body: () => file.body(start, end),
+        contentType,
+        filename: split ? pieceFilename(name, piece.index, plan.length) : name,
+        signal,
+      });
+      pieces[piece.index] = { cid: piece.cid, size: end - start, dealId: answer?.dealId ?? null };
+      progress.pieceStored(end - start);
+    }
+  };
+  await allOrFirstError(
+    [hashing, ...Array.from({ length: Math.min(concurrency, plan.length) }, () => uploading)],
+    failed,
+  );
+
+  const deals = pieces.flatMap((piece) => piece.dealId === null ? [] : [piece.dealId]);
+  if (!split) {
+    progress.phase("done");
+    const cid = pieces[0].cid;
+    return {
+      cid,
+      retrievalUrl: transport.retrievalUrl(cid),
+      size: file.size,
+      pieces,
+      deals,
+      manifest: null,
+    };
+  }
+
+  progress.phase("manifest");
+  const manifest: Manifest = {
+    format: MANIFEST_FORMAT,
+    version: MANIFEST_VERSION,
+    name,
+    contentType,
+    size: file.size,
+    sha256: toHex(whole!.digest()),
+    pieces: pieces.map(({ cid, size }) => ({ cid, size })),
+  };
+  const manifestBytes = serializeManifest(manifest);
+  const { cid } = await pieceCid(manifestBytes, { pool: null, signal });
+  const answer = await transport.storePiece({
+    cid,
+    size: manifestBytes.byteLength,
+    body: () => Promise.resolve(manifestBytes),
+    contentType: MANIFEST_CONTENT_TYPE,
+    filename: manifestFilename(name),
+    signal,
+  });
+  if (answer) deals.push(answer.dealId);
+  progress.phase("done");
+  return {
+    cid,
+    retrievalUrl: transport.retrievalUrl(cid),
+    size: file.size,
+    pieces,
+    deals,
+    manifest,
+  };
+}
+
+/** Streams one piece's range through the piece hasher (and the whole-file SHA-256). */
+async function hashPiece(
+  file: UploadableSource,
+  piece: PlannedPiece,
+  options: {
+    pool: HashWorkerPool | null;
+    whole: IncrementalSha256 | null;
+    signal: AbortSignal;
+    progress: ProgressReport;
+  },
+): Promise<string> {
+  const hasher = new ParallelPieceHasher({ pool: options.pool });
+  const chunks = readChunks(file.stream(piece.start, piece.end), options.signal, {
+    reuseBytes: HASH_READ_BYTES,
+  });
+  for await (const chunk of chunks) {
+    const wait = hasher.update(chunk);
+    options.whole?.update(chunk);
+    if (wait) await wait;
+    options.progress.hashed(chunk.byteLength);
+  }
+  const digest = await hasher.digest();
+  if (digest.size !== piece.end - piece.start) {
+    throw new Error(
+      `The source gave ${digest.size} bytes for [${piece.start}, ${piece.end}): did the file change?`,
+    );
+  }
+  options.progress.hashed(0, true);
+  return cidsOf(digest).cid;
+}
+
+/**
+ * Runs the tasks together. The first to fail aborts `failed` (which every
+ * task's signal follows) and its error is thrown once all have settled, so
+ * nothing is left running behind the caller's back.
+ */
+async function allOrFirstError(
+  tasks: (() => Promise<void>)[],
+  failed: AbortController,
+): Promise<void> {
+  let first: { error: unknown } | null = null;
+  await Promise.all(tasks.map((task) =>
+    task().catch((error) => {
+      first ??= { error };
+      failed.abort(error);
+    })
+  ));
+  if (first !== null) throw (first as { error: unknown }).error;
+}
+
+/** A FIFO that producers close; take() waits for an item, null once closed and empty. */
+class Queue<T> {
+  readonly #items: T[] = [];
+  readonly #waiting: ((item: T | null) => void)[] = [];
+  #closed = false;
+
+  push(item: T): void {
+    const waiter = this.#waiting.shift();
+    if (waiter) waiter(item);
+    else this.#items.push(item);
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const waiter of this.#waiting.splice(0)) waiter(null);
+  }
+
+  take(): Promise<T | null> {
+    if (this.#items.length > 0) return Promise.resolve(this.#items.shift()!);
+    if (this.#closed) return Promise.resolve(null);
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+}
+
+class ProgressReport {
+  readonly #listener: ((progress: UploadProgress) => void) | undefined;
+  readonly #progress: UploadProgress;
+  #reportedHashed = 0;
+
+  constructor(
+    listener: ((progress: UploadProgress) => void) | undefined,
+    totalBytes: number,
+    piecesTotal: number,
+  ) {
+    this.#listener = listener;
+    this.#progress = {
+      phase: "hashing",
+      totalBytes,
+      bytesHashed: 0,
+      bytesSent: 0,
+      piecesDone: 0,
+      piecesTotal,
+    };
+  }
+
+  phase(phase: UploadPhase): void {
+    if (this.#progress.phase === phase) return;
+    this.#progress.phase = phase;
+    this.#report();
+  }
+
+  hashed(bytes: number, pieceEnd = false): void {
+    this.#progress.bytesHashed += bytes;
+    if (pieceEnd || this.#progress.bytesHashed - this.#reportedHashed >= PROGRESS_STEP_BYTES) {
+      this.#reportedHashed = this.#progress.bytesHashed;
+      this.#report();
+    }
+  }
+
+  pieceStored(bytes: number): void {
+    this.#progress.bytesSent += bytes;
+    this.#progress.piecesDone++;
+    this.#report();
+  }
+
+  #report(): void {
+    this.#listener?.({ ...this.#progress });
+  }
+}
