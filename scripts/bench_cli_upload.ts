@@ -33,6 +33,8 @@ export async function cliTaskFlags(): Promise<string[]> {
 
 export interface CliUploadOptions {
   service: SpawnedServer;
+  /** Runs the CLI on these CPUs only (taskset -c); the server is pinned elsewhere by the caller. */
+  clientCpus?: string;
   /** Where the file to upload is written. */
   dir: string;
   sizeBytes: number;
@@ -66,13 +68,19 @@ export async function benchCliUpload(options: CliUploadOptions): Promise<CliUplo
     for (const [index, c] of options.rotated(contenders, run).entries()) {
       await stampPieces(path, sizeBytes, `run ${run} ${c.name} ${index}`);
       const started = performance.now();
-      const output = await new Deno.Command(Deno.execPath(), {
-        args: ["run", ...flags, script, "upload", path, "--json", ...c.extra],
-        env: { NO_COLOR: "1", STORAGE_URL: service.url, STORAGE_TOKEN: token },
-        stdin: "null",
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
+      const cli = ["run", ...flags, script, "upload", path, "--json", ...c.extra];
+      const output = await new Deno.Command(
+        options.clientCpus === undefined ? Deno.execPath() : "taskset",
+        {
+          args: options.clientCpus === undefined
+            ? cli
+            : ["-c", options.clientCpus, Deno.execPath(), ...cli],
+          env: { NO_COLOR: "1", STORAGE_URL: service.url, STORAGE_TOKEN: token },
+          stdin: "null",
+          stdout: "piped",
+          stderr: "piped",
+        },
+      ).output();
       const elapsed = (performance.now() - started) / 1000;
       if (output.code !== 0) {
         throw new Error(`storage upload ${c.name}: ${new TextDecoder().decode(output.stderr)}`);

@@ -25,10 +25,33 @@ export async function startTaskFlags(dataDir: string): Promise<string[]> {
   return words.slice(2, -1).map((w) => w.replaceAll("./data", dataDir));
 }
 
-export async function spawnServer(dataDir: string, args: string[] = []): Promise<SpawnedServer> {
+export interface SpawnOptions {
+  /** Runs the server on these CPUs only (taskset -c), e.g. "0": a bench's stand-in for a machine. */
+  cpus?: string;
+}
+
+export async function spawnServer(
+  dataDir: string,
+  args: string[] = [],
+  options: SpawnOptions = {},
+): Promise<SpawnedServer> {
   const flags = await startTaskFlags(dataDir);
-  const process = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...flags, `${ROOT}main.ts`, "--port", "0", "--data-dir", dataDir, ...args],
+  const command = [
+    "run",
+    ...flags,
+    `${ROOT}main.ts`,
+    "--port",
+    "0",
+    "--data-dir",
+    dataDir,
+    ...args,
+  ];
+  // taskset execs the program, so the child keeps its pid (kill and status work as without).
+  const [program, programArgs] = options.cpus === undefined
+    ? [Deno.execPath(), command]
+    : ["taskset", ["-c", options.cpus, Deno.execPath(), ...command]];
+  const process = new Deno.Command(program, {
+    args: programArgs,
     cwd: ROOT,
     stdout: "piped",
     stderr: "piped",
