@@ -207,6 +207,7 @@ Deno.test("cli: upload splits a file over the cap into pieces and a manifest; do
       cid: result.cid,
       path: "copy.mp4",
       size: bytes.length,
+      verified: true,
     });
     assertEquals(await Deno.readFile(`${dir}/copy.mp4`), bytes);
     // Only the two files: no temporary file left behind.

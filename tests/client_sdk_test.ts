@@ -366,12 +366,20 @@ Deno.test("verification: a manifest whose SHA-256 or sizes do not match, or that
   assertEquals([wrongSha.error.cid, wrongSha.error.failure], [forgedCid, "sha256"]);
   assertOk(wrongSha.bytes < bytes.byteLength);
 
-  // Sizes that do not add up, and bytes that are not a manifest, are refused before any piece.
+  // A manifest type on bytes that are not a manifest does not make them one: whoever uploads
+  // a cid first sets its type, so the bytes decide. They come back as a file, checked.
+  const notManifest = "this is not json at all";
+  const squatted = await storeManifest(notManifest);
+  assertEquals(
+    new TextDecoder().decode(await readAll(await client.download(squatted))),
+    notManifest,
+  );
+
+  // Sizes that do not add up, or an unknown version, are refused before any piece.
   const badSize = { ...result.manifest!, size: bytes.byteLength + 1 };
   for (
     const text of [
       new TextDecoder().decode(serializeManifest(badSize)),
-      "this is not json at all",
       JSON.stringify({ format: "storage-manifest", version: 2 }),
     ]
   ) {

@@ -145,7 +145,8 @@ const MANIFEST: Manifest = {
   sha256: "ab".repeat(32),
   pieces: [
     { cid: pieceCidV2(new Uint8Array(32).fill(1), 3, 54), size: 200 },
-    { cid: "opaquepiece0001", size: 100 },
+    // 127 × 2^(2-2) − 27 = 100 bytes.
+    { cid: pieceCidV2(new Uint8Array(32).fill(2), 2, 27), size: 100 },
   ],
 };
 
@@ -165,7 +166,7 @@ Deno.test("manifest: serialised in one fixed key order, whatever order the objec
     `{"format":"storage-manifest","version":1,"name":"clip \\"1\\".mp4","contentType":"video/mp4",` +
       `"size":300,"sha256":"${"ab".repeat(32)}","pieces":[{"cid":"${
         MANIFEST.pieces[0].cid
-      }","size":200},{"cid":"opaquepiece0001","size":100}]}`,
+      }","size":200},{"cid":"${MANIFEST.pieces[1].cid}","size":100}]}`,
   );
   assertEquals(parseManifest(serializeManifest(MANIFEST), "x"), MANIFEST);
   assertOk(manifestSizeBound(2, MANIFEST.name, MANIFEST.contentType) >= text.length);
@@ -198,6 +199,11 @@ Deno.test("manifest: parsing refuses what it cannot rely on, and ignores unknown
   refused({ ...MANIFEST, pieces: [] }, /pieces/);
   refused({ ...MANIFEST, pieces: [{ cid: "UPPER0001", size: 300 }] }, /piece 0 has no valid cid/);
   refused({ ...MANIFEST, pieces: [{ cid: "opaquepiece0001", size: 0 }] }, /no valid size/);
+  // Every piece is checked as it streams, so each must be named by a cid that fixes its bytes.
+  refused(
+    { ...MANIFEST, size: 300, pieces: [{ cid: "opaquepiece0001", size: 300 }] },
+    /PieceCIDv2/,
+  );
   // A PieceCIDv2 fixes its size: an entry that disagrees is refused.
   refused({
     ...MANIFEST,
@@ -222,8 +228,11 @@ Deno.test("manifest: piece and manifest names sort in order and fit X-Filename's
   assertOk(new TextEncoder().encode(manifestFilename(long)!).byteLength <= 255);
 });
 
-Deno.test("plan: one piece when the file fits the cap, else pieces of pieceSize clamped to the cap", () => {
-  assertEquals(planPieces(100, 100, 10), [{ index: 0, start: 0, end: 100 }]);
+Deno.test("plan: one piece up to pieceSize (clamped to the cap), else pieces of that size", () => {
+  assertEquals(planPieces(100, 100, 100), [{ index: 0, start: 0, end: 100 }]);
+  assertEquals(planPieces(100, 1000, 150), [{ index: 0, start: 0, end: 100 }]);
+  // Larger than pieceSize: split even though the cap would take it whole (bounded memory).
+  assertEquals(planPieces(100, 1000, 40).map((p) => p.end - p.start), [40, 40, 20]);
   assertEquals(planPieces(0, 100, 10), [{ index: 0, start: 0, end: 0 }]);
   assertEquals(planPieces(250, 100, 1000).map((p) => [p.start, p.end]), [[0, 100], [100, 200], [
     200,

@@ -20,7 +20,8 @@ import type { DownloadInfo, DownloadOptions, DownloadProgress, Manifest } from "
 import { NetworkError, VerificationError } from "./errors.ts";
 import { contentCheckFor } from "./content_check.ts";
 import type { ContentCheck, ContentCheckOptions } from "./content_check.ts";
-import { isManifestType, MAX_MANIFEST_BYTES, parseManifest } from "./manifest.ts";
+import { MANIFEST_PREFIX, MAX_MANIFEST_BYTES, parseManifest } from "./manifest.ts";
+import { parseCid } from "../piece_cid/mod.ts";
 import { readChunks } from "./piece_cid.ts";
 import { toHex } from "./sha256.ts";
 import type { Transport } from "./transport.ts";
@@ -38,12 +39,12 @@ export async function download(
   const signal = options.signal
     ? AbortSignal.any([options.signal, cancelled.signal])
     : cancelled.signal;
-  const response = await context.transport.getPiece(cid, signal);
+  const opened = await openPiece(context, cid, signal, options.followManifest !== false);
   let chunks: AsyncGenerator<Uint8Array, void, undefined>;
-  if (isManifestType(response.headers.get("content-type")) && options.followManifest !== false) {
-    const manifest = await readManifest(context, cid, response, signal);
-    chunks = manifestChunks(context, cid, manifest, signal, options.onProgress);
+  if (opened.manifest) {
+    chunks = manifestChunks(context, cid, opened.manifest, signal, options.onProgress);
   } else {
+    const { response } = opened;
     const size = contentLengthOf(response);
     const progress = new ProgressReport(options.onProgress, size, 1);
     chunks = pieceChunks({
@@ -65,11 +66,11 @@ export async function downloadInfo(
   cid: string,
   options: { signal?: AbortSignal } = {},
 ): Promise<DownloadInfo> {
-  const head = await context.transport.headPiece(cid, options.signal);
-  const contentType = head.headers.get("content-type") ?? "application/octet-stream";
-  if (isManifestType(contentType)) {
-    const response = await context.transport.getPiece(cid, options.signal);
-    const manifest = await readManifest(context, cid, response, options.signal);
+  const opened = await openPiece(context, cid, options.signal, true);
+  const head = opened.response;
+  await head?.body?.cancel();
+  const manifest = opened.manifest;
+  if (manifest) {
     return {
       cid,
       size: manifest.size,
@@ -81,12 +82,72 @@ export async function downloadInfo(
   }
   return {
     cid,
-    size: contentLengthOf(head) ?? 0,
-    name: filenameOf(head.headers.get("content-disposition")),
-    contentType,
+    size: contentLengthOf(head!) ?? 0,
+    name: filenameOf(head!.headers.get("content-disposition")),
+    contentType: head!.headers.get("content-type") ?? "application/octet-stream",
     manifest: null,
     verified: contentCheckFor(cid, context) !== null,
   };
+}
+
+type OpenedPiece =
+  | { manifest: Manifest; response: null }
+  | { manifest: null; response: Response };
+
+/**
+ * GETs a cid and tells a manifest from a file by its first bytes (see
+ * MANIFEST_PREFIX), and only under a PieceCIDv2, whose bytes are checked:
+ * a manifest's pieces are then checked one by one, so the whole chain is
+ * verified. Anything else is the file itself, its first bytes put back.
+ */
+async function openPiece(
+  context: DownloadContext,
+  cid: string,
+  signal: AbortSignal | undefined,
+  followManifest: boolean,
+): Promise<OpenedPiece> {
+  const response = await context.transport.getPiece(cid, signal);
+  if (!followManifest || parseCid(cid.toLowerCase()).kind !== "piece_v2" || !response.body) {
+    return { manifest: null, response };
+  }
+  const reader = response.body.getReader();
+  const head: Uint8Array[] = [];
+  let headBytes = 0;
+  let done = false;
+  while (headBytes < MANIFEST_PREFIX.byteLength && !done) {
+    const read = await reader.read();
+    if (read.done) done = true;
+    else {
+      head.push(read.value);
+      headBytes += read.value.byteLength;
+    }
+  }
+  const replayed = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of head) controller.enqueue(chunk);
+      if (done) controller.close();
+    },
+    async pull(controller) {
+      const read = await reader.read();
+      if (read.done) controller.close();
+      else controller.enqueue(read.value);
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
+  const again = new Response(replayed, { status: response.status, headers: response.headers });
+  if (!startsWith(head, MANIFEST_PREFIX)) return { manifest: null, response: again };
+  return { manifest: await readManifest(context, cid, again, signal), response: null };
+}
+
+/** Whether the chunks, joined, begin with prefix. */
+function startsWith(chunks: Uint8Array[], prefix: Uint8Array): boolean {
+  let at = 0;
+  for (const chunk of chunks) {
+    for (let i = 0; i < chunk.byteLength && at < prefix.byteLength; i++, at++) {
+      if (chunk[i] !== prefix[at]) return false;
+    }
+  }
+  return at === prefix.byteLength;
 }
 
 /** Reads a manifest piece whole (it is small), checks it against its cid, and parses it. */
@@ -138,15 +199,8 @@ async function* manifestChunks(
   const progress = new ProgressReport(onProgress, manifest.size, manifest.pieces.length);
   const last = manifest.pieces.length - 1;
   for (const [index, piece] of manifest.pieces.entries()) {
+    // A listed piece is served as bytes whatever it contains: manifests do not nest.
     const response = await context.transport.getPiece(piece.cid, signal);
-    if (isManifestType(response.headers.get("content-type"))) {
-      await response.body?.cancel();
-      throw new VerificationError(
-        manifestCid,
-        "manifest",
-        `The manifest ${manifestCid} lists another manifest (${piece.cid}) as a piece`,
-      );
-    }
     yield* pieceChunks({
       cid: piece.cid,
       body: response.body!,

@@ -21,8 +21,10 @@ import type { Manifest } from "./types.ts";
 
 export const MANIFEST_FORMAT = "storage-manifest";
 export const MANIFEST_VERSION = 1;
-/** Refuse to buffer a "manifest" larger than this on download (about 500,000 pieces). */
-export const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
+/** Refuse to buffer a "manifest" larger than this on download (MAX_MANIFEST_PIECES fit). */
+export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
+/** 100,000 pieces of the default 100 MiB are 9.5 TiB: far past any tier's file. */
+export const MAX_MANIFEST_PIECES = 100_000;
 /** X-Filename is at most 255 bytes of UTF-8 (docs/api.md#limits). */
 const MAX_FILENAME_BYTES = 255;
 const CID_PATTERN = /^[a-z0-9]{8,80}$/;
@@ -75,6 +77,9 @@ export function parseManifest(bytes: Uint8Array, cid: string): Manifest {
     fail("sha256 is not 64 lowercase hex digits");
   }
   if (!Array.isArray(raw.pieces) || raw.pieces.length === 0) fail("pieces is not a list");
+  if ((raw.pieces as unknown[]).length > MAX_MANIFEST_PIECES) {
+    fail(`more than ${MAX_MANIFEST_PIECES} pieces`);
+  }
   const pieces = (raw.pieces as unknown[]).map((entry, index) => {
     const piece = entry as Record<string, unknown> | null;
     if (typeof piece?.cid !== "string" || !CID_PATTERN.test(piece.cid)) {
@@ -84,6 +89,8 @@ export function parseManifest(bytes: Uint8Array, cid: string): Manifest {
     const cid = piece!.cid as string;
     const size = piece!.size as number;
     const parsed = parseCid(cid);
+    // Every piece is checked while it streams: only a cid that fixes the bytes will do.
+    if (parsed.kind !== "piece_v2") fail(`piece ${index} is not named by a PieceCIDv2`);
     if (parsed.kind === "piece_v2" && parsed.payloadSize !== size) {
       fail(`piece ${index} is listed as ${size} bytes but its cid fixes ${parsed.payloadSize}`);
     }
@@ -136,6 +143,14 @@ function withSuffix(name: string, suffix: string): string {
 function isSize(value: unknown, min: number): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= min;
 }
+
+/**
+ * How every manifest's bytes begin (serialisation has a fixed key order). A
+ * download recognises a manifest by these bytes, not by its Content-Type:
+ * whoever uploads a cid first sets its type, so a type is a claim anyone can
+ * make about bytes that are not theirs, while the bytes are fixed by the cid.
+ */
+export const MANIFEST_PREFIX = new TextEncoder().encode(`{"format":"${MANIFEST_FORMAT}",`);
 
 /** Whether a Content-Type marks the manifest piece of a split file (parameters ignored). */
 export function isManifestType(contentType: string | null): boolean {

@@ -22,8 +22,12 @@ export interface RetryPolicy {
 }
 
 export function retryPolicyOf(options: RetryOptions = {}): RetryPolicy {
+  const attempts = options.attempts ?? 5;
+  if (!Number.isSafeInteger(attempts) || attempts < 1) {
+    throw new RangeError(`retry.attempts must be a whole number, at least 1 (got ${attempts})`);
+  }
   return {
-    attempts: Math.max(1, Math.floor(options.attempts ?? 5)),
+    attempts,
     baseDelayMs: Math.max(0, options.baseDelayMs ?? 250),
     maxDelayMs: Math.max(0, options.maxDelayMs ?? 30_000),
     random: Math.random,
@@ -49,6 +53,8 @@ export function retryDelayMs(
   if (error instanceof NetworkError) return repeatable === "safe" ? jittered : null;
   if (!(error instanceof StorageError)) return null;
   const { status, retryAfterSeconds } = error;
+  // Used up until the day's reset: whatever Retry-After says, another try now cannot pass.
+  if (error.code === "quota_exceeded") return null;
   const retryAfterMs = retryAfterSeconds === undefined ? null : retryAfterSeconds * 1000;
   const nothingDone = status === 408 || status === 429 || status === 503;
   if (!nothingDone && !(status >= 500 && repeatable === "safe")) return null;

@@ -79,7 +79,7 @@ export interface UploadOptions {
   signal?: AbortSignal;
   /** Pieces uploaded at once (default 2). */
   concurrency?: number;
-  /** Size of each piece when the file must be split (default 100 MiB, at most the per-file cap). */
+  /** Files larger than this are split into pieces of it (default 100 MiB, at most the per-file cap). */
   pieceSize?: number;
 }
 

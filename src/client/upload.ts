@@ -1,9 +1,10 @@
 /**
  * An upload, split when the tier's per-file cap requires it.
  *
- * Plan: GET /api/limits gives the cap. A file that fits is one piece;
- * otherwise it is cut into pieces of `pieceSize` (at most the cap), and a
- * manifest (manifest.ts) is stored last, as its own piece, to name them.
+ * Plan: GET /api/limits gives the cap. A file of at most `pieceSize` (100
+ * MiB by default, and at most the cap) is one piece; a larger one is cut
+ * into pieces of that size, and a manifest (manifest.ts) is stored last, as
+ * its own piece, to name them.
  *
  * Pipeline: one pass reads the file in order and computes each piece's
  * PieceCIDv2 (and, for a split file, the whole file's SHA-256 on the same
@@ -84,15 +85,21 @@ interface HashedPiece extends PlannedPiece {
   cid: string;
 }
 
-/** One piece when the file fits the cap; else pieces of pieceSize (at most the cap) in order. */
+/**
+ * One piece when the file is at most pieceSize (capped by the per-file cap);
+ * else pieces of that size, in order. Splitting at pieceSize rather than at
+ * the cap is what the interface asks of clients ("files larger than 100 MB
+ * … split into chunks"), and it bounds memory: a piece is read whole to be
+ * sent, so nothing larger than a piece is ever held.
+ */
 export function planPieces(size: number, maxFileBytes: number, pieceSize: number): PlannedPiece[] {
   if (!Number.isSafeInteger(pieceSize) || pieceSize < 1) {
     throw new RangeError(
       `pieceSize must be a whole number of bytes, at least 1 (got ${pieceSize})`,
     );
   }
-  if (size <= maxFileBytes) return [{ index: 0, start: 0, end: size }];
   const each = Math.min(pieceSize, maxFileBytes);
+  if (size <= each) return [{ index: 0, start: 0, end: size }];
   const pieces: PlannedPiece[] = [];
   for (let start = 0; start < size; start += each) {
     pieces.push({ index: pieces.length, start, end: Math.min(size, start + each) });
@@ -109,7 +116,10 @@ export async function upload(
   const described = describedBy(source);
   const name = options.filename ?? described.name;
   const contentType = options.contentType ?? described.type ?? "application/octet-stream";
-  const concurrency = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_CONCURRENCY));
+  const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
+    throw new RangeError(`concurrency must be a whole number, at least 1 (got ${concurrency})`);
+  }
   const failed = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, failed.signal]) : failed.signal;
   const { transport } = context;
