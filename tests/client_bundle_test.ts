@@ -6,36 +6,12 @@
  * (tests/browser_test.ts) runs such a bundle in a page.
  */
 import { assertEquals, assertOk } from "./helpers/assert.ts";
+import { bundleForBrowser } from "./helpers/browser.ts";
 
 Deno.test("bundle: the SDK core bundles for the browser without Deno or Node APIs", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "client-bundle-" });
-  try {
-    const output = `${dir}/sdk.js`;
-    const entry = new URL("../src/client/mod.ts", import.meta.url);
-    const { code, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--platform",
-        "browser",
-        "--format",
-        "esm",
-        "-o",
-        output,
-        entry.href,
-      ],
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-      env: { NO_COLOR: "1" },
-    }).output();
-    assertEquals(code, 0, new TextDecoder().decode(stderr));
-    const bundle = await Deno.readTextFile(output);
-    assertOk(bundle.includes("storage-manifest"), "the bundle is the SDK");
-    assertEquals(bundle.match(/\bDeno\.\w+/g), null);
-    assertEquals(bundle.match(/["']node:[\w/]+["']/g), null);
-    assertEquals(bundle.match(/^\s*import\b.*from\s/gm), null, "nothing left to resolve");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  const bundle = await bundleForBrowser(new URL("../src/client/mod.ts", import.meta.url));
+  assertOk(bundle.includes("storage-manifest"), "the bundle is the SDK");
+  assertEquals(bundle.match(/\bDeno\.\w+/g), null);
+  assertEquals(bundle.match(/["']node:[\w/]+["']/g), null);
+  assertEquals(bundle.match(/^\s*import\b.*from\s/gm), null, "nothing left to resolve");
 });

@@ -14,6 +14,7 @@
  * sizes adding up, a PieceCIDv2's own size agreeing with its entry) and
  * ignores fields it does not know.
  */
+import { normalizeCid } from "../cid_format.ts";
 import { parseCid } from "../piece_cid/mod.ts";
 import { VerificationError } from "./errors.ts";
 import { MANIFEST_CONTENT_TYPE } from "./types.ts";
@@ -27,7 +28,6 @@ export const MAX_MANIFEST_BYTES = 16 * 1024 * 1024;
 export const MAX_MANIFEST_PIECES = 100_000;
 /** X-Filename is at most 255 bytes of UTF-8 (docs/api.md#limits). */
 const MAX_FILENAME_BYTES = 255;
-const CID_PATTERN = /^[a-z0-9]{8,80}$/;
 const SHA256_PATTERN = /^[0-9a-f]{64}$/;
 
 export function serializeManifest(manifest: Manifest): Uint8Array<ArrayBuffer> {
@@ -82,7 +82,7 @@ export function parseManifest(bytes: Uint8Array, cid: string): Manifest {
   }
   const pieces = (raw.pieces as unknown[]).map((entry, index) => {
     const piece = entry as Record<string, unknown> | null;
-    if (typeof piece?.cid !== "string" || !CID_PATTERN.test(piece.cid)) {
+    if (typeof piece?.cid !== "string" || normalizeCid(piece.cid) !== piece.cid) {
       fail(`piece ${index} has no valid cid`);
     }
     if (!isSize(piece!.size, 1)) fail(`piece ${index} has no valid size`);
