@@ -8,6 +8,7 @@
  */
 import { parseArgs } from "node:util";
 import type { ParseArgsOptionsConfig } from "node:util";
+import { getAddress, isAddress } from "viem";
 import { parseIpRanges } from "./net/ip.ts";
 import type { IpRange } from "./net/ip.ts";
 
@@ -24,6 +25,26 @@ export interface TierConfig {
   termDays: number;
 }
 
+/**
+ * The wallet tier: tokens from a Sign-In with Ethereum, daily cap from the
+ * wallet's balance of a USDC-like ERC-20. No RPC URL: no wallet tier.
+ */
+export interface WalletConfig {
+  /** JSON-RPC endpoint balances are read from; null = this server has no wallet tier. */
+  rpcUrl: string | null;
+  /** The chain the RPC must serve and sign-in messages must name. */
+  chainId: number | null;
+  /** The ERC-20 whose balanceOf is the quota (EIP-55). */
+  usdcAddress: string | null;
+  /** Daily upload bytes per whole token of balance. */
+  bytesPerUsdc: number;
+  /** How long a balance read is reused before it is read again. */
+  balanceTtlMs: number;
+  /** Per-file cap; null = none (a full disk still answers 507). */
+  maxFileBytes: number | null;
+  termDays: number;
+}
+
 export interface Config {
   hostname: string;
   port: number;
@@ -34,6 +55,7 @@ export interface Config {
   trustedProxies: readonly IpRange[];
   sponsored: Readonly<TierConfig>;
   token: Readonly<TierConfig>;
+  wallet: Readonly<WalletConfig>;
   /** How long a graceful shutdown waits for in-flight requests. */
   shutdownTimeoutMs: number;
   /** Operator-provided HMAC key file (hex); null = <data-dir>/hmac.key, created on first start. */
@@ -83,7 +105,9 @@ export class ConfigError extends Error {
 
 type Setter = (config: MutableConfig, value: string, name: string) => void;
 type MutableConfig = {
-  -readonly [K in keyof Config]: Config[K] extends Readonly<TierConfig> ? TierConfig : Config[K];
+  -readonly [K in keyof Config]: K extends "sponsored" | "token" | "wallet"
+    ? { -readonly [P in keyof Config[K]]: Config[K][P] }
+    : Config[K];
 };
 
 interface OptionSpec {
@@ -332,6 +356,67 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.maxUploadsPerClient = parseInteger(v, n, { min: 1, max: 100_000 }),
   },
   {
+    flag: "wallet-rpc-url",
+    env: "STORAGE_WALLET_RPC_URL",
+    placeholder: "URL",
+    description: "JSON-RPC endpoint of the wallet tier's chain (http or https)",
+    default: "",
+    defaultHelp: "none: no wallet tier",
+    apply: (c, v, n) => c.wallet.rpcUrl = v === "" ? null : parseRpcUrl(v, n),
+  },
+  {
+    flag: "wallet-chain-id",
+    env: "STORAGE_WALLET_CHAIN_ID",
+    placeholder: "ID",
+    description: "Chain id the RPC must serve and sign-in messages must name",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v, n) =>
+      c.wallet.chainId = v === "" ? null : parseInteger(v, n, { min: 1, max: 2 ** 53 - 1 }),
+  },
+  {
+    flag: "wallet-usdc-address",
+    env: "STORAGE_WALLET_USDC_ADDRESS",
+    placeholder: "ADDRESS",
+    description: "ERC-20 (USDC) contract whose balanceOf sets a wallet's daily cap",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v, n) => c.wallet.usdcAddress = v === "" ? null : parseAddress(v, n),
+  },
+  {
+    flag: "wallet-bytes-per-usdc",
+    env: "STORAGE_WALLET_BYTES_PER_USDC",
+    placeholder: "SIZE",
+    description: "Daily upload bytes per 1 USDC of balance",
+    default: "1GiB",
+    apply: (c, v, n) => c.wallet.bytesPerUsdc = parseSize(v, n),
+  },
+  {
+    flag: "wallet-balance-ttl",
+    env: "STORAGE_WALLET_BALANCE_TTL",
+    placeholder: "SECONDS",
+    description: "How long a wallet's balance is reused before it is read again",
+    default: "30",
+    apply: (c, v, n) => c.wallet.balanceTtlMs = parseInteger(v, n, { min: 0, max: 3600 }) * 1000,
+  },
+  {
+    flag: "wallet-max-file-size",
+    env: "STORAGE_WALLET_MAX_FILE_SIZE",
+    placeholder: "SIZE",
+    description: "Per-file cap of wallet uploads",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v, n) => c.wallet.maxFileBytes = v === "" ? null : parseSize(v, n),
+  },
+  {
+    flag: "wallet-term-days",
+    env: "STORAGE_WALLET_TERM_DAYS",
+    placeholder: "DAYS",
+    description: "Storage term of wallet deals",
+    default: "365",
+    apply: (c, v, n) => c.wallet.termDays = parseInteger(v, n, { min: 1, max: 36500 }),
+  },
+  {
     flag: "log-requests",
     env: "STORAGE_LOG_REQUESTS",
     placeholder: "BOOL",
@@ -358,7 +443,7 @@ export function loadConfig(
   const flags = parseFlags(args);
   if (flags === "help") return { kind: "help", text: helpText() };
   // Defaults, then the environment, then the flags (in the order given): the last one wins.
-  const config = { sponsored: {}, token: {} } as MutableConfig;
+  const config = { sponsored: {}, token: {}, wallet: {} } as MutableConfig;
   for (const option of OPTIONS) {
     option.apply(config, option.default, `the default of --${option.flag}`);
   }
@@ -374,6 +459,7 @@ export function loadConfig(
     const [flag, days] of [
       ["--sponsored-term-days", config.sponsored.termDays],
       ["--token-term-days", config.token.termDays],
+      ["--wallet-term-days", config.wallet.termDays],
     ] as const
   ) {
     if (days > config.maxTermDays) {
@@ -385,7 +471,24 @@ export function loadConfig(
   if (config.signup === "verify" && (config.smtpUrl === null || config.mailFrom === null)) {
     throw new ConfigError("--signup verify needs --smtp-url and --mail-from to send codes");
   }
+  checkWallet(config.wallet);
   return { kind: "config", config: deepFreeze(config) };
+}
+
+/** The wallet tier needs all three of RPC, chain and token, or none of them. */
+function checkWallet(wallet: WalletConfig): void {
+  const given = [
+    ["--wallet-rpc-url", wallet.rpcUrl],
+    ["--wallet-chain-id", wallet.chainId],
+    ["--wallet-usdc-address", wallet.usdcAddress],
+  ] as const;
+  const missing = given.filter(([, value]) => value === null).map(([flag]) => flag);
+  if (missing.length > 0 && missing.length < given.length) {
+    throw new ConfigError(
+      `The wallet tier needs --wallet-rpc-url, --wallet-chain-id and --wallet-usdc-address ` +
+        `together; missing ${missing.join(", ")}`,
+    );
+  }
 }
 
 /** parseArgs options from the table: every setting takes a value (BOOL ones too: `true`/`false`). */
@@ -524,6 +627,28 @@ function parseSmtpUrl(value: string, name: string): string {
     throw new ConfigError(`${name} must start with smtp:// or smtps://`);
   }
   return value;
+}
+
+function parseRpcUrl(value: string, name: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL like http://127.0.0.1:8545`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(`${name} must be an http(s) URL like http://127.0.0.1:8545`);
+  }
+  return value;
+}
+
+/** An Ethereum address, returned EIP-55 checksummed; a mixed-case one must carry a valid checksum. */
+function parseAddress(value: string, name: string): string {
+  // isAddress checks the EIP-55 checksum of a mixed-case address; all-lowercase has none.
+  if (!/^0x[0-9a-fA-F]{40}$/.test(value) || !isAddress(value)) {
+    throw new ConfigError(`${name} must be a 0x-prefixed 20-byte address with a valid checksum`);
+  }
+  return getAddress(value);
 }
 
 function requireNonEmpty(value: string, name: string): string {

@@ -13,14 +13,21 @@ export type Scope = typeof SCOPES[number];
 export const TIERS = ["sponsored", "token", "wallet"] as const;
 export type Tier = typeof TIERS[number];
 
-/** What the service keeps of a token it issued: never the token itself. */
+/**
+ * What the service keeps of a token it issued: never the token itself. A token
+ * belongs to an e-mail address (and carries a daily quota in MiB) or to a
+ * wallet (the quota comes from the wallet's USDC balance): exactly one of
+ * `email` and `wallet` is set, and `quotaMb` is set with `email` only.
+ */
 export interface TokenRecord {
   jti: string;
   sub: string;
-  email: string;
+  email: string | null;
+  /** EIP-55 address of a wallet sign-in. */
+  wallet: string | null;
   label: string;
   scopes: Scope[];
-  quotaMb: number;
+  quotaMb: number | null;
   /** RFC 3339. */
   issuedAt: string;
   /** RFC 3339. */

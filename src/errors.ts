@@ -24,6 +24,7 @@ export const ERROR_STATUS = {
   invalid_code: 400,
   invalid_token: 401,
   revoked_token: 401,
+  invalid_signature: 401,
   insufficient_scope: 403,
   signup_closed: 403,
   not_found: 404,
@@ -39,6 +40,7 @@ export const ERROR_STATUS = {
   storage_offline: 503,
   mail_unavailable: 503,
   server_busy: 503,
+  wallet_unavailable: 503,
   insufficient_storage: 507,
 } as const;
 

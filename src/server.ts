@@ -27,7 +27,7 @@ import { SignupCodeRecords } from "./db/signup_code_records.ts";
 import { createSmtpMailer } from "./mail/mailer.ts";
 import { TokenService } from "./auth/tokens.ts";
 import { DailyCapLedger } from "./limits/daily_caps.ts";
-import { MIB } from "./limits/tiers.ts";
+import { MIB, UploadPolicies } from "./limits/tiers.ts";
 import { UploadAdmission } from "./limits/upload_admission.ts";
 import { WindowLimit } from "./limits/window_limit.ts";
 import { createStderrLogger } from "./log.ts";
@@ -38,6 +38,9 @@ import { DealIdGenerator } from "./storage/deal_id.ts";
 import { PieceDigests } from "./storage/digests.ts";
 import type { PieceStore } from "./storage/driver/driver.ts";
 import { StoreReachability } from "./storage/reachability.ts";
+import { WalletChain } from "./wallet/chain.ts";
+import { WalletSignIn } from "./auth/wallet_sign_in.ts";
+import { WalletNonceRecords } from "./db/wallet_nonce_records.ts";
 
 export interface StartServerOptions {
   config: Config;
@@ -67,6 +70,8 @@ const DEFAULT_STORE_PROBE_INTERVAL_MS = 1000;
 /** A client that holds an idle connection open must not hold the process hostage. */
 const SERVER_CLOSE_TIMEOUT_MS = 2_000;
 const SIGNUP_WINDOW_MS = 3_600_000;
+/** Sign-in nonces one client IP may ask for per hour (each is a row until spent or expired). */
+const WALLET_NONCES_PER_HOUR = 300;
 /** Pieces up to this size are served from memory once read. */
 const SMALL_PIECE_MAX_BYTES = 64 * 1024;
 
@@ -152,6 +157,24 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       return { ok: false, persistent: dataDir.persistent, detail: (error as Error).message };
     }
   };
+  const { wallet } = config;
+  const walletChain = wallet.rpcUrl !== null && wallet.chainId !== null &&
+      wallet.usdcAddress !== null
+    ? new WalletChain({
+      rpcUrl: wallet.rpcUrl,
+      chainId: wallet.chainId,
+      usdcAddress: wallet.usdcAddress,
+      balanceTtlMs: wallet.balanceTtlMs,
+      clock,
+      logger,
+    })
+    : null;
+  const policies = new UploadPolicies({ config, walletBalances: walletChain });
+  const walletNonceLimit = new WindowLimit({
+    limit: WALLET_NONCES_PER_HOUR,
+    windowMs: SIGNUP_WINDOW_MS,
+    clock,
+  });
   const mailer = config.smtpUrl && config.mailFrom
     ? createSmtpMailer({ url: config.smtpUrl, from: config.mailFrom })
     : null;
@@ -205,6 +228,14 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const signupVerification = config.signup === "verify" && mailer
     ? new SignupVerification({ records: new SignupCodeRecords(db), mailer, clock, baseUrl })
     : null;
+  const walletSignIn = walletChain === null || wallet.chainId === null ? null : new WalletSignIn({
+    nonces: new WalletNonceRecords(db),
+    tokens,
+    verifier: walletChain,
+    clock,
+    baseUrl,
+    chainId: wallet.chainId,
+  });
   const services: RouteServices = {
     config,
     baseUrl,
@@ -216,11 +247,15 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     catalog,
     digests,
     ledger,
+    policies,
     admission,
     hashPool,
     retrieval,
     signupLimit,
     signupVerification,
+    walletChain,
+    walletSignIn,
+    walletNonceLimit,
     uploadDrain,
     databaseHealth,
   };

@@ -272,6 +272,23 @@ Deno.test("limits: anonymous callers see the sponsored tier, token holders their
     remainingTodayBytes: MIB - KIB,
     resetsAt: "2026-11-22T00:00:00Z",
     resetSeconds: 6 * 3600,
+    // No --wallet-rpc-url: no wallet tier listed.
+    tiers: [
+      {
+        tier: "sponsored",
+        auth: "none",
+        maxFileBytes: 100 * MIB,
+        dailyCapBytes: MIB,
+        termDays: 30,
+      },
+      {
+        tier: "token",
+        auth: "token",
+        maxFileBytes: 5 * 1024 * MIB,
+        dailyCapBytes: 1024 * MIB,
+        termDays: 365,
+      },
+    ],
   });
   const { token } = await signup(server, { quotaMb: 2 });
   await uploadAs(server, token, "bafklimits0002", patternBytes(MIB));

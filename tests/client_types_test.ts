@@ -18,6 +18,8 @@ const contract: Record<string, true> = {
   pieceUpload: true satisfies Same<Sdk.PieceUploadResponse, Server.UploadResult>,
   signupResult: true satisfies Same<Sdk.SignupResult, ServerSignupResult>,
   verificationSent: true satisfies Same<Sdk.SignupVerificationSent, Server.SignupVerificationSent>,
+  walletNonce: true satisfies Same<Sdk.WalletNonce, Server.WalletNonce>,
+  walletSignIn: true satisfies Same<Sdk.WalletSignInResult, Server.WalletSignInResult>,
   revoke: true satisfies Same<Sdk.RevokeResult, Server.RevokeResult>,
   tokenInfo: true satisfies Same<Sdk.TokenInfo, Server.TokenInfo>,
   tokenList: true satisfies Same<Sdk.TokenList, Server.TokenList>,

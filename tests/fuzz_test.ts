@@ -10,6 +10,8 @@ import fc from "fast-check";
 import { assertEquals, assertOk } from "./helpers/assert.ts";
 import { signup, startTestServer } from "./helpers/server.ts";
 import { ApiContract, errorCodeOf } from "./openapi_contract.ts";
+import { deadRpcUrl, devKey, postSignIn, signedMessage, walletArgs } from "./helpers/wallet.ts";
+import type { TestServer } from "./helpers/server.ts";
 
 const RUNS = Number(Deno.env.get("FUZZ_RUNS") ?? "400");
 const SEED = Number(Deno.env.get("FUZZ_SEED") ?? "20261121");
@@ -20,6 +22,8 @@ const PATHS = [
   "/p/",
   "/api/auth/signup",
   "/api/auth/signup/verify",
+  "/api/auth/wallet/nonce",
+  "/api/auth/wallet",
   "/api/tokens/revoke",
   "/api/tokens",
   "/api/files",
@@ -49,6 +53,16 @@ const headerValue = fc.oneof(
     "../x",
   ),
 ).map((v) => v.replace(/[\r\n\0]/g, ""));
+
+/** Signatures as a client might get them wrong: short, huge, not hex, or plain random hex. */
+function signatureArbitrary() {
+  return fc.oneof(
+    fc.string({ maxLength: 140 }),
+    fc.uint8Array({ minLength: 0, maxLength: 200 }).map((b) => `0x${b.toHex()}`),
+    fc.constantFrom("0x", "0xzz", "zz", "0x" + "ab".repeat(40_000), "0X00", ""),
+    fc.anything(),
+  );
+}
 
 const requestArbitrary = fc.record({
   method: fc.constantFrom("GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"),
@@ -90,12 +104,17 @@ const requestArbitrary = fc.record({
       quotaMb: fc.anything(),
     })
       .map((o) => new TextEncoder().encode(JSON.stringify(o))),
+    fc.record({ message: fc.oneof(fc.string(), fc.anything()), signature: signatureArbitrary() })
+      .map((o) => new TextEncoder().encode(JSON.stringify(o))),
   ),
   useToken: fc.boolean(),
 });
 
 Deno.test("fuzz: random requests to every route never get a 500, a non-JSON error or an undeclared answer", async () => {
-  await using server = await startTestServer({ args: ["--signup-limit", "100000"] });
+  // A wallet tier whose chain is down: sign-in parses and checks, balances answer 503.
+  await using server = await startTestServer({
+    args: ["--signup-limit", "100000", ...walletArgs(deadRpcUrl())],
+  });
   const contract = await ApiContract.fetchFrom(server.url);
   const { token } = await signup(server);
   const seeded = await server.upload("bafkfuzzpiece01", "fuzz");
@@ -153,4 +172,69 @@ Deno.test("fuzz: random requests to every route never get a 500, a non-JSON erro
   assertEquals(health.status, 200, "still serving");
   await health.body?.cancel();
   assertEquals(server.logs.filter((l) => l.msg === "unhandled error"), []);
+});
+
+/** An edit to a valid SIWE message: a character changed, a line dropped or doubled, a field's value swapped. */
+const messageEdit = fc.oneof(
+  fc.record({ kind: fc.constant("char" as const), at: fc.nat(), to: fc.string({ maxLength: 3 }) }),
+  fc.record({ kind: fc.constant("drop" as const), line: fc.nat() }),
+  fc.record({ kind: fc.constant("double" as const), line: fc.nat() }),
+  fc.record({
+    kind: fc.constant("field" as const),
+    line: fc.nat(),
+    value: fc.oneof(
+      fc.string({ maxLength: 60 }),
+      fc.constantFrom("0", "-1", "99999999999999999999", "2026-02-30T00:00:00Z", "x".repeat(9000)),
+    ),
+  }),
+);
+
+function applyEdit(
+  message: string,
+  edit: typeof messageEdit extends fc.Arbitrary<infer T> ? T : never,
+) {
+  const lines = message.split("\n");
+  if (edit.kind === "char") {
+    const at = edit.at % message.length;
+    return message.slice(0, at) + edit.to + message.slice(at + 1);
+  }
+  const line = edit.line % lines.length;
+  if (edit.kind === "drop") lines.splice(line, 1);
+  else if (edit.kind === "double") lines.splice(line, 0, lines[line]);
+  else lines[line] = lines[line].replace(/: .*$/, `: ${edit.value}`);
+  return lines.join("\n");
+}
+
+Deno.test("fuzz: edited Sign-In with Ethereum messages are refused with 401, never a token or a 500", async () => {
+  await using server: TestServer = await startTestServer({ args: walletArgs(deadRpcUrl()) });
+  const contract = await ApiContract.fetchFrom(server.url);
+  await fc.assert(
+    fc.asyncProperty(messageEdit, fc.boolean(), async (edit, keepSignature) => {
+      const signed = await signedMessage(server.url, devKey(1));
+      const message = applyEdit(signed.message, edit);
+      const signature = keepSignature ? signed.signature : `0x${"11".repeat(65)}`;
+      const response = await postSignIn(server.url, { message, signature });
+      const text = await response.text();
+      const undeclared = contract.violation({
+        method: "POST",
+        pathname: "/api/auth/wallet",
+        status: response.status,
+        code: errorCodeOf(text, response.headers),
+        headers: response.headers,
+      });
+      assertEquals(undeclared, null, text);
+      if (message === signed.message && keepSignature) {
+        assertEquals(response.status, 201, text);
+        return;
+      }
+      // A key's signature is checked without the chain; a changed message is not the key's
+      // any more, so only a contract wallet could vouch for it, and the chain is down (503).
+      const code = JSON.parse(text).error;
+      assertOk(
+        ["invalid_signature", "invalid_request", "wallet_unavailable"].includes(code),
+        `${response.status} ${text}\n${message}`,
+      );
+    }),
+    { numRuns: Math.min(RUNS, 150), seed: SEED },
+  );
 });

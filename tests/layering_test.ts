@@ -2,7 +2,8 @@
  * The layering the code is organised by, checked from the import lines so a
  * shortcut cannot creep back in: db/ and auth/ never import each other,
  * storage drivers know nothing of the domain code beside them (catalog,
- * digests) nor of HTTP, and domain.ts imports nothing.
+ * digests) nor of HTTP, the wallet tier's chain code knows nothing of who
+ * calls it, and domain.ts imports nothing.
  */
 import { assertEquals } from "./helpers/assert.ts";
 
@@ -31,6 +32,8 @@ Deno.test("layering: db/ and auth/ never import each other; drivers import no do
       from: "storage/driver/",
       mayNotImport: ["storage/catalog.ts", "storage/digests.ts", "http/", "db/"],
     },
+    // The chain code answers balances and signatures; who asks, and over what, is not its business.
+    { from: "wallet/", mayNotImport: ["http/", "db/", "auth/", "storage/"] },
     { from: "domain.ts", mayNotImport: [""] },
   ];
   const broken: string[] = [];

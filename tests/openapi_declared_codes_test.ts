@@ -14,6 +14,7 @@ import { jtiOf, patternBytes, startTestServer } from "./helpers/server.ts";
 import { ApiContract } from "./openapi_contract.ts";
 import { createProbe } from "./openapi_probe.ts";
 import type { Answer, Probe, SendInit } from "./openapi_probe.ts";
+import { deadRpcUrl, devKey, signedMessage, walletArgs } from "./helpers/wallet.ts";
 
 interface Scenario {
   name: string;
@@ -129,8 +130,73 @@ const DEAD_SMTP_URL = (() => {
   return `smtp://127.0.0.1:${port}`;
 })();
 
+/**
+ * A wallet tier whose chain is down: sign-in still works (a key's signature is
+ * checked without the chain), anything that needs a balance answers 503.
+ */
+const WALLET_ARGS = walletArgs(deadRpcUrl());
+
+/** A wallet token from the probe's server (which must run with WALLET_ARGS). */
+async function walletToken(p: Probe): Promise<string> {
+  const signed = await signedMessage(p.server.url, devKey(1));
+  const answer = await postJson(p, "/api/auth/wallet", signed);
+  assertEquals(answer.status, 201, answer.body);
+  return JSON.parse(answer.body).token;
+}
+
+/** A wallet token's request on a server whose chain cannot be reached. */
+function chainDown(
+  name: string,
+  send: (p: Probe, auth: Record<string, string>) => Promise<Answer>,
+) {
+  return {
+    name,
+    args: WALLET_ARGS,
+    send: async (p: Probe) => send(p, bearer(await walletToken(p))),
+    status: 503,
+    code: "wallet_unavailable",
+  };
+}
+
+/** What every route that reads a JSON body answers to a bad one. */
+function jsonBodyScenarios(path: string, args: string[] = []): Scenario[] {
+  const head = "Content-Type: application/json\n";
+  return [
+    {
+      name: "malformed JSON",
+      args,
+      send: (p) => postJson(p, path, "{nope"),
+      status: 400,
+      code: "invalid_json",
+    },
+    {
+      name: "a body over 64 KiB",
+      args,
+      send: (p) => postJson(p, path, { pad: "x".repeat(70_000) }),
+      status: 413,
+      code: "too_large",
+    },
+    {
+      name: "a body that ends before its Content-Length",
+      args,
+      send: (p) =>
+        p.raw(rawPost(path, `${head}Content-Length: 100\n`), { body: "{", closeWrite: true }),
+      status: 400,
+      code: "incomplete_body",
+    },
+    {
+      name: "a JSON body that stalls",
+      args: [...args, "--body-idle-timeout", "1"],
+      send: (p) => p.raw(rawPost(path, `${head}Content-Length: 50\n`), { body: "{" }),
+      status: 408,
+      code: "request_timeout",
+    },
+  ];
+}
+
 const SCENARIOS: Record<string, Scenario[]> = {
   upload: [
+    chainDown("a wallet token, its chain down", (p, auth) => p.upload(CID, "x", { headers: auth })),
     { name: "a sponsored upload", send: (p) => p.upload(CID, "hello"), status: 200 },
     {
       name: "the same bytes again under a stored cid",
@@ -487,6 +553,76 @@ const SCENARIOS: Record<string, Scenario[]> = {
     },
     wrongMethod("GET", "/api/auth/signup"),
   ],
+  getWalletNonce: [
+    {
+      name: "a server with a wallet tier",
+      args: WALLET_ARGS,
+      send: (p) => p.send("GET", "/api/auth/wallet/nonce"),
+      status: 200,
+    },
+    {
+      name: "a server without one",
+      send: (p) => p.send("GET", "/api/auth/wallet/nonce"),
+      status: 503,
+      code: "wallet_unavailable",
+    },
+    {
+      name: "past the nonces one address may ask for per hour",
+      args: WALLET_ARGS,
+      send: async (p) => {
+        for (let i = 0; i < 300; i++) {
+          const answer = await p.send("GET", "/api/auth/wallet/nonce");
+          assertEquals(answer.status, 200, answer.body);
+        }
+        return p.send("GET", "/api/auth/wallet/nonce");
+      },
+      status: 429,
+      code: "rate_limited",
+    },
+    wrongMethod("DELETE", "/api/auth/wallet/nonce"),
+  ],
+  headWalletNonce: [{
+    name: "a server with a wallet tier",
+    args: WALLET_ARGS,
+    send: (p) => p.send("HEAD", "/api/auth/wallet/nonce"),
+    status: 200,
+  }],
+  signInWithWallet: [
+    {
+      name: "a signed message for this server",
+      args: WALLET_ARGS,
+      send: async (p) =>
+        postJson(p, "/api/auth/wallet", await signedMessage(p.server.url, devKey(1))),
+      status: 201,
+    },
+    {
+      name: "a message for another domain",
+      args: WALLET_ARGS,
+      send: async (p) =>
+        postJson(
+          p,
+          "/api/auth/wallet",
+          await signedMessage(p.server.url, devKey(1), { overrides: { domain: "example.org" } }),
+        ),
+      status: 401,
+      code: "invalid_signature",
+    },
+    {
+      name: "a message that is not a string",
+      args: WALLET_ARGS,
+      send: (p) => postJson(p, "/api/auth/wallet", { message: 1, signature: "0x00" }),
+      status: 400,
+      code: "invalid_request",
+    },
+    ...jsonBodyScenarios("/api/auth/wallet", WALLET_ARGS),
+    {
+      name: "a server without a wallet tier",
+      send: (p) => postJson(p, "/api/auth/wallet", { message: "x", signature: "0x00" }),
+      status: 503,
+      code: "wallet_unavailable",
+    },
+    wrongMethod("GET", "/api/auth/wallet"),
+  ],
   verifySignup: [
     {
       name: "a code when none was sent (--signup open)",
@@ -690,6 +826,10 @@ const SCENARIOS: Record<string, Scenario[]> = {
       code: "invalid_request",
     },
     ...tokenScenarios("GET", "/api/usage", { scope: "list" }),
+    chainDown(
+      "a wallet token, its chain down",
+      (p, auth) => p.send("GET", "/api/usage", { headers: auth }),
+    ),
     wrongMethod("POST", "/api/usage"),
   ],
   headUsage: [
@@ -734,6 +874,10 @@ const SCENARIOS: Record<string, Scenario[]> = {
       code: "invalid_request",
     },
     ...tokenScenarios("GET", "/api/limits").filter((s) => s.name !== "no token"),
+    chainDown(
+      "a wallet token, its chain down",
+      (p, auth) => p.send("GET", "/api/limits", { headers: auth }),
+    ),
     wrongMethod("POST", "/api/limits"),
   ],
   headLimits: [

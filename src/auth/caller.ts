@@ -1,16 +1,20 @@
 /**
  * Who is making a request. Every handler asks the request context for the
- * caller instead of parsing headers itself, so the token tier, and later the
- * wallet tier, slot in behind one Authenticator.
+ * caller instead of parsing headers itself: sponsored, e-mail token and wallet
+ * token callers all come out of one Authenticator.
  */
 import type { Scope } from "../domain.ts";
+
+/** Whom a token belongs to: an e-mail address with its quota, or a wallet. */
+export type TokenAccount =
+  | { kind: "email"; email: string; quotaMb: number }
+  | { kind: "wallet"; /** EIP-55. */ address: string };
 
 export interface TokenCaller {
   kind: "token";
   sub: string;
-  email: string;
+  account: TokenAccount;
   scopes: readonly Scope[];
-  quotaMb: number;
   jti: string;
   /** Expiry, Unix seconds. */
   exp: number;

@@ -24,6 +24,9 @@ export interface MintedToken {
 
 export function signupResultOf(minted: MintedToken): SignupResult {
   const { record } = minted;
+  if (record.email === null || record.quotaMb === null) {
+    throw new Error("signupResultOf: not an e-mail token");
+  }
   return {
     token: minted.token,
     userId: record.sub,

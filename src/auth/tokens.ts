@@ -1,6 +1,8 @@
 /**
- * Access tokens: `pk_live_` + an HS256 JWT whose claims are exactly sub,
- * email, scopes, quotaMb, iat, exp and jti.
+ * Access tokens: `pk_live_` + an HS256 JWT. An e-mail token's claims are
+ * exactly sub, email, scopes, quotaMb, iat, exp and jti; a wallet token's
+ * (minted by a Sign-In with Ethereum) exactly sub, wallet, scopes, iat, exp
+ * and jti: its quota is not a claim, it follows the wallet's USDC balance.
  *
  * Verification accepts HS256 only (jose rejects `alg: none` and every other
  * algorithm given the allow-list), requires a finite exp in the future, and
@@ -25,17 +27,32 @@ const MAX_TOKEN_LENGTH = 4096;
 const VERIFIED_CACHE_SIZE = 10_000;
 /** How far ahead of our clock a token's iat may be (clocks of two machines drift). */
 const MAX_CLOCK_SKEW_SECONDS = 60;
-const CLAIM_NAMES = ["email", "exp", "iat", "jti", "quotaMb", "scopes", "sub"];
+const EMAIL_CLAIM_NAMES = ["email", "exp", "iat", "jti", "quotaMb", "scopes", "sub"];
+const WALLET_CLAIM_NAMES = ["exp", "iat", "jti", "scopes", "sub", "wallet"];
+/** A wallet token lives a day: a signature is cheap to make again, a leaked token is not. */
+export const WALLET_TOKEN_LIFETIME_SECONDS = 86_400;
+/** What the token list shows for a wallet sign-in (it has no label of its own). */
+export const WALLET_TOKEN_LABEL = "wallet sign-in";
 
-export interface TokenClaims {
+interface CommonClaims {
   sub: string;
-  email: string;
   scopes: Scope[];
-  quotaMb: number;
   iat: number;
   exp: number;
   jti: string;
 }
+
+export interface EmailTokenClaims extends CommonClaims {
+  email: string;
+  quotaMb: number;
+}
+
+export interface WalletTokenClaims extends CommonClaims {
+  /** EIP-55 address. */
+  wallet: string;
+}
+
+export type TokenClaims = EmailTokenClaims | WalletTokenClaims;
 
 export interface MintInput {
   email: string;
@@ -62,11 +79,13 @@ export interface TokenServiceOptions {
 }
 
 /**
- * The stable user id of an e-mail: SHA-256 of the trimmed, lowercased address,
- * not keyed by the HMAC key, so user ids survive key rotation.
+ * The stable user id of an e-mail or a wallet address: SHA-256 of the trimmed,
+ * lowercased text, not keyed by the HMAC key, so user ids survive key rotation
+ * (and a wallet's id does not depend on how its address is capitalized).
  */
-export function userIdOf(email: string): string {
-  return "u_" + createHash("sha256").update(email.trim().toLowerCase()).digest("hex").slice(0, 32);
+export function userIdOf(emailOrAddress: string): string {
+  return "u_" +
+    createHash("sha256").update(emailOrAddress.trim().toLowerCase()).digest("hex").slice(0, 32);
 }
 
 export class TokenService {
@@ -79,36 +98,59 @@ export class TokenService {
     this.#cachedKeyVersion = options.hmacKey.version;
   }
 
-  /** Signs a new token and records its metadata (never the token itself). */
-  async mint(
-    input: MintInput,
-  ): Promise<{ token: string; claims: TokenClaims; record: TokenRecord }> {
-    const { clock, lifetimeDays, hmacKey, records } = this.#options;
-    const iat = Math.floor(clock.now() / 1000);
-    const claims: TokenClaims = {
+  /** Signs a new e-mail token and records its metadata (never the token itself). */
+  mint(input: MintInput): Promise<{ token: string; claims: TokenClaims; record: TokenRecord }> {
+    const iat = this.#nowSeconds();
+    return this.#signAndRecord({
       sub: userIdOf(input.email),
       email: input.email,
       scopes: [...input.scopes],
       quotaMb: input.quotaMb,
       iat,
-      exp: iat + lifetimeDays * 86_400,
+      exp: iat + this.#options.lifetimeDays * 86_400,
       jti: crypto.randomUUID(),
-    };
+    }, input.label);
+  }
+
+  /** Signs a wallet token for an EIP-55 address whose signature was checked. */
+  mintForWallet(
+    wallet: string,
+  ): Promise<{ token: string; claims: TokenClaims; record: TokenRecord }> {
+    const iat = this.#nowSeconds();
+    return this.#signAndRecord({
+      sub: userIdOf(wallet),
+      wallet,
+      scopes: [...SCOPES],
+      iat,
+      exp: iat + WALLET_TOKEN_LIFETIME_SECONDS,
+      jti: crypto.randomUUID(),
+    }, WALLET_TOKEN_LABEL);
+  }
+
+  #nowSeconds(): number {
+    return Math.floor(this.#options.clock.now() / 1000);
+  }
+
+  async #signAndRecord(
+    claims: TokenClaims,
+    label: string,
+  ): Promise<{ token: string; claims: TokenClaims; record: TokenRecord }> {
     const jwt = await new SignJWT({ ...claims })
       .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .sign(hmacKey.key);
+      .sign(this.#options.hmacKey.key);
     const record: TokenRecord = {
       jti: claims.jti,
       sub: claims.sub,
-      email: claims.email,
-      label: input.label,
+      email: "email" in claims ? claims.email : null,
+      wallet: "wallet" in claims ? claims.wallet : null,
+      label,
       scopes: claims.scopes,
-      quotaMb: claims.quotaMb,
-      issuedAt: toRfc3339(iat * 1000),
+      quotaMb: "quotaMb" in claims ? claims.quotaMb : null,
+      issuedAt: toRfc3339(claims.iat * 1000),
       expiresAt: toRfc3339(claims.exp * 1000),
       revokedAt: null,
     };
-    records.insert(record);
+    this.#options.records.insert(record);
     return { token: TOKEN_PREFIX + jwt, claims, record };
   }
 
@@ -124,7 +166,17 @@ export class TokenService {
     if (revocation !== null) {
       throw new ApiError("revoked_token", "Token has been revoked");
     }
-    return { kind: "token", ...claims, viaQuery: options.viaQuery };
+    return {
+      kind: "token",
+      sub: claims.sub,
+      account: "wallet" in claims
+        ? { kind: "wallet", address: claims.wallet }
+        : { kind: "email", email: claims.email, quotaMb: claims.quotaMb },
+      scopes: claims.scopes,
+      jti: claims.jti,
+      exp: claims.exp,
+      viaQuery: options.viaQuery,
+    };
   }
 
   async #verifySignature(token: string): Promise<TokenClaims> {
@@ -169,10 +221,13 @@ export class TokenService {
   #checkAgainstRecord(claims: TokenClaims): void {
     const record = this.#options.records.get(claims.jti);
     if (record === null) throw invalid("Token was not issued by this service");
-    const same = record.sub === claims.sub && record.email === claims.email &&
+    const same = record.sub === claims.sub &&
+      record.email === ("email" in claims ? claims.email : null) &&
+      record.wallet === ("wallet" in claims ? claims.wallet : null) &&
       record.scopes.length === claims.scopes.length &&
       record.scopes.every((scope, i) => scope === claims.scopes[i]) &&
-      Number(record.quotaMb) === claims.quotaMb &&
+      (record.quotaMb === null ? null : Number(record.quotaMb)) ===
+        ("quotaMb" in claims ? claims.quotaMb : null) &&
       record.issuedAt === toRfc3339(claims.iat * 1000) &&
       record.expiresAt === toRfc3339(claims.exp * 1000);
     if (!same) throw invalid("Token claims do not match the token this service issued");
@@ -180,14 +235,16 @@ export class TokenService {
 
   #checkClaims(payload: Record<string, unknown>): TokenClaims {
     const names = Object.keys(payload).sort();
-    const { sub, email, scopes, quotaMb, iat, exp, jti } = payload;
-    const ok = names.length === CLAIM_NAMES.length &&
-      names.every((n, i) => n === CLAIM_NAMES[i]) &&
-      typeof sub === "string" && typeof email === "string" && typeof jti === "string" &&
+    const { sub, email, wallet, scopes, quotaMb, iat, exp, jti } = payload;
+    const sameNames = (expected: string[]) =>
+      names.length === expected.length && names.every((n, i) => n === expected[i]);
+    const account = sameNames(EMAIL_CLAIM_NAMES)
+      ? typeof email === "string" && Number.isSafeInteger(quotaMb) &&
+        (quotaMb as number) >= 1 && (quotaMb as number) <= this.#options.maxQuotaMb
+      : sameNames(WALLET_CLAIM_NAMES) && typeof wallet === "string";
+    const ok = account && typeof sub === "string" && typeof jti === "string" &&
       Array.isArray(scopes) && scopes.length > 0 &&
       scopes.every((s) => (SCOPES as readonly unknown[]).includes(s)) &&
-      Number.isSafeInteger(quotaMb) && (quotaMb as number) >= 1 &&
-      (quotaMb as number) <= this.#options.maxQuotaMb &&
       Number.isSafeInteger(iat) && Number.isSafeInteger(exp);
     if (!ok) throw invalid("Token claims are malformed");
     return payload as unknown as TokenClaims;

@@ -1,13 +1,14 @@
 /**
  * The account commands: signup (and signup verify), tokens list / revoke,
- * files, usage, limits, extend. Each is one SDK call; this module validates
+ * files, usage, limits, extend (wallet login, which needs no client, is
+ * storage_wallet.ts). Each is one SDK call; this module validates
  * the flags (exit 2 before any request), and prints the answer: the server's
  * JSON object as is with --json, a short table or a few lines otherwise.
  *
- * The one secret that is ever printed is a new token from signup: shown once,
- * as the server shows it. The token the command runs with never is.
+ * The one secret that is ever printed is a new token from signup (or wallet
+ * login): shown once, as the server shows it. The token the command runs with never is.
  */
-import type { StorageClient } from "../client/mod.ts";
+import type { SignupResult, StorageClient } from "../client/mod.ts";
 import { integerFlag, sizeFlag, UsageError } from "./storage_args.ts";
 import type { Flags, GlobalOptions } from "./storage_args.ts";
 import { printJson, printLines, table } from "./storage_output.ts";
@@ -70,20 +71,25 @@ async function signupVerifyCommand({ io, global, client, flags }: AccountCommand
   return await done(global.json ? printJson(io, result) : printLines(io, signupLines(result)));
 }
 
-function signupLines(r: {
-  token: string;
-  email: string;
-  scopes: string[];
-  quotaMb: number;
-  expiresAt: string;
-  jti: string;
-}): string[] {
+function signupLines(r: SignupResult): string[] {
+  return newTokenLines(
+    r,
+    `${r.email}: scopes ${r.scopes.join(",")}, ${r.quotaMb} MiB a day, expires ${r.expiresAt}`,
+  );
+}
+
+/**
+ * What a command that mints a token prints (signup, wallet login): the token
+ * first and alone on its line, how to keep it, `about` (whose token it is and
+ * what it may do), and the id to revoke it by.
+ */
+export function newTokenLines(r: { token: string; jti: string }, about: string): string[] {
   return [
     r.token,
     "",
     "This token is shown once. Keep it secret; give it to the CLI through the environment:",
     "  export STORAGE_TOKEN=<the token above>",
-    `${r.email}: scopes ${r.scopes.join(",")}, ${r.quotaMb} MiB a day, expires ${r.expiresAt}`,
+    about,
     `token id (jti, to revoke it): ${r.jti}`,
   ];
 }
@@ -95,7 +101,8 @@ async function tokensListCommand({ io, global, client }: AccountCommandOptions) 
     t.jti,
     t.label,
     t.scopes.join(","),
-    `${t.quotaMb} MiB`,
+    // A wallet token's quota is its wallet's USDC balance, read at each upload.
+    t.quotaMb === null ? "USDC balance" : `${t.quotaMb} MiB`,
     t.expiresAt,
     t.revoked ? `revoked ${t.revokedAt}` : t.current ? "current" : "",
   ]);
@@ -159,11 +166,18 @@ async function limitsCommand({ io, global, client, flags }: AccountCommandOption
   if (global.json) return await done(printJson(io, limits));
   const lines = [
     `tier: ${limits.tier}`,
-    `per file: ${formatBytes(limits.maxFileBytes)}`,
+    `per file: ${limits.maxFileBytes === null ? "no cap" : formatBytes(limits.maxFileBytes)}`,
     `today: ${formatBytes(limits.remainingTodayBytes)} left of ${
       formatBytes(limits.dailyCapBytes)
     } (resets ${limits.resetsAt})`,
   ];
+  if (limits.wallet) {
+    const { address, usdcBalance, bytesPerUsdc, stale } = limits.wallet;
+    lines.push(
+      `wallet: ${address}, ${usdcBalance} USDC × ${formatBytes(bytesPerUsdc)} per USDC` +
+        (stale ? " (balance from before the chain became unreachable)" : ""),
+    );
+  }
   if (limits.size !== undefined) {
     lines.push(
       limits.accepted

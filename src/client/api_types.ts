@@ -47,6 +47,26 @@ export interface SignupResult {
   jti: string;
 }
 
+/** 200 from GET /api/auth/wallet/nonce: goes into the SIWE message; single use. */
+export interface WalletNonce {
+  nonce: string;
+  /** Sign in before this (10 minutes). */
+  expiresAt: string;
+}
+
+/** 201 from POST /api/auth/wallet: a wallet-tier token for the signing address. */
+export interface WalletSignInResult {
+  /** pk_live_<jwt> for 24 hours: shown only in this answer. */
+  token: string;
+  /** The same for every sign-in of one address. */
+  userId: string;
+  /** The address, EIP-55 checksummed. */
+  wallet: string;
+  scopes: Scope[];
+  expiresAt: string;
+  jti: string;
+}
+
 /** 202 from POST /api/auth/signup in verify mode: a code was mailed. */
 export interface SignupVerificationSent {
   status: "verification_sent";
@@ -63,7 +83,8 @@ export interface TokenInfo {
   jti: string;
   label: string;
   scopes: Scope[];
-  quotaMb: number;
+  /** null for a wallet token: its quota follows the wallet's USDC balance. */
+  quotaMb: number | null;
   issuedAt: string;
   expiresAt: string;
   revoked: boolean;
@@ -109,14 +130,39 @@ export interface Usage {
 
 export type LimitRefusal = "too_large" | "rate_limited" | "quota_exceeded" | "insufficient_scope";
 
+/** One upload tier the server offers. */
+export interface TierInfo {
+  tier: Tier;
+  auth: "none" | "token" | "wallet";
+  /** null: no per-file cap. */
+  maxFileBytes: number | null;
+  /** null: the wallet's balance × bytesPerUsdc. */
+  dailyCapBytes: number | null;
+  termDays: number;
+  bytesPerUsdc?: number;
+}
+
+/** The balance a wallet caller's daily cap comes from. */
+export interface WalletLimits {
+  address: string;
+  usdcBalance: string;
+  bytesPerUsdc: number;
+  balanceReadAt: string;
+  stale: boolean;
+}
+
 export interface Limits {
   tier: Tier;
-  maxFileBytes: number;
+  /** null: no per-file cap (the wallet tier, unless its operator set one). */
+  maxFileBytes: number | null;
   dailyCapBytes: number;
   usedTodayBytes: number;
   remainingTodayBytes: number;
   resetsAt: string;
   resetSeconds: number;
+  tiers: TierInfo[];
+  /** Only for a wallet token. */
+  wallet?: WalletLimits;
   /** The three below only when `size` was asked about. */
   size?: number;
   accepted?: boolean;

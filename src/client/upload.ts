@@ -92,13 +92,18 @@ interface HashedPiece extends PlannedPiece {
  * … split into chunks"), and it bounds memory: a piece is read whole to be
  * sent, so nothing larger than a piece is ever held.
  */
-export function planPieces(size: number, maxFileBytes: number, pieceSize: number): PlannedPiece[] {
+export function planPieces(
+  size: number,
+  maxFileBytes: number | null,
+  pieceSize: number,
+): PlannedPiece[] {
   if (!Number.isSafeInteger(pieceSize) || pieceSize < 1) {
     throw new RangeError(
       `pieceSize must be a whole number of bytes, at least 1 (got ${pieceSize})`,
     );
   }
-  const each = Math.min(pieceSize, maxFileBytes);
+  // null: the tier has no per-file cap (wallet), so only the piece size splits.
+  const each = maxFileBytes === null ? pieceSize : Math.min(pieceSize, maxFileBytes);
   if (size <= each) return [{ index: 0, start: 0, end: size }];
   const pieces: PlannedPiece[] = [];
   for (let start = 0; start < size; start += each) {
@@ -132,7 +137,10 @@ export async function upload(
   });
   const plan = planPieces(file.size, limits.maxFileBytes, options.pieceSize ?? DEFAULT_PIECE_SIZE);
   const split = plan.length > 1;
-  if (split && manifestSizeBound(plan.length, name, contentType) > limits.maxFileBytes) {
+  if (
+    split && limits.maxFileBytes !== null &&
+    manifestSizeBound(plan.length, name, contentType) > limits.maxFileBytes
+  ) {
     throw new StorageError(
       413,
       "too_large",

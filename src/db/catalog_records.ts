@@ -25,7 +25,8 @@ export interface DealRecord {
   cid: string;
   tier: Tier;
   ownerSub: string | null;
-  ownerEmail: string | null;
+  /** Who the deal belongs to as shown to people: an e-mail or an EIP-55 address. */
+  ownerName: string | null;
   size: number;
   contentType: string;
   filename: string | null;
@@ -80,7 +81,7 @@ export class CatalogRecords {
       `SELECT cid FROM pieces WHERE sha256 IS NULL ORDER BY cid`,
     );
     this.#insertDeal = db.prepare(
-      `INSERT INTO deals (id, cid, tier, owner_sub, owner_email, size, content_type, filename,
+      `INSERT INTO deals (id, cid, tier, owner_sub, owner, size, content_type, filename,
                           term_days, created_at, term_ends_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
@@ -92,7 +93,7 @@ export class CatalogRecords {
        ON CONFLICT (subject, day) DO UPDATE
        SET bytes = bytes + excluded.bytes, uploads = uploads + 1`,
     );
-    const dealColumns = `id, cid, tier, owner_sub AS ownerSub, owner_email AS ownerEmail, size,
+    const dealColumns = `id, cid, tier, owner_sub AS ownerSub, owner AS ownerName, size,
       content_type AS contentType, filename, term_days AS termDays, created_at AS createdAt,
       term_ends_at AS termEndsAt`;
     // Deal ids are time-ordered and unique, so "id < cursor" pages newest-first without
@@ -171,7 +172,7 @@ export class CatalogRecords {
         d.cid,
         d.tier,
         d.ownerSub,
-        d.ownerEmail,
+        d.ownerName,
         d.size,
         d.contentType,
         d.filename,

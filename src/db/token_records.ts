@@ -7,6 +7,9 @@ interface TokenRow extends Omit<TokenRecord, "scopes"> {
   scopes: string;
 }
 
+const COLUMNS = `jti, sub, email, wallet, label, scopes, quota_mb AS quotaMb,
+  issued_at AS issuedAt, expires_at AS expiresAt, revoked_at AS revokedAt`;
+
 export class TokenRecords {
   readonly #insert: StatementSync;
   readonly #get: StatementSync;
@@ -17,24 +20,18 @@ export class TokenRecords {
 
   constructor(db: Database) {
     this.#insert = db.prepare(
-      `INSERT INTO tokens (jti, sub, email, label, scopes, quota_mb, issued_at, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO tokens (jti, sub, email, wallet, label, scopes, quota_mb, issued_at, expires_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.#get = db.prepare(
-      `SELECT jti, sub, email, label, scopes, quota_mb AS quotaMb, issued_at AS issuedAt,
-              expires_at AS expiresAt, revoked_at AS revokedAt
-       FROM tokens WHERE jti = ?`,
+      `SELECT ${COLUMNS} FROM tokens WHERE jti = ?`,
     );
     this.#revocation = db.prepare(`SELECT revoked_at AS revokedAt FROM tokens WHERE jti = ?`);
     this.#listBySub = db.prepare(
-      `SELECT jti, sub, email, label, scopes, quota_mb AS quotaMb, issued_at AS issuedAt,
-              expires_at AS expiresAt, revoked_at AS revokedAt
-       FROM tokens WHERE sub = ? ORDER BY issued_at DESC, jti`,
+      `SELECT ${COLUMNS} FROM tokens WHERE sub = ? ORDER BY issued_at DESC, jti`,
     );
     this.#listAll = db.prepare(
-      `SELECT jti, sub, email, label, scopes, quota_mb AS quotaMb, issued_at AS issuedAt,
-              expires_at AS expiresAt, revoked_at AS revokedAt
-       FROM tokens ORDER BY issued_at DESC, jti`,
+      `SELECT ${COLUMNS} FROM tokens ORDER BY issued_at DESC, jti`,
     );
     this.#revoke = db.prepare(
       `UPDATE tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL`,
@@ -46,6 +43,7 @@ export class TokenRecords {
       token.jti,
       token.sub,
       token.email,
+      token.wallet,
       token.label,
       JSON.stringify(token.scopes),
       token.quotaMb,

@@ -32,9 +32,7 @@ export function createExtendDealHandler(deps: DealDeps): Handler {
     if (deal === null || deal.ownerSub !== caller.sub) {
       throw new ApiError("not_found", "No such deal");
     }
-    const termDays = deal.tier === "token"
-      ? deps.config.token.termDays
-      : deps.config.sponsored.termDays;
+    const termDays = deps.config[deal.tier].termDays;
     const endsAt = Date.parse(deal.termEndsAt);
     const latest = addDays(deps.clock.now(), deps.config.maxTermDays);
     // Whole days only, so term (days) and termEndsAt always agree; never shortened (a deal

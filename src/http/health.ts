@@ -1,10 +1,16 @@
-/** GET /healthz — whether the storage backend and the database can be used. */
+/**
+ * GET /healthz — whether the storage backend and the database can be used,
+ * and the wallet tier's chain. An unreachable chain RPC does not make the
+ * server degraded: retrievals and the other tiers still work, and a load
+ * balancer must not take the server out of rotation for someone else's RPC.
+ */
 import type { PieceStore } from "../storage/driver/driver.ts";
 import type { PieceDigests } from "../storage/digests.ts";
 import type { UploadDrain } from "./upload_drain.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { Health } from "./schemas/bodies.ts";
+import type { Health, WalletHealth } from "./schemas/bodies.ts";
+import type { WalletChain } from "../wallet/chain.ts";
 
 export interface DatabaseHealth {
   ok: boolean;
@@ -18,6 +24,8 @@ export interface HealthDeps {
   databaseHealth(): DatabaseHealth;
   digests: Pick<PieceDigests, "status">;
   uploadDrain: Pick<UploadDrain, "inFlight">;
+  /** null: this server has no wallet tier. */
+  walletChain: Pick<WalletChain, "health"> | null;
 }
 
 export function createHealthHandler(deps: HealthDeps): Handler {
@@ -33,9 +41,24 @@ export function createHealthHandler(deps: HealthDeps): Handler {
       digests: deps.digests.status(),
       uploads: { inFlight: deps.uploadDrain.inFlight },
       memory: memoryMiB(),
+      wallet: await walletHealth(deps.walletChain),
     };
     return jsonResponse(ok ? 200 : 503, health);
   };
+}
+
+async function walletHealth(chain: HealthDeps["walletChain"]): Promise<WalletHealth> {
+  if (chain === null) {
+    return {
+      enabled: false,
+      ok: false,
+      chainId: null,
+      rpcChainId: null,
+      lastError: null,
+      lastSuccessAt: null,
+    };
+  }
+  return { enabled: true, ...await chain.health() };
 }
 
 function memoryMiB(): Health["memory"] {

@@ -12,7 +12,7 @@ import type { Config } from "../config.ts";
 import { pieceCidV2 } from "../piece_cid/cid_codec.ts";
 import { ParallelPieceHasher } from "../piece_cid/parallel.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
-import { uploadPolicyFor } from "../limits/tiers.ts";
+import type { UploadPolicies } from "../limits/tiers.ts";
 import { pumpBody } from "../storage/driver/body_pump.ts";
 import { requireContentLength } from "./body.ts";
 import { notAdmitted } from "../limits/upload_admission.ts";
@@ -75,7 +75,7 @@ function pieceCidInfo(config: Config): PieceCidInfo {
 }
 
 export interface ComputeDeps {
-  config: Config;
+  policies: UploadPolicies;
   hashPool: HashWorkerPool | null;
   /** The same bounds as uploads: this body pins the same read buffers, and a hashing segment. */
   admission: UploadAdmission;
@@ -85,12 +85,9 @@ export function createComputePieceCidHandler(deps: ComputeDeps): Handler {
   return async (request, context) => {
     const caller = requireTokenScope(await context.caller(), "put");
     const length = requireContentLength(request.headers);
-    const policy = uploadPolicyFor(caller, deps.config);
-    if (length > policy.maxFileBytes) {
-      throw new ApiError(
-        "too_large",
-        `Body exceeds the per-file limit of ${policy.maxFileBytes} bytes`,
-      );
+    const { maxFileBytes } = deps.policies.fileCapOf(caller);
+    if (maxFileBytes !== null && length > maxFileBytes) {
+      throw new ApiError("too_large", `Body exceeds the per-file limit of ${maxFileBytes} bytes`);
     }
     if (!request.body) throw new ApiError("no_body", "Request body is required");
     const admitted = deps.admission.admit(context.clientKey, length);

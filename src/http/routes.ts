@@ -4,6 +4,7 @@
  * the row's API documentation. /openapi.json is generated from these rows.
  */
 import type { SignupVerification } from "../auth/signup_verification.ts";
+import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
@@ -13,6 +14,7 @@ import { ApiError } from "../errors.ts";
 import type { DailyCapLedger } from "../limits/daily_caps.ts";
 import type { UploadAdmission } from "../limits/upload_admission.ts";
 import { MIB } from "../limits/tiers.ts";
+import type { UploadPolicies } from "../limits/tiers.ts";
 import type { WindowLimit } from "../limits/window_limit.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import type { PieceCatalog } from "../storage/catalog.ts";
@@ -38,6 +40,8 @@ import { createRevokeHandler, createTokenListHandler } from "./tokens.ts";
 import type { UploadDrain } from "./upload_drain.ts";
 import { createUploadHandler } from "./upload.ts";
 import { createUsageHandler } from "./usage.ts";
+import { createWalletNonceHandler, createWalletSignInHandler } from "./wallet.ts";
+import type { WalletChain } from "../wallet/chain.ts";
 
 /** The long-lived objects handlers use; all constructed by server.ts. */
 export interface RouteServices {
@@ -52,6 +56,8 @@ export interface RouteServices {
   catalog: PieceCatalog;
   digests: PieceDigests;
   ledger: DailyCapLedger;
+  /** Each caller's tier and caps (a wallet's from its balance). */
+  policies: UploadPolicies;
   admission: UploadAdmission;
   /** Workers that verify piece cids; null hashes on the main thread. */
   hashPool: HashWorkerPool | null;
@@ -59,6 +65,11 @@ export interface RouteServices {
   signupLimit: WindowLimit;
   /** Mails and redeems signup codes; null unless --signup verify. */
   signupVerification: SignupVerification | null;
+  /** The wallet tier's chain and sign-in; null without --wallet-rpc-url. */
+  walletChain: WalletChain | null;
+  walletSignIn: WalletSignIn | null;
+  /** Sign-in nonces per client IP per hour. */
+  walletNonceLimit: WindowLimit;
   uploadDrain: UploadDrain;
   databaseHealth(): DatabaseHealth;
 }
@@ -134,6 +145,11 @@ export function createRoutes(services: RouteServices): Route[] {
     databaseIsPersistent: services.databaseHealth().persistent,
   };
   const upload = createUploadHandler(services);
+  const wallet = {
+    signIn: services.walletSignIn,
+    nonceLimit: services.walletNonceLimit,
+    databaseIsPersistent: signup.databaseIsPersistent,
+  };
   const routes: Route[] = [
     {
       method: "POST",
@@ -204,6 +220,7 @@ export function createRoutes(services: RouteServices): Route[] {
           "stage_failed",
           "storage_offline",
           "server_busy",
+          "wallet_unavailable",
           "insufficient_storage",
         ],
       },
@@ -276,6 +293,53 @@ export function createRoutes(services: RouteServices): Route[] {
           body: { json: "SignupResult" },
         }],
         errors: [...JSON_BODY_ERRORS, "invalid_request", "invalid_code", "signup_closed"],
+      },
+    },
+    {
+      method: "GET",
+      path: "/api/auth/wallet/nonce",
+      handler: createWalletNonceHandler(wallet),
+      doc: {
+        operationId: "getWalletNonce",
+        summary: "A single-use nonce for a Sign-In with Ethereum message (wallet tier)",
+        description: "Valid for 10 minutes, for one sign-in; limited per client IP per hour " +
+          "(429 with Retry-After). 503 wallet_unavailable when this server has no wallet tier.",
+        auth: "public",
+        responses: [{ status: 200, description: "A new nonce", body: { json: "WalletNonce" } }],
+        errors: ["rate_limited", "wallet_unavailable", "storage_offline"],
+      },
+    },
+    {
+      method: "POST",
+      path: "/api/auth/wallet",
+      handler: createWalletSignInHandler(wallet),
+      doc: {
+        operationId: "signInWithWallet",
+        summary: "Exchange a signed EIP-4361 message for a 24-hour wallet token",
+        description: "The message must name this server (domain = host of the base URL, uri = " +
+          "the base URL), its chain id, a nonce from GET /api/auth/wallet/nonce, and an " +
+          "expirationTime at most 10 minutes ahead; the signature is the address's " +
+          "personal_sign of it (contract wallets: ERC-1271/ERC-6492). Any mismatch is 401 " +
+          "invalid_signature, and the nonce is spent by the first try that names it. " +
+          "Uploads with the token are in the wallet tier: the daily cap is the address's " +
+          "USDC balance × the server's bytes per USDC.",
+        auth: "public",
+        requestBody: {
+          description: "The signed message",
+          body: { json: "WalletSignInRequest" },
+        },
+        responses: [{
+          status: 201,
+          description: "Signed in; the token is in this answer only",
+          body: { json: "WalletSignInResult" },
+        }],
+        errors: [
+          ...JSON_BODY_ERRORS,
+          "invalid_request",
+          "invalid_signature",
+          "wallet_unavailable",
+          "storage_offline",
+        ],
       },
     },
     {
@@ -368,7 +432,7 @@ export function createRoutes(services: RouteServices): Route[] {
           },
         ],
         responses: [{ status: 200, description: "Usage per day", body: { json: "Usage" } }],
-        errors: [...TOKEN_ERRORS, "insufficient_scope", "invalid_request"],
+        errors: [...TOKEN_ERRORS, "insufficient_scope", "invalid_request", "wallet_unavailable"],
       },
     },
     {
@@ -406,7 +470,7 @@ export function createRoutes(services: RouteServices): Route[] {
           schema: { ...integerSchema, minimum: 1 },
         }],
         responses: [{ status: 200, description: "The caller's limits", body: { json: "Limits" } }],
-        errors: [...TOKEN_ERRORS, "invalid_request"],
+        errors: [...TOKEN_ERRORS, "invalid_request", "wallet_unavailable"],
       },
     },
     {

@@ -42,7 +42,7 @@ export function createSignupHandler(deps: SignupDeps): Handler {
       throw signupClosed();
     }
     const fields = parseSignupFields(await context.readJson(), deps.maxQuotaMb);
-    requirePersistent(deps);
+    requirePersistentTokens(deps.databaseIsPersistent);
     const slot = deps.signupLimit.acquire(context.clientKey);
     if (!slot.ok) {
       throw new ApiError("rate_limited", "Too many signups from this address; try again later", {
@@ -75,7 +75,7 @@ export function createSignupVerifyHandler(deps: SignupDeps): Handler {
     if (typeof email !== "string" || typeof code !== "string" || email.length > 254) {
       throw new ApiError("invalid_request", "email and code (both strings) are required");
     }
-    requirePersistent(deps);
+    requirePersistentTokens(deps.databaseIsPersistent);
     // In open mode no code is ever sent, so none can be right.
     if (deps.verification === null) throw new ApiError("invalid_code", "No code was sent");
     const fields = deps.verification.redeem(email, code);
@@ -84,8 +84,9 @@ export function createSignupVerifyHandler(deps: SignupDeps): Handler {
   };
 }
 
-function requirePersistent(deps: SignupDeps): void {
-  if (!deps.databaseIsPersistent) {
+/** Tokens (and sign-in nonces) must outlive a restart: no data directory, no tokens. */
+export function requirePersistentTokens(databaseIsPersistent: boolean): void {
+  if (!databaseIsPersistent) {
     throw new ApiError("storage_offline", "Storage is offline; tokens cannot be issued now");
   }
 }

@@ -51,7 +51,7 @@ export function createTokenListHandler(deps: RevokeDeps): Handler {
       jti: t.jti,
       label: t.label,
       scopes: t.scopes,
-      quotaMb: Number(t.quotaMb),
+      quotaMb: t.quotaMb === null ? null : Number(t.quotaMb),
       issuedAt: t.issuedAt,
       expiresAt: t.expiresAt,
       revoked: t.revokedAt !== null,

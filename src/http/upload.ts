@@ -7,6 +7,7 @@
  * of the body is read, and the length is reserved so parallel uploads cannot
  * jointly pass a daily cap.
  */
+import { formatUnits } from "viem";
 import { normalizeCid } from "../cid_format.ts";
 import { ApiError } from "../errors.ts";
 import type { PieceCatalog } from "../storage/catalog.ts";
@@ -18,8 +19,9 @@ import type { Config } from "../config.ts";
 import type { DailyCapLedger } from "../limits/daily_caps.ts";
 import { notAdmitted } from "../limits/upload_admission.ts";
 import type { UploadAdmission } from "../limits/upload_admission.ts";
-import { uploadPolicyFor } from "../limits/tiers.ts";
+import type { UploadPolicies } from "../limits/tiers.ts";
 import { requireScope } from "../auth/scopes.ts";
+import type { TokenCaller } from "../auth/caller.ts";
 import { requireContentLength } from "./body.ts";
 import { decodeFilename, requireContentType } from "./upload_headers.ts";
 import { jsonResponse } from "./json.ts";
@@ -30,6 +32,7 @@ import type { UploadResult } from "./schemas/bodies.ts";
 
 export interface UploadDeps {
   config: Config;
+  policies: UploadPolicies;
   baseUrl: string;
   store: PieceStore;
   catalog: PieceCatalog;
@@ -81,8 +84,8 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       );
     }
 
-    const policy = uploadPolicyFor(caller, deps.config);
-    if (length > policy.maxFileBytes) {
+    const policy = await deps.policies.policyFor(caller);
+    if (policy.maxFileBytes !== null && length > policy.maxFileBytes) {
       throw new ApiError(
         "too_large",
         `File exceeds the ${policy.tier} tier's per-file limit of ${policy.maxFileBytes} bytes`,
@@ -92,6 +95,8 @@ export function createUploadHandler(deps: UploadDeps): Handler {
     if (!reserved.ok) {
       const cap = policy.capExceededCode === "rate_limited"
         ? "this IP's sponsored daily cap"
+        : policy.walletBalance
+        ? `the daily quota your balance of ${usdcText(policy.walletBalance)} USDC buys`
         : "your daily upload quota";
       const left = reserved.status.remainingBytes;
       const message = left > 0
@@ -136,7 +141,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         contentType,
         filename,
         tier: policy.tier,
-        owner: caller.kind === "token" ? { sub: caller.sub, email: caller.email } : null,
+        owner: caller.kind === "token" ? { sub: caller.sub, name: ownerNameOf(caller) } : null,
         termDays: policy.termDays,
         usageSubject: policy.usageSubject,
         usageDay: reservation.day,
@@ -153,7 +158,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         retrievalUrl: `${deps.baseUrl}/p/${givenCid}`,
         term: `${deal.termDays} days`,
         sponsored: caller.kind === "sponsored",
-        owner: caller.kind === "token" ? caller.email : null,
+        owner: caller.kind === "token" ? ownerNameOf(caller) : null,
       };
       return jsonResponse(200, result, rateLimitHeaders(after));
     } finally {
@@ -161,6 +166,15 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       reservation.release();
     }
   };
+}
+
+function usdcText(balance: { units: bigint; decimals: number }): string {
+  return formatUnits(balance.units, balance.decimals);
+}
+
+/** The deal's owner as the interface shows it: the e-mail, or the wallet's EIP-55 address. */
+function ownerNameOf(caller: TokenCaller): string {
+  return caller.account.kind === "email" ? caller.account.email : caller.account.address;
 }
 
 async function stageBody(store: PieceStore, request: Request, options: StageOptions) {

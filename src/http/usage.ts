@@ -7,10 +7,9 @@ import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
 import { DAY_MS, utcDay } from "../clock.ts";
 import type { Clock } from "../clock.ts";
-import type { Config } from "../config.ts";
 import type { CatalogRecords } from "../db/catalog_records.ts";
 import type { DailyCapLedger } from "../limits/daily_caps.ts";
-import { uploadPolicyFor } from "../limits/tiers.ts";
+import type { UploadPolicies } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 import type { Usage, UsageDay } from "./schemas/bodies.ts";
@@ -22,7 +21,7 @@ export interface UsageDeps {
   records: CatalogRecords;
   ledger: DailyCapLedger;
   clock: Clock;
-  config: Config;
+  policies: UploadPolicies;
 }
 
 export function createUsageHandler(deps: UsageDeps): Handler {
@@ -37,7 +36,7 @@ export function createUsageHandler(deps: UsageDeps): Handler {
     if (span > MAX_DAYS) {
       throw new ApiError("invalid_request", `The range may cover at most ${MAX_DAYS} days`);
     }
-    const policy = uploadPolicyFor(caller, deps.config);
+    const policy = await deps.policies.policyFor(caller);
     const rows = new Map(
       deps.records.usageBetween(policy.usageSubject, from, to).map((r) => [r.day, r]),
     );

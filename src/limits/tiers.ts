@@ -1,42 +1,113 @@
 /**
- * What a caller may upload: its tier's per-file cap, its daily cap (for a
- * token, the token's quotaMb), the counter the bytes are charged to, and the
- * error code used when that cap is reached.
+ * What a caller may upload: its tier's per-file cap, its daily cap, the
+ * counter the bytes are charged to, and the error code used when that cap is
+ * reached.
+ *
+ * Sponsored callers and e-mail tokens get fixed caps (a token's quotaMb, at
+ * most the tier's). A wallet token's daily cap is its USDC balance times
+ * --wallet-bytes-per-usdc, read from the chain, so deciding it may take an
+ * RPC round trip (cached) and may fail with 503 wallet_unavailable.
  */
 import type { Caller } from "../auth/caller.ts";
 import type { Config } from "../config.ts";
 import type { Tier } from "../domain.ts";
+import { ApiError } from "../errors.ts";
+import type { WalletBalance } from "../wallet/chain.ts";
 
 export const MIB = 1024 * 1024;
 
 export interface UploadPolicy {
   tier: Tier;
-  maxFileBytes: number;
+  /** null: no per-file cap (the wallet tier unless the operator set one). */
+  maxFileBytes: number | null;
   dailyCapBytes: number;
   termDays: number;
   /** Counter key: "ip:<client key>" for sponsored uploads, "user:<sub>" for token uploads. */
   usageSubject: string;
   capExceededCode: "rate_limited" | "quota_exceeded";
+  /** The balance a wallet caller's cap was derived from. */
+  walletBalance?: WalletBalance & { address: string };
 }
 
-export function uploadPolicyFor(caller: Caller, config: Config): UploadPolicy {
-  if (caller.kind === "token") {
+/** Reads wallets' token balances (wallet/chain.ts). */
+export interface WalletBalances {
+  balanceOf(address: `0x${string}`): Promise<WalletBalance>;
+}
+
+export interface UploadPoliciesOptions {
+  config: Config;
+  /** null: this server has no wallet tier. */
+  walletBalances: WalletBalances | null;
+}
+
+export class UploadPolicies {
+  readonly #options: UploadPoliciesOptions;
+
+  constructor(options: UploadPoliciesOptions) {
+    this.#options = options;
+  }
+
+  /** The tier and per-file cap: known without asking the chain. */
+  fileCapOf(caller: Caller): { tier: Tier; maxFileBytes: number | null } {
+    const { config } = this.#options;
+    if (caller.kind === "sponsored") {
+      return { tier: "sponsored", maxFileBytes: config.sponsored.maxFileBytes };
+    }
+    if (caller.account.kind === "wallet") {
+      return { tier: "wallet", maxFileBytes: config.wallet.maxFileBytes };
+    }
+    return { tier: "token", maxFileBytes: config.token.maxFileBytes };
+  }
+
+  /** The caller's whole policy; a wallet's reads its balance (503 wallet_unavailable if it can't). */
+  async policyFor(caller: Caller): Promise<UploadPolicy> {
+    const { config, walletBalances } = this.#options;
+    if (caller.kind === "sponsored") {
+      return {
+        tier: "sponsored",
+        maxFileBytes: config.sponsored.maxFileBytes,
+        dailyCapBytes: config.sponsored.dailyCapBytes,
+        termDays: config.sponsored.termDays,
+        usageSubject: `ip:${caller.clientKey}`,
+        capExceededCode: "rate_limited",
+      };
+    }
+    const { account } = caller;
+    if (account.kind === "email") {
+      return {
+        tier: "token",
+        maxFileBytes: config.token.maxFileBytes,
+        // A token's quota may be lower than the tier's cap, never higher.
+        dailyCapBytes: Math.min(account.quotaMb * MIB, config.token.dailyCapBytes),
+        termDays: config.token.termDays,
+        usageSubject: `user:${caller.sub}`,
+        capExceededCode: "quota_exceeded",
+      };
+    }
+    if (walletBalances === null) {
+      throw new ApiError(
+        "wallet_unavailable",
+        "This server has no wallet tier (any more); sign up with an e-mail instead",
+      );
+    }
+    const balance = await walletBalances.balanceOf(account.address as `0x${string}`);
     return {
-      tier: "token",
-      maxFileBytes: config.token.maxFileBytes,
-      // A token's quota may be lower than the tier's cap, never higher.
-      dailyCapBytes: Math.min(caller.quotaMb * MIB, config.token.dailyCapBytes),
-      termDays: config.token.termDays,
+      tier: "wallet",
+      maxFileBytes: config.wallet.maxFileBytes,
+      dailyCapBytes: bytesForBalance(balance, config.wallet.bytesPerUsdc),
+      termDays: config.wallet.termDays,
       usageSubject: `user:${caller.sub}`,
       capExceededCode: "quota_exceeded",
+      walletBalance: { ...balance, address: account.address },
     };
   }
-  return {
-    tier: "sponsored",
-    maxFileBytes: config.sponsored.maxFileBytes,
-    dailyCapBytes: config.sponsored.dailyCapBytes,
-    termDays: config.sponsored.termDays,
-    usageSubject: `ip:${caller.clientKey}`,
-    capExceededCode: "rate_limited",
-  };
+}
+
+/** balance × bytes per whole token, rounded down; exact in bigint, capped to a safe integer. */
+export function bytesForBalance(
+  balance: Pick<WalletBalance, "units" | "decimals">,
+  bytesPerToken: number,
+): number {
+  const bytes = balance.units * BigInt(bytesPerToken) / 10n ** BigInt(balance.decimals);
+  return bytes > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(bytes);
 }

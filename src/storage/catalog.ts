@@ -33,7 +33,8 @@ export interface AcceptUploadInput {
   contentType: string;
   filename: string | null;
   tier: Tier;
-  owner: { sub: string; email: string } | null;
+  /** The uploader's user id and the name shown as its owner (e-mail or EIP-55 address). */
+  owner: { sub: string; name: string } | null;
   termDays: number;
   /** The counter this upload is charged to, e.g. "ip:v4:1.2.3.4" or "user:<sub>". */
   usageSubject: string;
@@ -99,7 +100,7 @@ export class PieceCatalog {
         cid: input.cid,
         tier: input.tier,
         ownerSub: input.owner?.sub ?? null,
-        ownerEmail: input.owner?.email ?? null,
+        ownerName: input.owner?.name ?? null,
         size: input.staged.size,
         contentType: input.contentType,
         filename: input.filename,

@@ -6,6 +6,7 @@ import { sql as initial } from "./0001_initial.ts";
 import { sql as tokens } from "./0002_tokens.ts";
 import { sql as deferredSha256 } from "./0003_deferred_sha256.ts";
 import { sql as signupCodes } from "./0004_signup_codes.ts";
+import { sql as wallet } from "./0005_wallet.ts";
 
 export interface Migration {
   version: number;
@@ -24,4 +25,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 2, name: "tokens", sql: tokens },
   { version: 3, name: "deferred_sha256", sql: deferredSha256, rebuildsTables: true },
   { version: 4, name: "signup_codes", sql: signupCodes },
+  { version: 5, name: "wallet", sql: wallet, rebuildsTables: true },
 ];

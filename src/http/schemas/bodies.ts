@@ -24,6 +24,7 @@ import {
   uriSchema,
 } from "./json_schema.ts";
 import type { JsonSchema } from "./json_schema.ts";
+import { MAX_MESSAGE_CHARS, MAX_SIGNATURE_CHARS } from "../../auth/wallet_sign_in_result.ts";
 
 /** The body of every error answer. */
 export interface ErrorBody {
@@ -60,6 +61,18 @@ export interface SignupVerifyRequest {
   code: string;
 }
 
+export interface WalletNonce {
+  nonce: string;
+  expiresAt: string;
+}
+
+export interface WalletSignInRequest {
+  message: string;
+  signature: string;
+}
+
+export type { WalletSignInResult } from "../../auth/wallet_sign_in_result.ts";
+
 export interface RevokeRequest {
   jti: string;
 }
@@ -74,7 +87,7 @@ export interface TokenInfo {
   jti: string;
   label: string;
   scopes: Scope[];
-  quotaMb: number;
+  quotaMb: number | null;
   issuedAt: string;
   expiresAt: string;
   revoked: boolean;
@@ -127,14 +140,40 @@ export const LIMIT_REFUSALS = [
 ] as const satisfies readonly ErrorCode[];
 export type LimitRefusal = typeof LIMIT_REFUSALS[number];
 
+/** One upload tier this server offers (GET /api/limits lists them). */
+export interface TierInfo {
+  tier: Tier;
+  /** How a caller gets into the tier. */
+  auth: "none" | "token" | "wallet";
+  maxFileBytes: number | null;
+  /** Per IP (sponsored) or the most a token may carry; null: from the wallet's balance. */
+  dailyCapBytes: number | null;
+  termDays: number;
+  /** Wallet tier only: daily bytes per 1 USDC of balance. */
+  bytesPerUsdc?: number;
+}
+
+/** The balance a wallet caller's cap comes from. */
+export interface WalletLimits {
+  address: string;
+  usdcBalance: string;
+  bytesPerUsdc: number;
+  balanceReadAt: string;
+  stale: boolean;
+}
+
 export interface Limits {
   tier: Tier;
-  maxFileBytes: number;
+  maxFileBytes: number | null;
   dailyCapBytes: number;
   usedTodayBytes: number;
   remainingTodayBytes: number;
   resetsAt: string;
   resetSeconds: number;
+  /** Every tier this server offers. */
+  tiers: TierInfo[];
+  /** Only for a wallet token's caller. */
+  wallet?: WalletLimits;
   /** The three below only when ?size= was given. */
   size?: number;
   accepted?: boolean;
@@ -172,6 +211,17 @@ export interface Health {
   digests: { backlog: number; failures: number };
   uploads: { inFlight: number };
   memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
+  wallet: WalletHealth;
+}
+
+/** The wallet tier's chain as /healthz reports it (its state never makes the server degraded). */
+export interface WalletHealth {
+  enabled: boolean;
+  ok: boolean;
+  chainId: number | null;
+  rpcChainId: number | null;
+  lastError: string | null;
+  lastSuccessAt: string | null;
 }
 
 export interface Deprecation {
@@ -201,7 +251,10 @@ const tokenInfoSchema = objectOf({
   jti: stringSchema,
   label: stringSchema,
   scopes: arrayOf(enumOf(SCOPES)),
-  quotaMb: integerSchema,
+  quotaMb: {
+    ...nullable(integerSchema),
+    description: "Daily quota in MiB; null for a wallet token (its quota follows the balance)",
+  },
   issuedAt: dateTimeSchema,
   expiresAt: dateTimeSchema,
   revoked: booleanSchema,
@@ -257,7 +310,10 @@ export const COMPONENT_SCHEMAS = {
     retrievalUrl: uriSchema,
     term: { ...stringSchema, examples: ["30 days"] },
     sponsored: { ...booleanSchema, description: "True when uploaded without a token" },
-    owner: { ...nullable(stringSchema), description: "The token's e-mail; null when sponsored" },
+    owner: {
+      ...nullable(stringSchema),
+      description: "The token's e-mail or the wallet's EIP-55 address; null when sponsored",
+    },
   }),
   SignupRequest: objectOf({
     email: { ...stringSchema, format: "email", maxLength: 254 },
@@ -287,6 +343,33 @@ export const COMPONENT_SCHEMAS = {
     email: { ...stringSchema, maxLength: 254 },
     code: { ...stringSchema, description: "The code from the mail" },
   }),
+  WalletNonce: objectOf({
+    nonce: { ...stringSchema, description: "Put in the SIWE message; single use" },
+    expiresAt: { ...dateTimeSchema, description: "Sign in before this (10 minutes)" },
+  }),
+  WalletSignInRequest: objectOf({
+    message: {
+      ...stringSchema,
+      maxLength: MAX_MESSAGE_CHARS,
+      description: "An EIP-4361 message: domain = this server's host, uri = its base URL, " +
+        "chainId = its chain, nonce from GET /api/auth/wallet/nonce, and an expirationTime " +
+        "at most 10 minutes ahead",
+    },
+    signature: {
+      ...stringSchema,
+      pattern: "^0x[0-9a-fA-F]+$",
+      maxLength: MAX_SIGNATURE_CHARS,
+      description: "personal_sign (EIP-191) signature of the message, as hex",
+    },
+  }),
+  WalletSignInResult: objectOf({
+    token: { ...stringSchema, description: "pk_live_<JWT> for 24 hours; shown only here" },
+    userId: { ...stringSchema, description: "The same for every sign-in of one address" },
+    wallet: { ...stringSchema, description: "The address, EIP-55 checksummed" },
+    scopes: arrayOf(enumOf(SCOPES)),
+    expiresAt: dateTimeSchema,
+    jti: { ...stringSchema, description: "The token's id: revoke it with this" },
+  }),
   RevokeRequest: objectOf({
     jti: { ...stringSchema, minLength: 1, maxLength: 128, description: "The token's id" },
   }),
@@ -313,21 +396,46 @@ export const COMPONENT_SCHEMAS = {
     quotaBytes: integerSchema,
     remainingTodayBytes: integerSchema,
   }),
+  TierInfo: objectOf({
+    tier: enumOf(TIERS),
+    auth: { ...enumOf(["none", "token", "wallet"]), description: "How a caller gets in" },
+    maxFileBytes: { ...nullable(integerSchema), description: "null: no per-file cap" },
+    dailyCapBytes: {
+      ...nullable(integerSchema),
+      description: "Per IP (sponsored), the most a token may carry (token), or null: " +
+        "balance × bytesPerUsdc (wallet)",
+    },
+    termDays: integerSchema,
+    bytesPerUsdc: { ...integerSchema, description: "Wallet tier: daily bytes per 1 USDC" },
+  }, { optional: ["bytesPerUsdc"] }),
+  WalletLimits: objectOf({
+    address: { ...stringSchema, description: "EIP-55" },
+    usdcBalance: { ...stringSchema, description: "Whole USDC, exact decimal", examples: ["12.5"] },
+    bytesPerUsdc: integerSchema,
+    balanceReadAt: { ...dateTimeSchema, description: "When the chain reported the balance" },
+    stale: {
+      ...booleanSchema,
+      description: "True while the chain cannot be reached and a read of the last 10 minutes " +
+        "stands in",
+    },
+  }),
   Limits: objectOf({
     tier: enumOf(TIERS),
-    maxFileBytes: integerSchema,
+    maxFileBytes: { ...nullable(integerSchema), description: "null: no per-file cap" },
     dailyCapBytes: integerSchema,
     usedTodayBytes: integerSchema,
     remainingTodayBytes: integerSchema,
     resetsAt: dateTimeSchema,
     resetSeconds: integerSchema,
+    tiers: arrayOf(schemaRef("TierInfo"), { description: "The tiers this server offers" }),
+    wallet: { ...schemaRef("WalletLimits"), description: "Only for a wallet token" },
     size: { ...integerSchema, description: "Only with ?size=: the size asked about" },
     accepted: { ...booleanSchema, description: "Only with ?size=: would the upload be accepted" },
     reason: {
       ...nullable(enumOf(LIMIT_REFUSALS)),
       description: "Only with ?size=: the error code the upload would get, or null",
     },
-  }, { optional: ["size", "accepted", "reason"] }),
+  }, { optional: ["wallet", "size", "accepted", "reason"] }),
   PieceCidResult: objectOf({
     cid: { ...stringSchema, description: "The PieceCIDv2 of the body" },
     size: integerSchema,
@@ -351,6 +459,14 @@ export const COMPONENT_SCHEMAS = {
       heapUsedMiB: { type: "number" },
       heapTotalMiB: { type: "number" },
       externalMiB: { type: "number" },
+    }),
+    wallet: objectOf({
+      enabled: { ...booleanSchema, description: "Whether this server has a wallet tier" },
+      ok: { ...booleanSchema, description: "Whether the chain's RPC answered last time" },
+      chainId: nullable(integerSchema),
+      rpcChainId: { ...nullable(integerSchema), description: "The chain the RPC reported" },
+      lastError: nullable(stringSchema),
+      lastSuccessAt: nullable(dateTimeSchema),
     }),
   }),
   Deprecation: deprecationSchema,

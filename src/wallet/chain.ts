@@ -1,0 +1,257 @@
+/**
+ * What the wallet tier asks of the chain, over the operator's JSON-RPC
+ * endpoint: a wallet's balance of the USDC-like token (its daily cap) and, for
+ * contract wallets, whether a signature is theirs (ERC-1271 / ERC-6492).
+ *
+ * The RPC is someone else's service and will be down at times, so:
+ * - balances are cached per address for the balance TTL, and one read is
+ *   shared by every request that waits for the same address;
+ * - when the RPC cannot be reached, a balance read in the last ten minutes is
+ *   still used (marked stale); past that the answer is 503 wallet_unavailable;
+ * - the chain id is checked before the first read and again after every
+ *   failure (an endpoint that comes back may serve another chain), and
+ *   `decimals()` is read once;
+ * - errors are recorded for /healthz without the RPC URL, which may carry an
+ *   API key.
+ */
+import {
+  BaseError,
+  createPublicClient,
+  erc20Abi,
+  http,
+  HttpRequestError,
+  TimeoutError,
+  verifyMessage,
+} from "viem";
+import type { Address, Hex, PublicClient } from "viem";
+import { toRfc3339 } from "../clock.ts";
+import type { Clock } from "../clock.ts";
+import { ApiError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+
+/** A balance this old is still used while the RPC is unreachable (the decision's 10 minutes). */
+export const STALE_BALANCE_LIMIT_MS = 10 * 60_000;
+const DEFAULT_RPC_TIMEOUT_MS = 5_000;
+/** Addresses whose balance is remembered; the oldest read is forgotten first. */
+const MAX_CACHED_BALANCES = 100_000;
+/** /healthz asks the RPC itself at most this often. */
+const HEALTH_PROBE_INTERVAL_MS = 5_000;
+
+export interface WalletChainOptions {
+  rpcUrl: string;
+  chainId: number;
+  usdcAddress: string;
+  balanceTtlMs: number;
+  clock: Clock;
+  logger: Logger;
+  rpcTimeoutMs?: number;
+}
+
+export interface WalletBalance {
+  /** The balance in the token's smallest unit. */
+  units: bigint;
+  decimals: number;
+  /** When the RPC answered it (ms). */
+  readAt: number;
+  /** True when the RPC is unreachable and an older read stands in. */
+  stale: boolean;
+}
+
+export interface WalletChainHealth {
+  ok: boolean;
+  chainId: number;
+  /** The chain id the RPC reported last; null before it answered once. */
+  rpcChainId: number | null;
+  lastError: string | null;
+  /** RFC 3339: the last time the RPC answered. */
+  lastSuccessAt: string | null;
+}
+
+export class WalletChain {
+  readonly #options: WalletChainOptions;
+  readonly #client: PublicClient;
+  readonly #cache = new Map<string, { units: bigint; readAt: number }>();
+  readonly #reading = new Map<string, Promise<WalletBalance>>();
+  #decimals: number | null = null;
+  #chainChecked = false;
+  #rpcChainId: number | null = null;
+  #lastError: string | null = null;
+  #lastSuccessAt: number | null = null;
+  #lastContactAt: number | null = null;
+
+  constructor(options: WalletChainOptions) {
+    this.#options = options;
+    this.#client = createPublicClient({
+      transport: http(options.rpcUrl, {
+        timeout: options.rpcTimeoutMs ?? DEFAULT_RPC_TIMEOUT_MS,
+        // A stale balance or a 503 is decided here; viem's own retries would only delay it.
+        retryCount: 0,
+      }),
+    });
+  }
+
+  /** The wallet's token balance: fresh, cached or stale; 503 wallet_unavailable otherwise. */
+  async balanceOf(address: Address): Promise<WalletBalance> {
+    const key = address.toLowerCase();
+    const cached = this.#cache.get(key);
+    const now = this.#options.clock.now();
+    if (cached && this.#decimals !== null && now - cached.readAt < this.#options.balanceTtlMs) {
+      return { units: cached.units, decimals: this.#decimals, readAt: cached.readAt, stale: false };
+    }
+    let reading = this.#reading.get(key);
+    if (!reading) {
+      reading = this.#readBalance(key, address).finally(() => this.#reading.delete(key));
+      this.#reading.set(key, reading);
+    }
+    try {
+      return await reading;
+    } catch (error) {
+      const recent = this.#cache.get(key);
+      if (recent && this.#decimals !== null && now - recent.readAt <= STALE_BALANCE_LIMIT_MS) {
+        return {
+          units: recent.units,
+          decimals: this.#decimals,
+          readAt: recent.readAt,
+          stale: true,
+        };
+      }
+      throw unavailable(error);
+    }
+  }
+
+  /**
+   * Whether a contract wallet (ERC-1271, or ERC-6492 before it is deployed)
+   * accepts the signature of the message. An account's own key is checked
+   * first, without the RPC; only the chain can speak for a contract.
+   */
+  async verifySignature(input: { address: Address; message: string; signature: Hex }) {
+    try {
+      if (await verifyMessage(input)) return true;
+    } catch {
+      // Not a recoverable ECDSA signature; a contract wallet may still accept it.
+    }
+    try {
+      await this.#checkChain();
+      const valid = await this.#client.verifyMessage(input);
+      this.#recordSuccess();
+      return valid;
+    } catch (error) {
+      if (!isUnreachable(error)) return false;
+      this.#recordFailure(error);
+      throw unavailable(error);
+    }
+  }
+
+  /** The tier's state for /healthz; asks the RPC when it has not heard from it recently. */
+  async health(): Promise<WalletChainHealth> {
+    const now = this.#options.clock.now();
+    if (this.#lastContactAt === null || now - this.#lastContactAt >= HEALTH_PROBE_INTERVAL_MS) {
+      this.#chainChecked = false;
+      await this.#checkChain().catch(() => {});
+    }
+    return {
+      ok: this.#lastError === null,
+      chainId: this.#options.chainId,
+      rpcChainId: this.#rpcChainId,
+      lastError: this.#lastError,
+      lastSuccessAt: this.#lastSuccessAt === null ? null : toRfc3339(this.#lastSuccessAt),
+    };
+  }
+
+  async #readBalance(key: string, address: Address): Promise<WalletBalance> {
+    try {
+      await this.#checkChain();
+      const token = this.#options.usdcAddress as Address;
+      this.#decimals ??= await this.#client.readContract({
+        address: token,
+        abi: erc20Abi,
+        functionName: "decimals",
+      });
+      const units = await this.#client.readContract({
+        address: token,
+        abi: erc20Abi,
+        functionName: "balanceOf",
+        args: [address],
+      });
+      const readAt = this.#options.clock.now();
+      this.#remember(key, { units, readAt });
+      this.#recordSuccess();
+      return { units, decimals: this.#decimals, readAt, stale: false };
+    } catch (error) {
+      this.#recordFailure(error);
+      throw error;
+    }
+  }
+
+  async #checkChain(): Promise<void> {
+    if (this.#chainChecked) return;
+    try {
+      this.#rpcChainId = await this.#client.getChainId();
+    } catch (error) {
+      this.#recordFailure(error);
+      throw error;
+    }
+    if (this.#rpcChainId !== this.#options.chainId) {
+      const error = new Error(
+        `the RPC serves chain ${this.#rpcChainId}, not the configured ${this.#options.chainId}`,
+      );
+      this.#recordFailure(error);
+      throw error;
+    }
+    this.#chainChecked = true;
+    this.#recordSuccess();
+  }
+
+  #remember(key: string, entry: { units: bigint; readAt: number }): void {
+    this.#cache.delete(key);
+    if (this.#cache.size >= MAX_CACHED_BALANCES) {
+      this.#cache.delete(this.#cache.keys().next().value!);
+    }
+    this.#cache.set(key, entry);
+  }
+
+  #recordSuccess(): void {
+    const now = this.#options.clock.now();
+    if (this.#lastError !== null) this.#options.logger.info("wallet RPC answers again");
+    this.#lastError = null;
+    this.#lastSuccessAt = now;
+    this.#lastContactAt = now;
+  }
+
+  #recordFailure(error: unknown): void {
+    const described = this.#describe(error);
+    if (this.#lastError === null) {
+      this.#options.logger.warn("wallet RPC failed", { error: described });
+    }
+    this.#lastError = described;
+    this.#lastContactAt = this.#options.clock.now();
+    this.#chainChecked = false;
+  }
+
+  /** A one-line reason without the RPC URL (it may hold an API key). */
+  #describe(error: unknown): string {
+    const base = error instanceof BaseError
+      ? [error.shortMessage, error.details].filter(Boolean).join(": ")
+      : error instanceof Error
+      ? error.message
+      : String(error);
+    return base.replaceAll(this.#options.rpcUrl, "<rpc>").replace(/\s+/g, " ").slice(0, 300);
+  }
+}
+
+/**
+ * A transport failure (or the wrong chain) says nothing about a signature;
+ * any other error of viem's (a reverted validator call) means "not valid".
+ */
+function isUnreachable(error: unknown): boolean {
+  if (!(error instanceof BaseError)) return true;
+  return error.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError) !== null;
+}
+
+function unavailable(cause: unknown): ApiError {
+  return new ApiError(
+    "wallet_unavailable",
+    "The wallet tier cannot reach its chain right now; retry shortly",
+    { headers: { "retry-after": "5" }, cause },
+  );
+}
