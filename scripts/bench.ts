@@ -20,7 +20,8 @@
  * it, so these get more runs than the 10-second loads (--runs).
  *
  * --only runs just the numbered workloads (1 uploads, 2 big retrievals, 3 small
- * retrievals, 4 small uploads, 5 big transfers, 6 piece cids and memory, 7 a
+ * retrievals, 4 small uploads (sponsored, e-mail token, wallet token with its
+ * balance read from a local anvil chain), 5 big transfers, 6 piece cids and memory, 7 a
  * --big-gib file uploaded through the CLI, pipelined vs sequential), to
  * reproduce one figure quickly; a full run is what the README reports.
  */
@@ -36,6 +37,9 @@ import { runMemoryCheck } from "./memory_check.ts";
 import { benchCliUpload } from "./bench_cli_upload.ts";
 import { PieceHasher } from "../src/piece_cid/hasher.ts";
 import { pieceCidV2 } from "../src/piece_cid/cid_codec.ts";
+import { signInWithWallet } from "../src/client/wallet.ts";
+import { privateKeyToAccount } from "viem/accounts";
+import { deployTestUsdc, devAccounts, spawnAnvil, usdc } from "./testnet/chain.ts";
 
 const MIB = 1024 * 1024;
 
@@ -265,13 +269,12 @@ async function smallRetrievalLoad(contenders: Contender[]) {
   );
 }
 
-async function smallUploadLoad(service: SpawnedServer, token: string) {
-  const series: Record<string, { rps: number[]; p99: number[]; errors: number }> = {
-    sponsored: { rps: [], p99: [], errors: 0 },
-    token: { rps: [], p99: [], errors: 0 },
-  };
+/** 1 KiB uploads under load, for each caller: its name and bearer token ("" = sponsored). */
+async function smallUploadLoad(service: SpawnedServer, callers: Record<string, string>) {
+  const series: Record<string, { rps: number[]; p99: number[]; errors: number }> = {};
+  for (const name of Object.keys(callers)) series[name] = { rps: [], p99: [], errors: 0 };
   for (let round = 0; round < 2; round++) {
-    for (const [name, bearer] of [["sponsored", ""], ["token", token]]) {
+    for (const [name, bearer] of Object.entries(callers)) {
       const r = await runWrk({
         url: service.url,
         connections: 64,
@@ -316,8 +319,21 @@ async function bigTransfers(service: SpawnedServer, chunk: Uint8Array) {
 
 const serviceDir = await Deno.makeTempDir({ prefix: "bench-service-" });
 const baseDir = await Deno.makeTempDir({ prefix: "bench-files-" });
+// The wallet tier's chain: a wallet with a million tUSDC (a million GiB a day) for workload 4.
+const chain = await spawnAnvil({ port: 0 });
+const walletKey = devAccounts()[1].privateKey;
 try {
-  await using service = await spawnServer(serviceDir, SERVICE_ARGS);
+  const usdcToken = await deployTestUsdc(chain);
+  await usdcToken.mint(devAccounts()[1].address, usdc(1_000_000));
+  await using service = await spawnServer(serviceDir, [
+    ...SERVICE_ARGS,
+    "--wallet-rpc-url",
+    chain.rpcUrl,
+    "--wallet-chain-id",
+    String(chain.chainId),
+    "--wallet-usdc-address",
+    usdcToken.address,
+  ]);
   await using bare = await startBareDeno(baseDir);
   const nginx = await startNginx(baseDir);
   try {
@@ -383,17 +399,27 @@ try {
       if (nginx) ratio("retrieve 1 KiB req/s / nginx", rps("service") / rps("nginx"));
     }
     if (wrkAvailable() && wanted(4)) {
-      progress("4/7 1 KiB uploads under load (wrk), sponsored vs token");
+      progress("4/7 1 KiB uploads under load (wrk), sponsored vs token vs wallet");
       const signup = await fetch(`${service.url}/api/auth/signup`, {
         method: "POST",
         body: JSON.stringify({ email: "bench@example.org", label: "bench", quotaMb: 1024000 }),
       });
       const { token } = await signup.json();
-      const uploads = await smallUploadLoad(service, token);
+      const wallet = await signInWithWallet({
+        server: service.url,
+        account: privateKeyToAccount(walletKey),
+      });
+      const uploads = await smallUploadLoad(service, {
+        sponsored: "",
+        token,
+        wallet: wallet.token,
+      });
       results.upload1KiB_wrk = uploads;
       const ups = (name: string) =>
         (uploads[name] as { uploadsPerSecond: Summary }).uploadsPerSecond.median;
       ratio("token 1 KiB uploads/s / sponsored", ups("token") / ups("sponsored"), 0.8);
+      // The balance is read once per TTL (30 s); every other upload finds it cached.
+      ratio("wallet 1 KiB uploads/s / token", ups("wallet") / ups("token"), 0.9);
     }
 
     if (wanted(5)) {
@@ -454,6 +480,7 @@ try {
     await nginx?.[Symbol.asyncDispose]();
   }
 } finally {
+  await chain.stop();
   await Deno.remove(serviceDir, { recursive: true }).catch(() => {});
   await Deno.remove(baseDir, { recursive: true }).catch(() => {});
 }

@@ -6,11 +6,13 @@
  *   storage cid FILE…                 storage upload FILE… [--piece-size SIZE] …
  *   storage download CID [-o PATH]    storage signup --email E --label L
  *   storage tokens list|revoke JTI    storage files | usage | limits | extend DEAL_ID
+ *   STORAGE_WALLET_KEY=0x… storage wallet login [--chain-id N]
  *
  * This entry point wires the real process to the commands: stdout for
  * results, stderr for the progress bar (terminals only) and the one error
- * line, Ctrl-C as an abort signal, STORAGE_URL / STORAGE_TOKEN from the
- * environment, and the documented exit status (src/cli/storage_errors.ts).
+ * line, Ctrl-C as an abort signal, STORAGE_URL / STORAGE_TOKEN (and
+ * STORAGE_WALLET_KEY for wallet login) from the environment, and the
+ * documented exit status (src/cli/storage_errors.ts).
  */
 import { StorageClient } from "../client/mod.ts";
 import { nativeSha256 } from "../client/native_sha256.ts";
@@ -22,13 +24,21 @@ import { EXIT, failureOf, InterruptedError, LocalFileError } from "./storage_err
 import type { CliIo } from "./storage_output.ts";
 import { terminalProgress } from "./storage_progress.ts";
 import { cidCommand, uploadCommand } from "./storage_upload.ts";
+import { WALLET_KEY_VARIABLE, walletLoginCommand } from "./storage_wallet.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** Runs one command line against `io`; resolves with the exit status. */
-export async function runCommandLine(line: Extract<CommandLine, { kind: "run" }>, io: CliIo) {
+export async function runCommandLine(
+  line: Extract<CommandLine, { kind: "run" }>,
+  io: CliIo,
+  env: Env = {},
+) {
   const { command, args, flags, global } = line;
   if (command.name === "cid") return await cidCommand({ io, global, paths: args });
+  if (command.name === "wallet login") {
+    return await walletLoginCommand({ io, global, flags, key: env[WALLET_KEY_VARIABLE] });
+  }
   using client = createClient(global);
   if (command.name === "upload") {
     return await uploadCommand({ io, global, client, paths: args, flags });
@@ -68,7 +78,7 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
       await io.out(line.text + "\n");
       return EXIT.ok;
     }
-    return await runCommandLine(line, io);
+    return await runCommandLine(line, io, env);
   } catch (error) {
     io.progress.clear();
     // After Ctrl-C, whatever failed (an aborted fetch, a cancelled stream) failed because of it.
@@ -110,6 +120,8 @@ function processIo(signal: AbortSignal): CliIo {
 
 if (import.meta.main) {
   const env: Record<string, string | undefined> = {};
-  for (const name of ["STORAGE_URL", "STORAGE_TOKEN"]) env[name] = Deno.env.get(name);
+  for (const name of ["STORAGE_URL", "STORAGE_TOKEN", WALLET_KEY_VARIABLE]) {
+    env[name] = Deno.env.get(name);
+  }
   Deno.exit(await main(Deno.args, env));
 }

@@ -31,6 +31,13 @@ export interface CommandSpec {
   summary: string;
   options: ParseArgsOptionsConfig;
   args: { min: number; max: number };
+  /**
+   * For a command that reads a secret from the environment: it takes no
+   * arguments, and these flags (hidden from its usage) are accepted by the
+   * parser only to be refused with a pointer to the variable. Neither is ever
+   * echoed back; a secret on a command line is in shell history and in `ps`.
+   */
+  secretFromEnv?: { variable: string; refusedFlags: string[] };
 }
 
 /** Flags every command takes. */
@@ -83,6 +90,14 @@ export const COMMANDS: readonly CommandSpec[] = [
     args: { min: 0, max: 0 },
   },
   {
+    name: "wallet login",
+    synopsis: "[--chain-id N]",
+    summary: "Sign in with the Ethereum key in STORAGE_WALLET_KEY: a 24-hour wallet-tier token",
+    options: { "chain-id": str, key: str, "private-key": str },
+    args: { min: 0, max: 0 },
+    secretFromEnv: { variable: "STORAGE_WALLET_KEY", refusedFlags: ["key", "private-key"] },
+  },
+  {
     name: "tokens list",
     synopsis: "",
     summary: "List your tokens (metadata only)",
@@ -127,7 +142,11 @@ export const COMMANDS: readonly CommandSpec[] = [
 ];
 
 /** The words that take a second word, and which. */
-const TWO_WORD: Record<string, string[]> = { signup: ["verify"], tokens: ["list", "revoke"] };
+const TWO_WORD: Record<string, string[]> = {
+  signup: ["verify"],
+  tokens: ["list", "revoke"],
+  wallet: ["login"],
+};
 
 export interface GlobalOptions {
   server: string;
@@ -162,6 +181,7 @@ export function parseCommandLine(
   }
   const command = findCommand(words);
   if (first.values.help) return { kind: "help", text: commandHelp(command) };
+  refuseSecretOnCommandLine(command, first);
   const { values, positionals } = parse(argv, { ...GLOBAL_OPTIONS, ...command.options });
   const args = positionals.slice(command.name.split(" ").length);
   const { min, max } = command.args;
@@ -196,19 +216,41 @@ function parse(argv: readonly string[], options: ParseArgsOptionsConfig) {
   }
 }
 
+/** Before anything could echo them: a command's secret never comes from the command line. */
+function refuseSecretOnCommandLine(command: CommandSpec, parsed: ReturnType<typeof parse>) {
+  if (!command.secretFromEnv) return;
+  const { variable, refusedFlags } = command.secretFromEnv;
+  const flag = refusedFlags.find((name) => parsed.values[name] !== undefined);
+  const hasArgs = parsed.positionals.length > command.name.split(" ").length;
+  if (flag === undefined && !hasArgs) return;
+  throw new UsageError(
+    `"${command.name}" reads the key from ${variable} only, not from ` +
+      `${flag === undefined ? "arguments" : `--${flag}`}: command lines stay in shell history`,
+  );
+}
+
 function findCommand(words: readonly string[]): CommandSpec {
   const [first, second] = words;
   const twoWord = TWO_WORD[first];
   let name = first;
   if (twoWord && second !== undefined && twoWord.includes(second)) name = `${first} ${second}`;
-  else if (first === "tokens") {
-    throw new UsageError('"tokens" needs "list" or "revoke JTI"');
+  else if (twoWord && !COMMANDS.some((c) => c.name === first)) {
+    throw new UsageError(
+      `"${first}" needs ${twoWord.map((w) => secondWordUsage(first, w)).join(" or ")}`,
+    );
   }
   const command = COMMANDS.find((c) => c.name === name);
   if (!command) {
     throw new UsageError(`unknown command "${first}". Run "storage --help" for the commands`);
   }
   return command;
+}
+
+/** `"revoke JTI"`: the second word and the arguments it takes, for a hint. */
+function secondWordUsage(first: string, second: string): string {
+  const synopsis = COMMANDS.find((c) => c.name === `${first} ${second}`)?.synopsis ?? "";
+  const args = synopsis.replace(/\[.*$/, "").trim();
+  return `"${args ? `${second} ${args}` : second}"`;
 }
 
 function globalOptions(values: Flags, env: Readonly<Record<string, string | undefined>>) {
