@@ -133,6 +133,13 @@ export class WalletChain {
     try {
       await this.#checkChain();
       const valid = await this.#client.verifyMessage(input);
+      if (!valid) {
+        // viem answers false, not an error, when the validator call could not be made at all
+        // (it folds a refused connection into "not valid"): only a chain that answers may say
+        // no, so ask it something before believing the false.
+        this.#chainChecked = false;
+        await this.#checkChain();
+      }
       this.#recordSuccess();
       return valid;
     } catch (error) {
