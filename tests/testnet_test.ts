@@ -6,23 +6,14 @@
  */
 import { throws } from "node:assert/strict";
 import { type Address, decodeFunctionResult, encodeFunctionData, type Hex } from "viem";
-import {
-  artifactMatches,
-  compileTestUsdc,
-  readCommittedArtifact,
-} from "../scripts/testnet/build_test_usdc.ts";
+import { TEST_USDC_CONTRACT } from "../scripts/testnet/build_test_usdc.ts";
+import { builtFromSource } from "./helpers/solidity.ts";
 import { jsonRpc, TEST_USDC, testUsdcAt } from "../scripts/testnet/chain.ts";
 import { deployTestUsdc, startAnvil, usdc } from "./helpers/anvil.ts";
 import { assertEquals, assertMatch, assertOk, assertRejects } from "./helpers/assert.ts";
 
 Deno.test("testnet: test_usdc.json is what test_usdc.sol builds to", async () => {
-  const fresh = await compileTestUsdc();
-  const committed = await readCommittedArtifact();
-  assertOk(
-    artifactMatches(committed, fresh),
-    "scripts/testnet/test_usdc.json differs from a fresh build of test_usdc.sol: run " +
-      "`deno run --allow-read --allow-write scripts/testnet/build_test_usdc.ts` and commit",
-  );
+  await builtFromSource(TEST_USDC_CONTRACT);
 });
 
 /** decimals() read with a raw eth_call, as the server will. */

@@ -22,12 +22,9 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { foundry } from "viem/chains";
-import {
-  asCommitted,
-  compileContractWallet,
-  type ContractWalletArtifact,
-  readCommittedArtifact,
-} from "./fixtures/contract_wallet/build.ts";
+import { CONTRACT_WALLET as CONTRACT_WALLET_BUILD } from "./fixtures/contract_wallet/build.ts";
+import type { ContractWalletArtifact } from "./fixtures/contract_wallet/build.ts";
+import { builtFromSource } from "./helpers/solidity.ts";
 import contractWalletJson from "./fixtures/contract_wallet/contract_wallet.json" with {
   type: "json",
 };
@@ -47,12 +44,7 @@ const STRANGER = 4;
 const KEY_HOLDER = 1;
 
 Deno.test("wallet contract: contract_wallet.json is what contract_wallet.sol builds to", async () => {
-  assertEquals(
-    await readCommittedArtifact(),
-    asCommitted(await compileContractWallet()),
-    "tests/fixtures/contract_wallet/contract_wallet.json differs from a fresh build: run " +
-      "`deno run --allow-read --allow-write tests/fixtures/contract_wallet/build.ts` and commit",
-  );
+  await builtFromSource(CONTRACT_WALLET_BUILD);
 });
 
 /** A viem wallet client for a dev key on anvil, and a public client that sees receipts at once. */
