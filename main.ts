@@ -15,6 +15,7 @@ import type { Config } from "./src/config.ts";
 import { KeyFileError, keyFilePath, rotateKeyFile } from "./src/auth/hmac_key.ts";
 import { runTokenCommand } from "./src/cli/token_command.ts";
 import { DirectoryLockedError } from "./src/fs/dir_lock.ts";
+import { DatabaseTooNewError } from "./src/db/database.ts";
 import { startServer } from "./src/server.ts";
 
 type Env = Record<string, string | undefined>;
@@ -47,7 +48,7 @@ export async function main(args: string[]): Promise<number> {
 function startupErrorMessage(error: unknown): string | null {
   if (
     error instanceof ConfigError || error instanceof KeyFileError ||
-    error instanceof DirectoryLockedError
+    error instanceof DirectoryLockedError || error instanceof DatabaseTooNewError
   ) {
     return error.message;
   }

@@ -12,7 +12,7 @@
  */
 import type { Config } from "./config.ts";
 import { dataDirPaths } from "./data_dir.ts";
-import { openDatabase } from "./db/database.ts";
+import { DatabaseTooNewError, openDatabase } from "./db/database.ts";
 import type { Database } from "./db/database.ts";
 import { HmacKey, KeyFileError, keyFilePath } from "./auth/hmac_key.ts";
 import { DirectoryLockedError, lockDirectory } from "./fs/dir_lock.ts";
@@ -63,7 +63,10 @@ export async function openDataDir(config: Config, logger: Logger): Promise<Opene
     }
   } catch (error) {
     lock?.release();
-    if (error instanceof KeyFileError || error instanceof DirectoryLockedError) throw error;
+    if (
+      error instanceof KeyFileError || error instanceof DirectoryLockedError ||
+      error instanceof DatabaseTooNewError
+    ) throw error;
     const hint = error instanceof Deno.errors.NotCapable
       ? ` (run with --allow-read=${dataDir} --allow-write=${dataDir})`
       : "";

@@ -3,6 +3,7 @@
  * directory, `token mint|list|revoke` beside a running server, private file
  * modes, and start-up errors as one line with exit status 2.
  */
+import { DatabaseSync } from "node:sqlite";
 import { assertEquals, assertMatch } from "./helpers/assert.ts";
 import { readResponse, writeAll } from "./helpers/raw_http.ts";
 import { bearer, errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
@@ -252,5 +253,26 @@ Deno.test("token list and revoke on a data dir that does not exist create nothin
     assertEquals([...Deno.readDirSync(parent)], []);
   } finally {
     await Deno.remove(parent, { recursive: true });
+  }
+});
+
+Deno.test("start-up: a database migrated by a newer build is one line and exit 2, untouched", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-newer-db-" });
+  try {
+    // A first start creates the database; then a "newer build" moves its schema on.
+    {
+      await using _server = await startTestServer({ dataDir });
+    }
+    const db = new DatabaseSync(`${dataDir}/storage.db`);
+    db.exec("PRAGMA user_version = 99");
+    db.close();
+    const run = await runMain(["--port", "0", "--data-dir", dataDir], { dataDir });
+    assertOneLineError(run, /schema is version 99, newer than the \d+ this program knows/);
+    const after = new DatabaseSync(`${dataDir}/storage.db`);
+    const { user_version } = after.prepare("PRAGMA user_version").get() as { user_version: number };
+    after.close();
+    assertEquals(Number(user_version), 99);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
   }
 });

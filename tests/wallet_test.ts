@@ -11,6 +11,7 @@ import type { Anvil, TestUsdc } from "./helpers/anvil.ts";
 import { FakeClock } from "./helpers/clock.ts";
 import { decodeToken } from "./helpers/jwt.ts";
 import { bearer, errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
+import { eventually } from "./helpers/wait.ts";
 import type { TestServer } from "./helpers/server.ts";
 import {
   devKey,
@@ -21,6 +22,7 @@ import {
   walletSignIn,
 } from "./helpers/wallet.ts";
 import { loadConfig } from "../src/config.ts";
+import { privateKeyToAccount } from "viem/accounts";
 
 const KIB = 1024;
 /** With 1 KiB per USDC, a balance of n USDC is a daily cap of n KiB. */
@@ -162,6 +164,14 @@ Deno.test("wallet: every wrong message or signature is 401 invalid_signature, an
     assertMatch(error.message, pattern, what);
   };
 
+  /** A good message edited, then signed as edited by the same key. */
+  const resigned = (edit: (message: string) => string) => async () => {
+    const changed = edit((await signedMessage(server.url, key, { now: now() })).message);
+    return {
+      message: changed,
+      signature: await privateKeyToAccount(key).signMessage({ message: changed }),
+    };
+  };
   const cases: [string, () => Promise<unknown>, RegExp][] = [
     [
       "wrong domain",
@@ -186,10 +196,57 @@ Deno.test("wallet: every wrong message or signature is 401 invalid_signature, an
       "expired message",
       () =>
         signedMessage(server.url, key, {
-          now: new Date(clock.now() - 20 * 60_000),
+          now: new Date(clock.now() - 8 * 60_000),
           overrides: { expirationTime: new Date(clock.now() - 60_000) },
         }),
       /expired/,
+    ],
+    [
+      "issued a year ago",
+      () =>
+        signedMessage(server.url, key, {
+          now: now(),
+          overrides: { issuedAt: new Date(clock.now() - 365 * 86_400_000) },
+        }),
+      /issued-at/,
+    ],
+    [
+      "expiring 650 s ahead",
+      () =>
+        signedMessage(server.url, key, {
+          now: now(),
+          overrides: { expirationTime: new Date(clock.now() + 650_000) },
+        }),
+      /expiration/,
+    ],
+    // Signed as edited: only the layout is wrong. A wallet would not show these as SIWE.
+    ["a line after the last field", resigned((m) => `${m}\nhello`), /line \d+ is not part/],
+    [
+      "a second field block",
+      resigned((m) => `${m}\nURI: https://evil.example\nVersion: 1`),
+      /not part/,
+    ],
+    [
+      "a statement over two lines",
+      resigned((m) => m.replace("Sign in to", "Sign in\nto")),
+      /statement/,
+    ],
+    [
+      "a zero-padded chain id",
+      resigned((m) => m.replace("Chain ID: ", "Chain ID: 00")),
+      /Chain ID/,
+    ],
+    [
+      "an address without its checksum",
+      resigned((m) => m.replace(/^0x[0-9a-fA-F]{40}$/m, (a) => a.toLowerCase())),
+      /checksummed/,
+    ],
+    [
+      "an address with a wrong checksum",
+      resigned((m) =>
+        m.replace(/^(0x[0-9a-fA-F]{40})$/m, (a) => a.replace(/[a-f]/, (c) => c.toUpperCase()))
+      ),
+      /checksummed/,
     ],
     [
       "no expiration time",
@@ -245,6 +302,16 @@ Deno.test("wallet: every wrong message or signature is 401 invalid_signature, an
     ],
   ];
   for (const [what, body, pattern] of cases) await refusedWith(await body(), pattern, what);
+
+  // No statement is fine (the standard's layout then has two empty lines).
+  const bare = await signedMessage(server.url, key, {
+    now: now(),
+    overrides: { statement: undefined },
+  });
+  assertOk(bare.message.includes(`${bare.address}\n\n\nURI: `));
+  const bareAnswer = await postSignIn(server.url, bare);
+  assertEquals(bareAnswer.status, 201, await bareAnswer.clone().text());
+  await bareAnswer.body?.cancel();
 
   // A signed message works once; a nonce is spent by the first try that names it, right or wrong.
   const signed = await signedMessage(server.url, key, { now: now() });
@@ -378,6 +445,9 @@ Deno.test("wallet: chain down → cached balance for 10 minutes, then 503; chain
     const error = await errorOf(response);
     assertEquals([response.status, error.error], [503, "wallet_unavailable"]);
   }
+  // What went wrong is logged, but never the RPC URL (an API key often rides in it).
+  assertOk(server.logs.some((line) => JSON.stringify(line).includes("fetch failed")));
+  assertOk(!JSON.stringify(server.logs).includes(anvil.rpcUrl), "the RPC URL is not logged");
   // Files and tokens do not need the chain.
   const files = await server.get("/api/files", { headers: bearer(token) });
   assertEquals(files.status, 200);
@@ -463,3 +533,36 @@ function assertThrowsMessage(fn: () => unknown, pattern: RegExp): void {
   }
   throw new Error(`expected an error matching ${pattern}`);
 }
+
+Deno.test("wallet: /healthz does not wait out an RPC that accepts and never answers", async () => {
+  const hanging = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of hanging) held.push(conn);
+  })();
+  try {
+    await using server = await startTestServer({
+      args: walletArgs(`http://127.0.0.1:${hanging.addr.port}`),
+    });
+    const first = await json(await server.get("/healthz"));
+    // Answered while the probe still waits on the RPC (its 5 s timeout would have set lastError).
+    assertEquals(first.wallet, {
+      enabled: true,
+      ok: false,
+      chainId: TEST_CHAIN_ID,
+      rpcChainId: null,
+      lastError: null,
+      lastSuccessAt: null,
+    });
+    await eventually(() => held.length > 0, "the probe's connection to the hanging RPC");
+    // The RPC hangs up: the probe fails, and the next answer says so.
+    for (const conn of held) conn.close();
+    await eventually(async () => {
+      const health = await json(await server.get("/healthz"));
+      return (health.wallet as { lastError: string | null }).lastError !== null;
+    }, "/healthz reporting the failed probe");
+  } finally {
+    hanging.close();
+    await accepting.catch(() => {});
+  }
+});

@@ -18,6 +18,7 @@ import { parseSiweMessage } from "viem/siwe";
 import type { Clock } from "../clock.ts";
 import { toRfc3339 } from "../clock.ts";
 import { ApiError } from "../errors.ts";
+import { siweLayoutProblem } from "./siwe_layout.ts";
 import type { TokenService } from "./tokens.ts";
 import type { WalletSignInResult } from "./wallet_sign_in_result.ts";
 
@@ -108,12 +109,16 @@ export class WalletSignIn {
 
   /** The message's fields as this server requires them; its address EIP-55 checksummed. */
   #checkMessage(message: string, now: number): { address: Address; nonce: string } {
+    const problem = siweLayoutProblem(message);
+    if (problem !== null) {
+      throw refused(`message is not an EIP-4361 (Sign-In with Ethereum) message: ${problem}`);
+    }
     const fields = parseSiweMessage(message);
     if (fields.address === undefined || fields.nonce === undefined || fields.uri === undefined) {
       throw refused("message is not an EIP-4361 (Sign-In with Ethereum) message");
     }
-    if (!isAddress(fields.address, { strict: false })) {
-      throw refused("message's address is not an Ethereum address");
+    if (!isAddress(fields.address) || getAddress(fields.address) !== fields.address) {
+      throw refused("message's address must be EIP-55 checksummed");
     }
     if (fields.version !== "1") throw refused("message's version must be 1");
     if (fields.domain !== this.#domain) {
@@ -134,10 +139,14 @@ export class WalletSignIn {
     }
     const issuedAt = timeOf(fields.issuedAt);
     const expiresAt = timeOf(fields.expirationTime);
-    if (issuedAt === null || issuedAt > now + CLOCK_SKEW_MS) {
-      throw refused("message's issued-at time is missing, malformed or in the future");
+    // Not older than a nonce can be (plus skew): a message is made for a nonce just issued.
+    if (
+      issuedAt === null || issuedAt > now + CLOCK_SKEW_MS ||
+      issuedAt < now - NONCE_LIFETIME_MS - CLOCK_SKEW_MS
+    ) {
+      throw refused("message's issued-at time is missing, malformed, too old or in the future");
     }
-    if (expiresAt === null || expiresAt > now + NONCE_LIFETIME_MS + CLOCK_SKEW_MS) {
+    if (expiresAt === null || expiresAt > now + NONCE_LIFETIME_MS) {
       throw refused("message needs an expiration time at most 10 minutes ahead");
     }
     if (expiresAt <= now) throw refused("message has expired");

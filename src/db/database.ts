@@ -10,6 +10,21 @@ import type { Migration } from "./migrations/mod.ts";
 
 export type Database = DatabaseSync;
 
+/**
+ * The database was migrated by a newer build of this program: an older one
+ * would read and write a schema it does not know (a renamed column, a rebuilt
+ * table). It refuses to start instead.
+ */
+export class DatabaseTooNewError extends Error {
+  constructor(found: number, known: number) {
+    super(
+      `The database's schema is version ${found}, newer than the ${known} this program knows: ` +
+        "run the newer build that migrated it (or restore a backup made before)",
+    );
+    this.name = "DatabaseTooNewError";
+  }
+}
+
 export interface OpenDatabaseOptions {
   /** File path, or ":memory:" when no data directory is bound. */
   path: string;
@@ -39,6 +54,8 @@ export function migrate(db: Database, migrations: readonly Migration[]): void {
     (db.prepare("PRAGMA user_version").get() as { user_version: number })
       .user_version,
   );
+  const latest = migrations.at(-1)?.version ?? 0;
+  if (current > latest) throw new DatabaseTooNewError(current, latest);
   for (const migration of migrations) {
     if (migration.version <= current) continue;
     // The pragma is a no-op inside a transaction, so it is switched around it.

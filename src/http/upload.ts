@@ -19,7 +19,7 @@ import type { Config } from "../config.ts";
 import type { DailyCapLedger } from "../limits/daily_caps.ts";
 import { notAdmitted } from "../limits/upload_admission.ts";
 import type { UploadAdmission } from "../limits/upload_admission.ts";
-import type { UploadPolicies } from "../limits/tiers.ts";
+import type { UploadPolicies, UploadPolicy } from "../limits/tiers.ts";
 import { requireScope } from "../auth/scopes.ts";
 import type { TokenCaller } from "../auth/caller.ts";
 import { requireContentLength } from "./body.ts";
@@ -105,7 +105,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         : `${cap[0].toUpperCase()}${cap.slice(1)} is used up for today; it resets at 00:00 UTC`;
       throw new ApiError(policy.capExceededCode, message, {
         headers: {
-          "retry-after": String(reserved.status.resetSeconds),
+          "retry-after": String(retryAfterSeconds(policy, reserved.status.resetSeconds, deps)),
           ...rateLimitHeaders(reserved.status),
         },
       });
@@ -166,6 +166,15 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       reservation.release();
     }
   };
+}
+
+/**
+ * When to try again after a daily cap: at 00:00 UTC, or for a wallet as soon
+ * as a topped-up balance would be read (the balance TTL), if that is sooner.
+ */
+function retryAfterSeconds(policy: UploadPolicy, resetSeconds: number, deps: UploadDeps): number {
+  if (!policy.walletBalance) return resetSeconds;
+  return Math.min(resetSeconds, Math.max(1, Math.ceil(deps.config.wallet.balanceTtlMs / 1000)));
 }
 
 function usdcText(balance: { units: bigint; decimals: number }): string {

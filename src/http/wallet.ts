@@ -24,9 +24,11 @@ export interface WalletDeps {
 }
 
 export function createWalletNonceHandler(deps: WalletDeps): Handler {
-  return (_request, context) => {
+  return (request, context) => {
     const signIn = requireWalletTier(deps);
     requirePersistentTokens(deps.databaseIsPersistent);
+    // HEAD says whether nonces are to be had; it neither stores one nor counts against the limit.
+    if (request.method === "HEAD") return jsonResponse(200, {});
     const slot = deps.nonceLimit.acquire(context.clientKey);
     if (!slot.ok) {
       throw new ApiError("rate_limited", "Too many sign-in nonces for this address; retry later", {

@@ -11,8 +11,10 @@
  * - the chain id is checked before the first read and again after every
  *   failure (an endpoint that comes back may serve another chain), and
  *   `decimals()` is read once;
- * - errors are recorded for /healthz without the RPC URL, which may carry an
- *   API key.
+ * - a wrong chain is refused outright (no stale balance: it is not an
+ *   outage but a misconfiguration);
+ * - errors are recorded for /healthz and logged without the RPC URL, which may
+ *   carry an API key; /healthz never waits long for a hanging RPC.
  */
 import {
   BaseError,
@@ -20,6 +22,7 @@ import {
   erc20Abi,
   http,
   HttpRequestError,
+  RpcRequestError,
   TimeoutError,
   verifyMessage,
 } from "viem";
@@ -36,6 +39,16 @@ const DEFAULT_RPC_TIMEOUT_MS = 5_000;
 const MAX_CACHED_BALANCES = 100_000;
 /** /healthz asks the RPC itself at most this often. */
 const HEALTH_PROBE_INTERVAL_MS = 5_000;
+/** …and waits this long for the answer before it reports what it knew (load balancers time out). */
+const HEALTH_PROBE_WAIT_MS = 1_000;
+/**
+ * ERC-8010 signatures carry setup calls that the validator simulates before
+ * checking; the account's owner did not sign those. Refused.
+ */
+const ERC8010_SUFFIX = "8010".repeat(16);
+
+/** The RPC answers, but for another chain than the configured one. */
+class ChainMismatchError extends Error {}
 
 export interface WalletChainOptions {
   rpcUrl: string;
@@ -78,6 +91,7 @@ export class WalletChain {
   #lastError: string | null = null;
   #lastSuccessAt: number | null = null;
   #lastContactAt: number | null = null;
+  #probing: Promise<void> | null = null;
 
   constructor(options: WalletChainOptions) {
     this.#options = options;
@@ -106,6 +120,7 @@ export class WalletChain {
     try {
       return await reading;
     } catch (error) {
+      if (error instanceof ChainMismatchError) throw unavailable(error.message);
       const recent = this.#cache.get(key);
       if (recent && this.#decimals !== null && now - recent.readAt <= STALE_BALANCE_LIMIT_MS) {
         return {
@@ -115,7 +130,7 @@ export class WalletChain {
           stale: true,
         };
       }
-      throw unavailable(error);
+      throw unavailable(this.#describe(error));
     }
   }
 
@@ -125,6 +140,7 @@ export class WalletChain {
    * first, without the RPC; only the chain can speak for a contract.
    */
   async verifySignature(input: { address: Address; message: string; signature: Hex }) {
+    if (input.signature.toLowerCase().endsWith(ERC8010_SUFFIX)) return false;
     try {
       if (await verifyMessage(input)) return true;
     } catch {
@@ -145,19 +161,30 @@ export class WalletChain {
     } catch (error) {
       if (!isUnreachable(error)) return false;
       this.#recordFailure(error);
-      throw unavailable(error);
+      throw unavailable(this.#describe(error));
     }
   }
 
-  /** The tier's state for /healthz; asks the RPC when it has not heard from it recently. */
+  /**
+   * The tier's state for /healthz. When the RPC has not been heard from
+   * recently it is probed (one probe at a time: chain id and the token's
+   * decimals, so a wrong token address shows too), waited for at most a
+   * second; a hanging RPC shows up in the next answer.
+   */
   async health(): Promise<WalletChainHealth> {
     const now = this.#options.clock.now();
     if (this.#lastContactAt === null || now - this.#lastContactAt >= HEALTH_PROBE_INTERVAL_MS) {
-      this.#chainChecked = false;
-      await this.#checkChain().catch(() => {});
+      this.#probing ??= this.#probe().finally(() => this.#probing = null);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        this.#probing,
+        new Promise((resolve) => timer = setTimeout(resolve, HEALTH_PROBE_WAIT_MS)),
+      ]);
+      clearTimeout(timer);
     }
     return {
-      ok: this.#lastError === null,
+      // Not ok before the RPC answered once: a hanging RPC is not a healthy one.
+      ok: this.#lastError === null && this.#lastSuccessAt !== null,
       chainId: this.#options.chainId,
       rpcChainId: this.#rpcChainId,
       lastError: this.#lastError,
@@ -165,17 +192,31 @@ export class WalletChain {
     };
   }
 
+  async #probe(): Promise<void> {
+    this.#chainChecked = false;
+    try {
+      await this.#checkChain();
+      this.#decimals = await this.#readDecimals();
+      this.#recordSuccess();
+    } catch (error) {
+      this.#recordFailure(error);
+    }
+  }
+
+  #readDecimals(): Promise<number> {
+    return this.#client.readContract({
+      address: this.#options.usdcAddress as Address,
+      abi: erc20Abi,
+      functionName: "decimals",
+    });
+  }
+
   async #readBalance(key: string, address: Address): Promise<WalletBalance> {
     try {
       await this.#checkChain();
-      const token = this.#options.usdcAddress as Address;
-      this.#decimals ??= await this.#client.readContract({
-        address: token,
-        abi: erc20Abi,
-        functionName: "decimals",
-      });
+      this.#decimals ??= await this.#readDecimals();
       const units = await this.#client.readContract({
-        address: token,
+        address: this.#options.usdcAddress as Address,
         abi: erc20Abi,
         functionName: "balanceOf",
         args: [address],
@@ -199,7 +240,7 @@ export class WalletChain {
       throw error;
     }
     if (this.#rpcChainId !== this.#options.chainId) {
-      const error = new Error(
+      const error = new ChainMismatchError(
         `the RPC serves chain ${this.#rpcChainId}, not the configured ${this.#options.chainId}`,
       );
       this.#recordFailure(error);
@@ -251,14 +292,18 @@ export class WalletChain {
  * any other error of viem's (a reverted validator call) means "not valid".
  */
 function isUnreachable(error: unknown): boolean {
-  if (!(error instanceof BaseError)) return true;
-  return error.walk((e) => e instanceof HttpRequestError || e instanceof TimeoutError) !== null;
+  if (error instanceof ChainMismatchError) return true;
+  if (!(error instanceof BaseError)) return false;
+  return error.walk((e) =>
+    e instanceof HttpRequestError || e instanceof TimeoutError || e instanceof RpcRequestError
+  ) !== null;
 }
 
-function unavailable(cause: unknown): ApiError {
+/** The 503; its cause (logged) is the described reason, never viem's error with the URL in it. */
+function unavailable(reason: string): ApiError {
   return new ApiError(
     "wallet_unavailable",
-    "The wallet tier cannot reach its chain right now; retry shortly",
-    { headers: { "retry-after": "5" }, cause },
+    "The wallet tier cannot read from its chain right now; retry shortly",
+    { headers: { "retry-after": "5" }, cause: new Error(reason) },
   );
 }
