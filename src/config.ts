@@ -45,6 +45,12 @@ export interface WalletConfig {
   termDays: number;
 }
 
+/** Certificate and key files (PEM) when the server terminates TLS itself. */
+export interface TlsConfig {
+  certFile: string;
+  keyFile: string;
+}
+
 export interface Config {
   hostname: string;
   port: number;
@@ -91,7 +97,22 @@ export interface Config {
   uploadMemoryBytes: number;
   /** Uploads one client address may have in flight at once. */
   maxUploadsPerClient: number;
+  /** Serve HTTPS with these files (re-read when they change); null = plain HTTP. */
+  tls: Readonly<TlsConfig> | null;
+  /** Log lines for people ("text"), for machines ("json"), or text on a terminal ("auto"). */
+  logFormat: LogFormat;
+  /** Serve GET /metrics (Prometheus text format). */
+  metricsEnabled: boolean;
+  /** Bearer token /metrics requires; null = /metrics is public. */
+  metricsToken: string | null;
+  /** Hours between background scrubs of every piece; 0 = no background scrub. */
+  scrubIntervalHours: number;
+  /** Bytes per second a scrub reads at most, so serving keeps the disk. */
+  scrubBytesPerSecond: number;
 }
+
+export const LOG_FORMATS = ["auto", "text", "json"] as const;
+export type LogFormat = typeof LOG_FORMATS[number];
 
 export const SIGNUP_MODES = ["open", "verify", "closed"] as const;
 export type SignupMode = typeof SIGNUP_MODES[number];
@@ -104,7 +125,12 @@ export class ConfigError extends Error {
 }
 
 type Setter = (config: MutableConfig, value: string, name: string) => void;
-type MutableConfig = {
+/** Config while it is assembled: TLS arrives as two flags and becomes `tls` at the end. */
+type MutableConfig = Omit<Writable, "tls"> & {
+  tlsCertFile: string | null;
+  tlsKeyFile: string | null;
+};
+type Writable = {
   -readonly [K in keyof Config]: K extends "sponsored" | "token" | "wallet"
     ? { -readonly [P in keyof Config[K]]: Config[K][P] }
     : Config[K];
@@ -417,6 +443,65 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.wallet.termDays = parseInteger(v, n, { min: 1, max: 36500 }),
   },
   {
+    flag: "tls-cert",
+    env: "STORAGE_TLS_CERT",
+    placeholder: "FILE",
+    description: "Certificate chain (PEM) to serve HTTPS with; re-read when it changes",
+    default: "",
+    defaultHelp: "none: plain HTTP",
+    apply: (c, v) => c.tlsCertFile = v === "" ? null : v,
+  },
+  {
+    flag: "tls-key",
+    env: "STORAGE_TLS_KEY",
+    placeholder: "FILE",
+    description: "Private key (PEM) of --tls-cert",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v) => c.tlsKeyFile = v === "" ? null : v,
+  },
+  {
+    flag: "log-format",
+    env: "STORAGE_LOG_FORMAT",
+    placeholder: "FORMAT",
+    description: "text (for people), json (for machines), or auto: text on a terminal",
+    default: "auto",
+    apply: (c, v, n) => c.logFormat = parseChoice(v, n, LOG_FORMATS),
+  },
+  {
+    flag: "metrics",
+    env: "STORAGE_METRICS",
+    placeholder: "BOOL",
+    description: "Serve GET /metrics in the Prometheus text format",
+    default: "true",
+    apply: (c, v, n) => c.metricsEnabled = parseBoolean(v, n),
+  },
+  {
+    flag: "metrics-token",
+    env: "STORAGE_METRICS_TOKEN",
+    placeholder: "TOKEN",
+    description: "Bearer token GET /metrics requires (16+ characters)",
+    default: "",
+    defaultHelp: "none: /metrics is public",
+    apply: (c, v, n) => c.metricsToken = v === "" ? null : parseSecret(v, n),
+  },
+  {
+    flag: "scrub-interval",
+    env: "STORAGE_SCRUB_INTERVAL",
+    placeholder: "HOURS",
+    description: "Hours between background scrubs re-hashing every piece (0 = off)",
+    default: "0",
+    apply: (c, v, n) => c.scrubIntervalHours = parseInteger(v, n, { min: 0, max: 8760 }),
+  },
+  {
+    flag: "scrub-rate",
+    env: "STORAGE_SCRUB_RATE",
+    placeholder: "SIZE",
+    description: "Bytes per second a scrub reads at most",
+    default: "32MiB",
+    apply: (c, v, n) => c.scrubBytesPerSecond = parseSize(v, n),
+  },
+  {
     flag: "log-requests",
     env: "STORAGE_LOG_REQUESTS",
     placeholder: "BOOL",
@@ -472,7 +557,14 @@ export function loadConfig(
     throw new ConfigError("--signup verify needs --smtp-url and --mail-from to send codes");
   }
   checkWallet(config.wallet);
-  return { kind: "config", config: deepFreeze(config) };
+  const { tlsCertFile, tlsKeyFile, ...rest } = config;
+  if ((tlsCertFile === null) !== (tlsKeyFile === null)) {
+    throw new ConfigError("--tls-cert and --tls-key go together: give both, or neither");
+  }
+  const tls = tlsCertFile === null || tlsKeyFile === null
+    ? null
+    : { certFile: tlsCertFile, keyFile: tlsKeyFile };
+  return { kind: "config", config: deepFreeze({ ...rest, tls }) };
 }
 
 /** The wallet tier needs all three of RPC, chain and token, or none of them. */
@@ -649,6 +741,13 @@ function parseAddress(value: string, name: string): string {
     throw new ConfigError(`${name} must be a 0x-prefixed 20-byte address with a valid checksum`);
   }
   return getAddress(value);
+}
+
+function parseSecret(value: string, name: string): string {
+  if (value.length < 16 || /\s/.test(value)) {
+    throw new ConfigError(`${name} must be at least 16 characters without spaces`);
+  }
+  return value;
 }
 
 function requireNonEmpty(value: string, name: string): string {

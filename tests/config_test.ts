@@ -116,6 +116,12 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     maxTermDays: 1826,
     uploadMemoryBytes: 128 * MIB,
     maxUploadsPerClient: 16,
+    tls: null,
+    logFormat: "auto",
+    metricsEnabled: true,
+    metricsToken: null,
+    scrubIntervalHours: 0,
+    scrubBytesPerSecond: 32 * MIB,
   };
   assertEquals(configOf([]), expected);
   assertEquals(Object.keys(configOf([])).sort(), Object.keys(expected).sort());
