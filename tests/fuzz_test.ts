@@ -36,6 +36,9 @@ const PATHS = [
   "/openapi.json",
   "/docs/deprecations",
   "/",
+  "/app/app.js",
+  "/app/hash-worker.js",
+  "/app/",
   "/nope",
 ];
 

@@ -158,6 +158,13 @@ function chainDown(
   };
 }
 
+/** A GET of path sent again with the ETag of the first answer. */
+async function revalidated(p: Probe, path: string): Promise<Answer> {
+  const first = await fetch(`${p.server.url}${path}`);
+  await first.body?.cancel();
+  return p.send("GET", path, { headers: { "if-none-match": first.headers.get("etag")! } });
+}
+
 /** What every route that reads a JSON body answers to a bad one. */
 function jsonBodyScenarios(path: string, args: string[] = []): Scenario[] {
   const head = "Content-Type: application/json\n";
@@ -993,6 +1000,32 @@ const SCENARIOS: Record<string, Scenario[]> = {
     wrongMethod("POST", "/healthz"),
   ],
   headHealth: [{ name: "a healthy server", send: (p) => p.send("HEAD", "/healthz"), status: 200 }],
+  getWebPage: [
+    { name: "the page", send: (p) => p.send("GET", "/"), status: 200 },
+    {
+      name: "the page again, with its ETag",
+      send: (p) => revalidated(p, "/"),
+      status: 304,
+    },
+    wrongMethod("POST", "/"),
+  ],
+  headWebPage: [{ name: "the page", send: (p) => p.send("HEAD", "/"), status: 200 }],
+  getWebAsset: [
+    { name: "the script", send: (p) => p.send("GET", "/app/app.js"), status: 200 },
+    {
+      name: "the Worker's script again, with its ETag",
+      send: (p) => revalidated(p, "/app/hash-worker.js"),
+      status: 304,
+    },
+    {
+      name: "a file the page does not have",
+      send: (p) => p.send("GET", "/app/nope.js"),
+      status: 404,
+      code: "not_found",
+    },
+    wrongMethod("POST", "/app/app.js"),
+  ],
+  headWebAsset: [{ name: "the style", send: (p) => p.send("HEAD", "/app/app.css"), status: 200 }],
   listDeprecations: [
     { name: "the list", send: (p) => p.send("GET", "/docs/deprecations"), status: 200 },
     wrongMethod("POST", "/docs/deprecations"),

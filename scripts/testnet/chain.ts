@@ -301,7 +301,10 @@ function killQuietly(process: Deno.ChildProcess, signal: Deno.Signal): void {
 }
 
 async function drain(stream: ReadableStream<Uint8Array>, onText: (text: string) => void) {
-  for await (const text of stream.pipeThrough(new TextDecoderStream())) onText(text);
+  // A TextDecoder rather than a TextDecoderStream: the two standard libraries this project is
+  // checked against (Deno's, and the DOM's for the web page) type the stream differently.
+  const decoder = new TextDecoder();
+  for await (const bytes of stream) onText(decoder.decode(bytes, { stream: true }));
 }
 
 /** The last OUTPUT_TAIL_CHARS characters of a process's output. */

@@ -48,6 +48,7 @@ import { download, downloadInfo } from "./download.ts";
 export class StorageClient implements Disposable {
   readonly #transport: Transport;
   readonly #hashWorkers: number | undefined;
+  readonly #hashWorkerUrl: string | undefined;
   readonly #sha256: () => IncrementalSha256;
   #pool: HashWorkerPool | null | undefined = undefined;
   #closed = false;
@@ -63,6 +64,7 @@ export class StorageClient implements Disposable {
       policy: retryPolicyOf(options.retry),
     });
     this.#hashWorkers = options.hashWorkers;
+    this.#hashWorkerUrl = options.hashWorkerUrl;
     this.#sha256 = options.sha256 ?? createSha256;
   }
 
@@ -224,7 +226,7 @@ export class StorageClient implements Disposable {
   }
 
   #hashPool(): HashWorkerPool | null {
-    if (this.#pool === undefined) this.#pool = newPool(this.#hashWorkers);
+    if (this.#pool === undefined) this.#pool = newPool(this.#hashWorkers, this.#hashWorkerUrl);
     return this.#pool;
   }
 }

@@ -55,10 +55,13 @@ export async function pieceCid(
   }
 }
 
-/** A hash pool of `workers` Workers (default: per CPU), or null where Workers cannot run. */
-export function newPool(workers?: number): HashWorkerPool | null {
+/**
+ * A hash pool of `workers` Workers (default: per CPU) started from workerUrl
+ * (default: a data: URL), or null where Workers cannot run.
+ */
+export function newPool(workers?: number, workerUrl?: string): HashWorkerPool | null {
   if (workers === 0 || typeof Worker !== "function") return null;
-  return new HashWorkerPool({ workers });
+  return new HashWorkerPool({ workers, workerUrl });
 }
 
 export function cidsOf(digest: PieceDigest): PieceCid {

@@ -29,6 +29,12 @@ export interface StorageClientOptions {
   retry?: RetryOptions;
   /** Hashing Workers; default one per CPU (at most 8); 0 hashes on the calling thread. */
   hashWorkers?: number;
+  /**
+   * Where the hashing Workers' script is served; default a data: URL. A page
+   * whose Content-Security-Policy refuses data: Workers uses the server's
+   * `/app/hash-worker.js`.
+   */
+  hashWorkerUrl?: string;
   /** fetch to use (tests, proxies); default globalThis.fetch. */
   fetch?: typeof fetch;
   /**

@@ -41,6 +41,7 @@ import type { UploadDrain } from "./upload_drain.ts";
 import { createUploadHandler } from "./upload.ts";
 import { createUsageHandler } from "./usage.ts";
 import { createWalletNonceHandler, createWalletSignInHandler } from "./wallet.ts";
+import { createWebHandlers } from "./web.ts";
 import type { WalletChain } from "../wallet/chain.ts";
 
 /** The long-lived objects handlers use; all constructed by server.ts. */
@@ -120,6 +121,27 @@ const RETRIEVAL_RESPONSES: SuccessDoc[] = [
   },
 ];
 
+/** The web page's files revalidate by ETag. */
+const WEB_IF_NONE_MATCH: ParameterDoc = {
+  name: "If-None-Match",
+  in: "header",
+  description: "The ETag of an earlier answer: a match answers 304 without a body",
+  schema: stringSchema,
+};
+const WEB_RESPONSES: SuccessDoc[] = [
+  {
+    status: 200,
+    description: "The file",
+    body: { binary: true },
+    headers: { "X-Content-Type-Options": "always" },
+  },
+  {
+    status: 304,
+    description: "Not modified: If-None-Match named this file's ETag",
+    headers: { "X-Content-Type-Options": "always" },
+  },
+];
+
 /** What POST bodies of bytes need, said where a client reads the request body's doc. */
 const BYTES_BODY_FRAMING = "Sent with a Content-Length, which every HTTP client sets from the " +
   "body (chunked transfer-encoding is refused with 411 length_required; 0 bytes with 400 " +
@@ -145,6 +167,7 @@ export function createRoutes(services: RouteServices): Route[] {
     databaseIsPersistent: services.databaseHealth().persistent,
   };
   const upload = createUploadHandler(services);
+  const web = createWebHandlers();
   const wallet = {
     signIn: services.walletSignIn,
     nonceLimit: services.walletNonceLimit,
@@ -533,6 +556,42 @@ export function createRoutes(services: RouteServices): Route[] {
           { status: 503, description: "Degraded (see the body)", body: { json: "Health" } },
         ],
         errors: [],
+      },
+    },
+    {
+      method: "GET",
+      path: "/",
+      handler: web.page,
+      doc: {
+        operationId: "getWebPage",
+        summary: "The web page: upload, files, tokens and usage in a browser",
+        description: "HTML under a strict Content-Security-Policy; everything it loads comes " +
+          "from /app/ on this server.",
+        auth: "public",
+        parameters: [WEB_IF_NONE_MATCH],
+        responses: WEB_RESPONSES,
+        errors: [],
+      },
+    },
+    {
+      method: "GET",
+      path: "/app/:file",
+      handler: web.asset,
+      doc: {
+        operationId: "getWebAsset",
+        summary: "A file of the web page (app.js, app.css, hash-worker.js)",
+        auth: "public",
+        parameters: [
+          {
+            name: "file",
+            in: "path",
+            description: "app.js, app.css or hash-worker.js",
+            schema: stringSchema,
+          },
+          WEB_IF_NONE_MATCH,
+        ],
+        responses: WEB_RESPONSES,
+        errors: ["not_found"],
       },
     },
     {

@@ -10,6 +10,11 @@ import type { SegmentRequest, SegmentResponse } from "./worker_source.ts";
 export interface HashPoolOptions {
   /** Number of Workers; default: the number of CPUs (at least 1, at most 8). */
   workers?: number;
+  /**
+   * Where the Workers' script is (the server serves it at /app/hash-worker.js);
+   * default a data: URL of it, which a page's strict CSP would refuse.
+   */
+  workerUrl?: string;
 }
 
 interface Pending {
@@ -25,6 +30,7 @@ interface PooledWorker {
 
 export class HashWorkerPool {
   readonly #size: number;
+  readonly #workerUrl: string | undefined;
   #workers: PooledWorker[] | null = null;
   readonly #pending = new Map<number, Pending>();
   readonly #spareBuffers: ArrayBuffer[] = [];
@@ -33,6 +39,7 @@ export class HashWorkerPool {
 
   constructor(options: HashPoolOptions = {}) {
     this.#size = Math.max(1, Math.min(8, options.workers ?? navigator.hardwareConcurrency ?? 2));
+    this.#workerUrl = options.workerUrl;
   }
 
   get size(): number {
@@ -80,7 +87,7 @@ export class HashWorkerPool {
 
   #start(): PooledWorker[] {
     return Array.from({ length: this.#size }, () => {
-      const worker = new Worker(hashWorkerUrl(), { type: "module" });
+      const worker = new Worker(this.#workerUrl ?? hashWorkerUrl(), { type: "module" });
       const pooled: PooledWorker = { worker, inFlight: 0 };
       worker.onmessage = (event: MessageEvent<SegmentResponse>) => {
         const pending = this.#pending.get(event.data.id);

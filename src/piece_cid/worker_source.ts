@@ -1,7 +1,9 @@
 /**
  * The hashing Worker's code, as a data: URL. A Worker started from a file
  * needs read permission on that file, which the server's narrow permission
- * flags (and a compiled binary) do not grant; a data: URL needs none. The
+ * flags (and a compiled binary) do not grant; a data: URL needs none. A web
+ * page under a strict Content-Security-Policy cannot start data: Workers: the
+ * server serves the same code (hashWorkerSource) at a URL of its own. The
  * code is this file's `workerMain`, serialised with Function#toString, so it
  * is type-checked like everything else but must not refer to anything outside
  * itself: the kernel arrives as base64 in its arguments.
@@ -42,14 +44,19 @@ function workerMain(wasmBase64: string, segment: { bytes: number; chunks: number
   };
 }
 
+let source: string | null = null;
 let url: string | null = null;
+
+/** The hashing Worker's script: workerMain called with the kernel (built once). */
+export function hashWorkerSource(): string {
+  source ??= `(${workerMain.toString()})(${JSON.stringify(COMMP_WASM_BASE64)}, ${
+    JSON.stringify({ bytes: SEGMENT_BYTES, chunks: SEGMENT_CHUNKS, level: SEGMENT_LEVEL })
+  });`;
+  return source;
+}
 
 /** The data: URL of the hashing Worker (built once). */
 export function hashWorkerUrl(): string {
-  url ??= "data:application/javascript," + encodeURIComponent(
-    `(${workerMain.toString()})(${JSON.stringify(COMMP_WASM_BASE64)}, ${
-      JSON.stringify({ bytes: SEGMENT_BYTES, chunks: SEGMENT_CHUNKS, level: SEGMENT_LEVEL })
-    });`,
-  );
+  url ??= "data:application/javascript," + encodeURIComponent(hashWorkerSource());
   return url;
 }

@@ -1,0 +1,84 @@
+/**
+ * GET / and GET /app/{file} — the web page: one HTML page, its stylesheet,
+ * its script (built from src/web/app/ into src/web/assets.gen.ts, so a
+ * compiled binary carries it) and the hashing Worker's script (the same code
+ * the SDK starts from a data: URL elsewhere; the page's policy refuses data:
+ * Workers). Nothing is fetched from anywhere else.
+ *
+ * Every answer carries a strict Content-Security-Policy: scripts, styles,
+ * Workers and requests only from this origin, no inline script, WebAssembly
+ * allowed (the PieceCID kernel), no framing. Pieces under /p/ keep their own
+ * `sandbox` policy, so a stored HTML file cannot reach the page's
+ * sessionStorage, where the page keeps the token.
+ */
+import { createHash } from "node:crypto";
+import { ApiError } from "../errors.ts";
+import { hashWorkerSource } from "../piece_cid/worker_source.ts";
+import { WEB_ASSETS } from "../web/assets.gen.ts";
+import type { Handler } from "./router.ts";
+
+/** The page's policy; img-src blob: for previews of files picked on this machine. */
+export const PAGE_CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval'",
+  "worker-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' blob: data:",
+  "style-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+interface Asset {
+  type: string;
+  body: Uint8Array<ArrayBuffer>;
+  etag: string;
+}
+
+function assetOf(type: string, text: string): Asset {
+  const body = new TextEncoder().encode(text);
+  const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
+  return { type, body, etag };
+}
+
+/** The files under /app/, by name. */
+function appFiles(): Map<string, Asset> {
+  const files = new Map<string, Asset>();
+  for (const [name, { type, body }] of Object.entries(WEB_ASSETS)) {
+    if (name !== "index.html") files.set(name, assetOf(type, body));
+  }
+  files.set("hash-worker.js", assetOf("text/javascript; charset=utf-8", hashWorkerSource()));
+  return files;
+}
+
+export function createWebHandlers(): { page: Handler; asset: Handler } {
+  const page = assetOf(WEB_ASSETS["index.html"].type, WEB_ASSETS["index.html"].body);
+  const files = appFiles();
+  return {
+    page: (request) => serve(request, page),
+    asset: (request, context) => {
+      const file = files.get(context.params.file);
+      if (!file) throw new ApiError("not_found", "No such file of the web page");
+      return serve(request, file);
+    },
+  };
+}
+
+function serve(request: Request, asset: Asset): Response {
+  const headers = {
+    "content-type": asset.type,
+    "content-security-policy": PAGE_CSP,
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+    // Revalidated on every load (cheap: 304 by ETag), so a new build is seen at once.
+    "cache-control": "no-cache",
+    etag: asset.etag,
+  };
+  if (request.headers.get("if-none-match") === asset.etag) {
+    return new Response(null, { status: 304, headers });
+  }
+  return new Response(request.method === "HEAD" ? null : asset.body, { headers });
+}
