@@ -1,7 +1,8 @@
 /**
  * Browser tests: Debian's Chromium (/usr/bin/chromium; .ci/run installs it)
- * driven by playwright-core, pages served by a small static server, browser
- * code bundled at test time with `deno bundle`.
+ * driven by playwright-core with the settings the bench uses too
+ * (scripts/lib/chromium.ts), pages served by a small static server, browser
+ * code bundled at test time with `deno bundle` (scripts/lib/bundle.ts).
  *
  * @example
  * await using site = serveStatic({ "/": { body: "<p>hi</p>", type: "text/html" } });
@@ -10,22 +11,11 @@
  *   return await page.textContent("p");
  * });
  */
-import { chromium } from "playwright-core";
 import type { BrowserContext, Page } from "playwright-core";
+import { CHROMIUM_PATH, chromiumInstalled, launchChromium } from "../../scripts/lib/chromium.ts";
 
-export const CHROMIUM_PATH = "/usr/bin/chromium";
-
-/** Headless, and nothing that would call out of the (closed) network on its own. */
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
+export { bundleForBrowser } from "../../scripts/lib/bundle.ts";
+export { CHROMIUM_PATH };
 
 export interface BrowserOptions {
   /**
@@ -59,11 +49,7 @@ export async function withBrowser<T>(
 ): Promise<T> {
   await requireChromium();
   const started = performance.now();
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    args: CHROMIUM_ARGS,
-    timeout: options.timeoutMs ?? 60_000,
-  });
+  const browser = await launchChromium({ timeoutMs: options.timeoutMs });
   const launchMs = performance.now() - started;
   const errors: string[] = [];
   const isAllowed = (line: string) =>
@@ -108,11 +94,7 @@ function pageErrors(errors: string[]): string {
 }
 
 async function requireChromium(): Promise<void> {
-  try {
-    if ((await Deno.stat(CHROMIUM_PATH)).isFile) return;
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
+  if (await chromiumInstalled()) return;
   throw new Error(
     `Chromium is not installed at ${CHROMIUM_PATH}: browser tests need Debian's chromium ` +
       "(apt-get install chromium; .ci/run installs it)",
@@ -147,38 +129,4 @@ export function serveStatic(files: Record<string, StaticFile>): StaticServer {
       await server.shutdown();
     },
   };
-}
-
-/**
- * Bundles a module and everything it imports into one browser script with
- * `deno bundle --platform browser` (the deno running the tests), ES module format.
- */
-export async function bundleForBrowser(entry: URL): Promise<string> {
-  const dir = await Deno.makeTempDir({ prefix: "browser-bundle-" });
-  try {
-    const output = `${dir}/bundle.js`;
-    const { code, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--platform",
-        "browser",
-        "--format",
-        "esm",
-        "-o",
-        output,
-        entry.href,
-      ],
-      stdin: "null",
-      stdout: "null",
-      stderr: "piped",
-      env: { NO_COLOR: "1" },
-    }).output();
-    if (code !== 0) {
-      throw new Error(`deno bundle ${entry.pathname} failed:\n${new TextDecoder().decode(stderr)}`);
-    }
-    return await Deno.readTextFile(output);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
 }
