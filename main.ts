@@ -4,6 +4,8 @@
  *   main.ts [serve] [flags]     run the service (see --help)
  *   main.ts rotate-key [flags]  replace the HMAC key: every token issued so far stops working
  *   main.ts token mint|list|revoke …   the operator's tokens (see `main.ts token`)
+ *   main.ts backup DEST [flags]  a consistent copy of the data directory, beside a running server
+ *   main.ts scrub [flags]        re-hash every stored piece; mark the corrupt ones
  *
  * Serving prints one "Listening on" line on stdout and shuts down gracefully
  * on SIGINT/SIGTERM. Whatever stops a start (a bad flag, a port in use, a
@@ -14,21 +16,28 @@ import { ConfigError, ENV_NAMES, loadConfig } from "./src/config.ts";
 import type { Config } from "./src/config.ts";
 import { KeyFileError, keyFilePath, rotateKeyFile } from "./src/auth/hmac_key.ts";
 import { runTokenCommand } from "./src/cli/token_command.ts";
+import { runBackupCommand } from "./src/cli/backup_command.ts";
+import { runScrubCommand } from "./src/cli/scrub_command.ts";
 import { DirectoryLockedError } from "./src/fs/dir_lock.ts";
 import { DatabaseTooNewError } from "./src/db/database.ts";
 import { startServer } from "./src/server.ts";
+import { TlsFilesError } from "./src/net/tls_files.ts";
 
 type Env = Record<string, string | undefined>;
 
 export async function main(args: string[]): Promise<number> {
   const env: Env = {};
   for (const name of ENV_NAMES) env[name] = Deno.env.get(name);
-  const [command, rest] = ["serve", "rotate-key", "token"].includes(args[0])
+  const [command, rest] = ["serve", "rotate-key", "token", "backup", "scrub"].includes(args[0])
     ? [args[0], args.slice(1)]
     : ["serve", args];
   try {
     if (command === "token") {
       return await runTokenCommand({ args: rest, env, print: (text) => console.log(text) });
+    }
+    if (command === "backup" || command === "scrub") {
+      const run = command === "backup" ? runBackupCommand : runScrubCommand;
+      return await run({ args: rest, env, print: (text) => console.log(text) });
     }
     const loaded = loadConfig(rest, env);
     if (loaded.kind === "help") {
@@ -48,7 +57,8 @@ export async function main(args: string[]): Promise<number> {
 function startupErrorMessage(error: unknown): string | null {
   if (
     error instanceof ConfigError || error instanceof KeyFileError ||
-    error instanceof DirectoryLockedError || error instanceof DatabaseTooNewError
+    error instanceof DirectoryLockedError || error instanceof DatabaseTooNewError ||
+    error instanceof TlsFilesError
   ) {
     return error.message;
   }
@@ -74,11 +84,12 @@ function firstLine(error: Error): string {
 
 async function serve(config: Config): Promise<number> {
   const server = await startServer({ config });
-  console.log(`Listening on ${server.url}/`);
   const stopped = Promise.withResolvers<void>();
   const onSignal = () => server.shutdown().then(stopped.resolve, stopped.reject);
   Deno.addSignalListener("SIGINT", onSignal);
   Deno.addSignalListener("SIGTERM", onSignal);
+  // Only now: a script that signals as soon as it reads this line gets a graceful shutdown.
+  console.log(`Listening on ${server.url}/`);
   await stopped.promise;
   Deno.removeSignalListener("SIGINT", onSignal);
   Deno.removeSignalListener("SIGTERM", onSignal);

@@ -23,8 +23,10 @@
  * retrievals, 4 small uploads (sponsored, e-mail token, wallet token with its
  * balance read from a local anvil chain), 5 big transfers, 6 piece cids and memory, 7 a
  * --big-gib file uploaded through the CLI, pipelined vs sequential, 8 PieceCIDv2
- * in Chromium's Web Worker vs the server's one core), to
- * reproduce one figure quickly; a full run is what the README reports.
+ * in Chromium's Web Worker vs the server's one core, 9 small retrievals with
+ * --metrics true vs false, 10 `main.ts backup` MiB/s while serving), to reproduce one
+ * figure quickly; a full run is what
+ * the README reports.
  */
 import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
@@ -37,6 +39,7 @@ import type { Summary } from "./bench_piece_cid.ts";
 import { runMemoryCheck } from "./memory_check.ts";
 import { benchCliUpload } from "./bench_cli_upload.ts";
 import { benchBrowserPieceCid } from "./bench_browser_piece_cid.ts";
+import { benchBackup } from "./bench_backup.ts";
 import { PieceHasher } from "../src/piece_cid/hasher.ts";
 import { pieceCidV2 } from "../src/piece_cid/cid_codec.ts";
 import { signInWithWallet } from "../src/client/wallet.ts";
@@ -48,7 +51,7 @@ const MIB = 1024 * 1024;
 const USAGE = `Usage: deno task bench [--runs 3] [--transfer-runs 9] [--seconds 10] [--big-gib 1]
                        [--quick] [--only 1,3]
   --quick changes the defaults to --runs 2 --transfer-runs 3 --seconds 3 --big-gib 0.25;
-  --only takes workload numbers 1-8 (see scripts/bench.ts).`;
+  --only takes workload numbers 1-10 (see scripts/bench.ts).`;
 // Defaults depend on --quick, so they are filled in below.
 const opts = scriptArgs(USAGE, {
   runs: { type: "number", integer: true, min: 1 },
@@ -63,10 +66,10 @@ const runs = opts.runs ?? (quick ? 2 : 3);
 const transferRuns = opts["transfer-runs"] ?? (quick ? 3 : 9);
 const loadSeconds = opts.seconds ?? (quick ? 3 : 10);
 const bigGiB = opts["big-gib"] ?? (quick ? 0.25 : 1);
-const only = new Set((opts.only ?? "1,2,3,4,5,6,7,8").split(",").map((n) => Number(n.trim())));
+const only = new Set((opts.only ?? "1,2,3,4,5,6,7,8,9,10").split(",").map((n) => Number(n.trim())));
 for (const workload of only) {
-  if (!Number.isInteger(workload) || workload < 1 || workload > 8) {
-    usageExit(USAGE, `--only takes workload numbers from 1 to 7, got "${opts.only}"`);
+  if (!Number.isInteger(workload) || workload < 1 || workload > 10) {
+    usageExit(USAGE, `--only takes workload numbers from 1 to 9, got "${opts.only}"`);
   }
 }
 const wanted = (workload: number) => only.has(workload);
@@ -296,6 +299,32 @@ async function smallUploadLoad(service: SpawnedServer, callers: Record<string, s
   );
 }
 
+/**
+ * Workload 9: what counting for GET /metrics costs the fast path. Two servers
+ * alike but for --metrics, each serving the same cached 1 KiB piece, loaded in
+ * turn (rotated each round) so machine noise hits both alike.
+ */
+async function metricsCost() {
+  const onDir = await Deno.makeTempDir({ prefix: "bench-metrics-on-" });
+  const offDir = await Deno.makeTempDir({ prefix: "bench-metrics-off-" });
+  try {
+    await using on = await spawnServer(onDir, [...SERVICE_ARGS, "--metrics", "true"]);
+    await using off = await spawnServer(offDir, [...SERVICE_ARGS, "--metrics", "false"]);
+    const piece = new Uint8Array(1024).map((_, i) => (i * 31 + 7) & 0xff);
+    for (const service of [on, off]) {
+      await streamUpload({ url: service.url, cid: "benchmetricspiece", size: 1024, chunk: piece });
+      await download(`${service.url}/p/benchmetricspiece`); // fills the small-piece cache
+    }
+    return await smallRetrievalLoad([
+      { name: "metrics on", url: `${on.url}/p/benchmetricspiece` },
+      { name: "metrics off", url: `${off.url}/p/benchmetricspiece` },
+    ]);
+  } finally {
+    await Deno.remove(onDir, { recursive: true }).catch(() => {});
+    await Deno.remove(offDir, { recursive: true }).catch(() => {});
+  }
+}
+
 async function bigTransfers(service: SpawnedServer, chunk: Uint8Array) {
   const size = Math.round(bigGiB * 1024) * MIB;
   const sampler = sampleRss(service.process.pid);
@@ -353,12 +382,12 @@ try {
     await streamUpload({ url: service.url, cid: "benchsmallpiece", size: 1024, chunk });
 
     if (wanted(1)) {
-      progress("1/8 uploads of 100 MiB");
+      progress("1/10 uploads of 100 MiB");
       results.upload100MiB_MiBps = await uploadsOf100MiB(service, baselines, chunk);
     }
 
     if (wanted(2)) {
-      progress("2/8 retrievals of 100 MiB");
+      progress("2/10 retrievals of 100 MiB");
       const bigGets: Contender[] = [
         { name: "service", url: `${service.url}/p/benchbigpiece1` },
         ...baselines.map((b) => ({ name: b.name, url: `${b.url}${b.getPath("big")}` })),
@@ -383,7 +412,7 @@ try {
       console.log("wrk is not installed: load workloads 3 and 4 skipped (apt-get install wrk)");
     }
     if (wrkAvailable() && wanted(3)) {
-      progress("3/8 1 KiB retrievals under load (wrk, 64 connections)");
+      progress("3/10 1 KiB retrievals under load (wrk, 64 connections)");
       const small = await smallRetrievalLoad([
         { name: "service", url: `${service.url}/p/benchsmallpiece` },
         ...baselines.map((b) => ({ name: b.name, url: `${b.url}${b.getPath("small")}` })),
@@ -401,7 +430,7 @@ try {
       if (nginx) ratio("retrieve 1 KiB req/s / nginx", rps("service") / rps("nginx"));
     }
     if (wrkAvailable() && wanted(4)) {
-      progress("4/8 1 KiB uploads under load (wrk), sponsored vs token vs wallet");
+      progress("4/10 1 KiB uploads under load (wrk), sponsored vs token vs wallet");
       const signup = await fetch(`${service.url}/api/auth/signup`, {
         method: "POST",
         body: JSON.stringify({ email: "bench@example.org", label: "bench", quotaMb: 1024000 }),
@@ -425,7 +454,7 @@ try {
     }
 
     if (wanted(5)) {
-      progress(`5/8 8 concurrent ${bigGiB} GiB uploads and downloads (service RSS)`);
+      progress(`5/10 8 concurrent ${bigGiB} GiB uploads and downloads (service RSS)`);
       const transfers = await bigTransfers(service, chunk);
       results.bigTransfers = transfers;
       ratios["peak RSS during big transfers (MiB)"] = {
@@ -436,7 +465,7 @@ try {
     }
 
     if (wanted(7)) {
-      progress(`7/8 a ${bigGiB} GiB file through the CLI, pipelined vs sequential`);
+      progress(`7/10 a ${bigGiB} GiB file through the CLI, pipelined vs sequential`);
       const cli = await benchCliUpload({
         service,
         dir: baseDir,
@@ -452,7 +481,7 @@ try {
       ratio("CLI upload, pipelined / sequential time, shared cores", cli.ratio);
       if (await canPinCpus()) {
         // As deployed, client and server are different machines: one core each stands in.
-        progress("7/8 the same, client on CPU 1 and a server of its own on CPU 0");
+        progress("7/10 the same, client on CPU 1 and a server of its own on CPU 0");
         const pinnedDir = await Deno.makeTempDir({ prefix: "bench-pinned-" });
         try {
           await using pinned = await spawnServer(pinnedDir, SERVICE_ARGS, { cpus: "0" });
@@ -488,18 +517,36 @@ try {
 }
 
 if (wanted(6)) {
-  progress("6/8 PieceCIDv2 in memory, and 1 GiB memory check");
+  progress("6/10 PieceCIDv2 in memory, and 1 GiB memory check");
   results.pieceCid100MiB = await benchPieceCid(runs);
   results.memory = await runMemoryCheck(Math.round(bigGiB * 1024));
 }
 if (wanted(8)) {
-  progress("8/8 PieceCIDv2 of 100 MiB in Chromium's Web Worker vs the server's one core");
+  progress("8/10 PieceCIDv2 of 100 MiB in Chromium's Web Worker vs the server's one core");
   const browser = await benchBrowserPieceCid(runs);
   if (browser === null) {
     console.log("Chromium is not installed: workload 8 skipped (apt-get install chromium)");
   } else {
     results.pieceCidChromium100MiB = browser;
     ratio("PieceCIDv2 Chromium Worker / server one core", browser.ratio, 0.8);
+  }
+}
+if (wanted(9) && !wrkAvailable()) console.log("wrk is not installed: workload 9 skipped");
+if (wanted(9) && wrkAvailable()) {
+  progress("9/10 1 KiB retrievals under load (wrk), --metrics true vs false");
+  const cost = await metricsCost();
+  results.retrieve1KiB_metrics_wrk = cost;
+  const rps = (name: string) =>
+    (cost[name] as { requestsPerSecond: Summary }).requestsPerSecond.median;
+  ratio("retrieve 1 KiB req/s, metrics on / off", rps("metrics on") / rps("metrics off"), 0.95);
+}
+if (wanted(10)) {
+  progress("10/10 main.ts backup while the server serves retrievals (MiB/s)");
+  const dir = await Deno.makeTempDir({ prefix: "bench-backup-" });
+  try {
+    results.backupWhileServing = await benchBackup({ pieces: 400, runs, readers: 2, dir });
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }
 results.ratios = ratios;

@@ -41,6 +41,7 @@ export const ERROR_STATUS = {
   mail_unavailable: 503,
   server_busy: 503,
   wallet_unavailable: 503,
+  piece_corrupt: 503,
   insufficient_storage: 507,
 } as const;
 

@@ -1,4 +1,9 @@
-/** Structured logging: one JSON object per line. Never pass a token or a query string. */
+/**
+ * Structured logging, one event per line, in one of two renderings of the same
+ * fields: JSON for log collectors (the format machines parse, unchanged from
+ * earlier versions), or `time level message key=value …` text for a person at
+ * a terminal. Never pass a token or a query string.
+ */
 export type LogFields = Record<string, string | number | boolean | null | undefined>;
 
 export interface Logger {
@@ -9,11 +14,26 @@ export interface Logger {
   error(message: string, fields?: LogFields): void;
 }
 
-export function createJsonLogger(write: (line: string) => void): Logger {
-  // Under load many lines share a millisecond: format its timestamp once.
+/** How lines are rendered: "auto" in the configuration resolves to one of these. */
+export type LineFormat = "json" | "text";
+
+/** "auto" is text when stderr is a terminal (a person reads it), JSON otherwise. */
+export function resolveLogFormat(
+  format: LineFormat | "auto",
+  isTerminal: () => boolean = () => Deno.stderr.isTerminal(),
+): LineFormat {
+  return format === "auto" ? (isTerminal() ? "text" : "json") : format;
+}
+
+export function createLogger(format: LineFormat, write: (line: string) => void): Logger {
+  return format === "text" ? createTextLogger(write) : createJsonLogger(write);
+}
+
+/** The current time as ISO 8601; under load many lines share a millisecond, formatted once. */
+function isoClock(): () => string {
   let lastMs = NaN;
   let lastIso = "";
-  const isoNow = () => {
+  return () => {
     const ms = Date.now();
     if (ms !== lastMs) {
       lastMs = ms;
@@ -21,6 +41,10 @@ export function createJsonLogger(write: (line: string) => void): Logger {
     }
     return lastIso;
   };
+}
+
+export function createJsonLogger(write: (line: string) => void): Logger {
+  const isoNow = isoClock();
   const emit = (level: string, message: string, fields?: LogFields) =>
     write(JSON.stringify({ time: isoNow(), level, msg: message, ...fields }));
   return {
@@ -29,6 +53,45 @@ export function createJsonLogger(write: (line: string) => void): Logger {
     error: (m, f) => emit("error", m, f),
     raw: (fields) => write(`{"time":"${isoNow()}",${fields}}`),
   };
+}
+
+/**
+ * `2026-11-22T12:00:00.000Z info  listening url=http://127.0.0.1:8080 tls=off`:
+ * the level padded to one width so messages line up, fields as key=value in
+ * the order given, values quoted (JSON string syntax) only when they hold a
+ * space, a quote, an `=`, a control character, or nothing. A value with a line
+ * break (a stack) stays on its line as `\n`: one event, one line.
+ */
+export function createTextLogger(write: (line: string) => void): Logger {
+  const isoNow = isoClock();
+  const emit = (level: string, message: string, fields?: LogFields) =>
+    write(`${isoNow()} ${level.padEnd(5)} ${message}${formatFields(fields)}`);
+  return {
+    info: (m, f) => emit("info", m, f),
+    warn: (m, f) => emit("warn", m, f),
+    error: (m, f) => emit("error", m, f),
+    raw: (json) => {
+      const { level, msg, ...fields } = JSON.parse(`{${json}}`);
+      emit(String(level), String(msg), fields);
+    },
+  };
+}
+
+function formatFields(fields: LogFields | undefined): string {
+  let out = "";
+  for (const key in fields) {
+    const value = fields[key];
+    if (value !== undefined) out += ` ${key}=${formatValue(value)}`;
+  }
+  return out;
+}
+
+/** Characters a bare value may hold; anything else (spaces, quotes, `=`, controls) is quoted. */
+const BARE_VALUE = /^[\w.,:;/@+%~*#&?!()[\]{}<>^|$-]+$/;
+
+function formatValue(value: string | number | boolean | null): string {
+  if (typeof value !== "string") return String(value);
+  return BARE_VALUE.test(value) ? value : JSON.stringify(value);
 }
 
 export interface FlushableLogger extends Logger {
@@ -48,6 +111,8 @@ export interface StderrLoggerOptions {
    * collector slower than the traffic must not make requests wait or memory grow.
    */
   maxPendingChars?: number;
+  /** How lines are rendered (default JSON). */
+  format?: LineFormat;
 }
 
 /**
@@ -106,7 +171,7 @@ export function createStderrLogger(options: StderrLoggerOptions = {}): Flushable
     });
   };
 
-  const logger = createJsonLogger((line) => {
+  const logger = createLogger(options.format ?? "json", (line) => {
     if (pendingChars > maxPendingChars) {
       dropped++;
       return;

@@ -1,6 +1,7 @@
 /**
  * The composition root: config → data directory (database, piece store, HMAC
- * key) → every long-lived object → routes → app → Deno.serve, and the
+ * key) → every long-lived object → routes → app → Deno.serve (over TLS when
+ * configured, its certificate reloaded when the files change), and the
  * shutdown that takes it all down again in order. Nothing else in src/
  * constructs a long-lived object. main.ts and the integration tests both
  * start the service through startServer, so tests run what production runs.
@@ -15,8 +16,8 @@ import { CatalogRecords } from "./db/catalog_records.ts";
 import { TokenRecords } from "./db/token_records.ts";
 import { createApp } from "./http/app.ts";
 import type { DatabaseHealth } from "./http/health.ts";
-import { createRetrieval } from "./http/pieces.ts";
-import { createRoutes } from "./http/routes.ts";
+import { createRetrieval, RETRIEVAL_PATH } from "./http/pieces.ts";
+import { createRoutes, UPLOAD_PATH } from "./http/routes.ts";
 import type { RouteServices } from "./http/routes.ts";
 import type { Route } from "./http/router.ts";
 import { SmallPieceCache } from "./http/small_piece_cache.ts";
@@ -30,17 +31,28 @@ import { DailyCapLedger } from "./limits/daily_caps.ts";
 import { MIB, UploadPolicies } from "./limits/tiers.ts";
 import { UploadAdmission } from "./limits/upload_admission.ts";
 import { WindowLimit } from "./limits/window_limit.ts";
-import { createStderrLogger } from "./log.ts";
+import { createStderrLogger, resolveLogFormat } from "./log.ts";
 import type { Logger } from "./log.ts";
+import { createServiceMetrics } from "./metrics/service_metrics.ts";
+import { diskSpaceReader } from "./metrics/disk_space.ts";
+import { StoredTotals } from "./metrics/stored_totals.ts";
 import { HashWorkerPool } from "./piece_cid/pool.ts";
 import { PieceCatalog } from "./storage/catalog.ts";
 import { DealIdGenerator } from "./storage/deal_id.ts";
 import { PieceDigests } from "./storage/digests.ts";
+import { CorruptPieceWatch } from "./storage/corrupt_watch.ts";
+import { PeriodicScrub } from "./storage/periodic_scrub.ts";
+import { scrubPieces } from "./storage/scrub.ts";
 import type { PieceStore } from "./storage/driver/driver.ts";
 import { StoreReachability } from "./storage/reachability.ts";
 import { WalletChain } from "./wallet/chain.ts";
 import { WalletSignIn } from "./auth/wallet_sign_in.ts";
 import { WalletNonceRecords } from "./db/wallet_nonce_records.ts";
+import { readTlsPair } from "./net/tls_files.ts";
+import { startTlsReload } from "./net/tls_reload.ts";
+import { SwappableServer } from "./net/swappable_server.ts";
+import { logStartupSummary } from "./startup_summary.ts";
+import { keyFilePath } from "./auth/hmac_key.ts";
 
 export interface StartServerOptions {
   config: Config;
@@ -50,6 +62,10 @@ export interface StartServerOptions {
   wrapStore?: (store: PieceStore) => PieceStore;
   /** How often cached retrievals re-check that the store is there (default 1 s). */
   storeProbeIntervalMs?: number;
+  /** Overrides --scrub-interval (given in hours) for tests; 0 = no periodic scrub. */
+  scrubIntervalMs?: number;
+  /** How often the TLS files are checked for a renewal (default 5 s). */
+  tlsPollIntervalMs?: number;
 }
 
 export interface RunningServer {
@@ -67,6 +83,9 @@ export interface RunningServer {
 }
 
 const DEFAULT_STORE_PROBE_INTERVAL_MS = 1000;
+const HOUR_MS = 3_600_000;
+/** Certificates renew weeks before they expire: a few seconds to notice is plenty. */
+const DEFAULT_TLS_POLL_INTERVAL_MS = 5_000;
 /** A client that holds an idle connection open must not hold the process hostage. */
 const SERVER_CLOSE_TIMEOUT_MS = 2_000;
 const SIGNUP_WINDOW_MS = 3_600_000;
@@ -78,8 +97,11 @@ const SMALL_PIECE_MAX_BYTES = 64 * 1024;
 export async function startServer(options: StartServerOptions): Promise<RunningServer> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? createStderrLogger();
+  const logger = options.logger ??
+    createStderrLogger({ format: resolveLogFormat(config.logFormat) });
 
+  // Bad TLS files stop the start before the data directory is touched.
+  const tlsPair = config.tls === null ? null : await readTlsPair(config.tls);
   const dataDir = await openDataDir(config, logger);
   const { db } = dataDir;
   const store = options.wrapStore ? options.wrapStore(dataDir.store) : dataDir.store;
@@ -120,9 +142,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     clock,
     usedBytes: (subject, day) => records.usedBytes(subject, day),
   });
+  const storeProbeIntervalMs = options.storeProbeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS;
   const reachability = new StoreReachability({
     store,
-    intervalMs: options.storeProbeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
+    intervalMs: storeProbeIntervalMs,
   });
   const retrieval = createRetrieval({
     store,
@@ -134,7 +157,52 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       maxTotalBytes: config.smallPieceCacheBytes,
     }),
   });
+  const corruptWatch = new CorruptPieceWatch({
+    corruptCids: () => records.corruptPieceCids(),
+    onCorrupt: (cid) => retrieval.distrust(cid),
+    intervalMs: storeProbeIntervalMs,
+    onError: (error) => logger.warn("cannot read corrupt-piece marks", { error: String(error) }),
+  });
+  const scrubIntervalMs = options.scrubIntervalMs ?? config.scrubIntervalHours * HOUR_MS;
+  const periodicScrub = scrubIntervalMs > 0 && dataDir.persistent
+    ? new PeriodicScrub({
+      intervalMs: scrubIntervalMs,
+      logger,
+      scrub: (signal, onFailure) =>
+        scrubPieces({
+          store,
+          records,
+          bytesPerSecond: config.scrubBytesPerSecond,
+          hashPool,
+          clock,
+          signal,
+          onFailure: (failure) => {
+            retrieval.distrust(failure.cid);
+            onFailure(failure);
+          },
+        }),
+    })
+    : null;
   const uploadDrain = new UploadDrain();
+  // With --metrics false nothing is made, so nothing is counted.
+  const metrics = config.metricsEnabled
+    ? createServiceMetrics({
+      fastPathRoute: RETRIEVAL_PATH,
+      uploadRoute: UPLOAD_PATH,
+      digests,
+      hashPool,
+      uploads: uploadDrain,
+      storedTotals: dataDir.persistent
+        ? new StoredTotals({ count: () => records.storedTotals() })
+        : null,
+      databaseFiles: dataDir.dbPath === null
+        ? []
+        : [{ kind: "db", path: dataDir.dbPath }, { kind: "wal", path: `${dataDir.dbPath}-wal` }],
+      diskSpace: dataDir.persistent && config.dataDir !== null
+        ? diskSpaceReader(config.dataDir)
+        : null,
+    })
+    : null;
   const admission = new UploadAdmission({
     maxPinnedBytes: config.uploadMemoryBytes,
     maxPerClient: config.maxUploadsPerClient,
@@ -183,6 +251,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const stopBackgroundWork = async () => {
     stopWatchingKey();
     reachability.stop();
+    corruptWatch.stop();
+    await periodicScrub?.stop();
     await digests.stop();
     hashPool?.close();
     mailer?.close();
@@ -194,18 +264,19 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
 
   // With --port 0 the base URL is known only once bound. Requests are dispatched
   // after this synchronous block ends, so `app` is assigned before the first one.
-  let server: Deno.HttpServer<Deno.NetAddr>;
+  let server: SwappableServer;
   try {
-    server = Deno.serve({
+    server = new SwappableServer({
       hostname: config.hostname,
       port: config.port,
-      onListen: () => {},
+      tls: tlsPair,
       onError: (error) => {
         // Our pipeline renders its own errors; this catches only what escapes it.
         logger.error("unhandled server error", { error: String(error) });
         return errorResponse(new ApiError("internal_error", "Internal server error"));
       },
-    }, (request, info) => app.fetch(request, info));
+      handler: (request, info) => app.fetch(request, info),
+    });
   } catch (error) {
     // Nothing is served: take down what was started (a port in use must not leave the
     // data directory locked, or timers and workers running).
@@ -216,8 +287,17 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   const host = server.addr.hostname.includes(":")
     ? `[${server.addr.hostname}]`
     : server.addr.hostname;
-  const url = `http://${host}:${server.addr.port}`;
+  const url = `${server.scheme}://${host}:${server.addr.port}`;
   const baseUrl = config.baseUrl ?? url;
+  logStartupSummary(logger, {
+    config,
+    url,
+    baseUrl,
+    certificate: tlsPair?.certificate ?? null,
+    hmacKeyFile: dataDir.persistent
+      ? keyFilePath({ dataDir: config.dataDir, keyFile: config.hmacKeyFile })
+      : null,
+  });
   if (config.signup === "open" && !isLoopback(server.addr.hostname)) {
     logger.warn(
       "signup is open on a public address: anyone can mint a token for any e-mail and read " +
@@ -258,6 +338,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     walletNonceLimit,
     uploadDrain,
     databaseHealth,
+    metrics,
   };
   const routes = createRoutes(services);
   const app = createApp({
@@ -270,18 +351,38 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     logRequests: config.logRequests,
     bodyIdleTimeoutMs: config.bodyIdleTimeoutMs,
     uploadDrain,
+    metrics: metrics?.requests ?? null,
+  });
+
+  const tlsReload = config.tls === null || tlsPair === null ? null : startTlsReload({
+    files: config.tls,
+    server,
+    current: tlsPair,
+    pollIntervalMs: options.tlsPollIntervalMs ?? DEFAULT_TLS_POLL_INTERVAL_MS,
+    uploadsInFlight: () => uploadDrain.inFlight,
+    maxUploadWaitMs: config.shutdownTimeoutMs,
+    logger,
   });
 
   let stopping: Promise<void> | null = null;
   const shutdown = (opts: { timeoutMs?: number } = {}) =>
     stopping ??= (async () => {
+      const started = performance.now();
+      await tlsReload?.stop();
       // Uploads first: server.shutdown() would cut their bodies off mid-stream.
+      const inFlight = uploadDrain.inFlight;
       const { aborted } = await uploadDrain.drain(opts.timeoutMs ?? config.shutdownTimeoutMs);
       if (aborted > 0) logger.warn("shutdown: aborted uploads still in flight", { aborted });
       await stopBackgroundWork();
       const closed = await settlesWithin(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
       if (!closed) logger.warn("shutdown: connections still open, closing anyway");
       closeStorage();
+      logger.info("stopped", {
+        uploadsFinished: inFlight - aborted,
+        uploadsAborted: aborted,
+        connectionsClosed: closed,
+        ms: Math.round(performance.now() - started),
+      });
       await logger.flush?.();
     })();
 

@@ -3,6 +3,7 @@
  * link points at a file inside the repository, every `file.md#anchor` at a
  * heading of that file, and nothing refers to files outside the repository.
  */
+import { pathExists } from "../src/fs/files.ts";
 
 function assert(condition: boolean, message = "assertion failed"): asserts condition {
   if (!condition) throw new Error(message);
@@ -74,16 +75,6 @@ export function anchorsOf(markdown: string): Set<string> {
   return anchors;
 }
 
-async function isFileOrDirectory(url: URL): Promise<boolean> {
-  try {
-    await Deno.stat(url);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
-}
-
 Deno.test("README and docs/ link only to files and headings inside the repository", async () => {
   const problems: string[] = [];
   const anchorCache = new Map<string, Set<string>>();
@@ -128,7 +119,7 @@ Deno.test("README and docs/ link only to files and headings inside the repositor
         problems.push(`${doc}: ${target}: leaves the repository`);
         continue;
       }
-      if (!await isFileOrDirectory(resolved)) {
+      if (!await pathExists(resolved)) {
         const relative = resolved.href.slice(ROOT.href.length);
         problems.push(`${doc}: ${target}: ${relative} does not exist`);
         continue;

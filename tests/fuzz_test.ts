@@ -33,6 +33,7 @@ const PATHS = [
   "/api/limits",
   "/api/piece-cids",
   "/healthz",
+  "/metrics",
   "/openapi.json",
   "/docs/deprecations",
   "/",

@@ -47,6 +47,21 @@ async function stored(p: Probe): Promise<string> {
   return CID;
 }
 
+/**
+ * A stored piece marked corrupt, as `main.ts scrub` marks one whose bytes fail
+ * verification (tests/backup_scrub_test.ts flips a byte and runs the real one).
+ */
+async function corrupted(p: Probe): Promise<string> {
+  const cid = await stored(p);
+  const scrub = new DatabaseSync(`${p.server.dataDir}/storage.db`);
+  try {
+    scrub.prepare("INSERT INTO corrupt_pieces VALUES (?, '2026-01-01T00:00:00Z', 'test')").run(cid);
+  } finally {
+    scrub.close();
+  }
+  return cid;
+}
+
 /** The real PieceCIDv2 of `bytes`, computed by the server. */
 async function pieceCidOf(p: Probe, bytes: string): Promise<string> {
   const answer = await p.send("POST", "/api/piece-cids", {
@@ -121,6 +136,8 @@ function wrongMethod(method: string, path: string): Scenario {
 }
 
 const uploadPath = `/api/upload?cid=${CID}`;
+/** The --metrics-token of the scenarios that protect /metrics. */
+const METRICS_TOKEN = "metrics-scenario-token-01";
 
 /** An SMTP URL nothing listens on: a port taken from the OS and given back at once. */
 const DEAD_SMTP_URL = (() => {
@@ -434,6 +451,12 @@ const SCENARIOS: Record<string, Scenario[]> = {
       status: 503,
       code: "storage_offline",
     },
+    {
+      name: "a piece a scrub marked corrupt",
+      send: async (p) => p.send("GET", `/p/${await corrupted(p)}`),
+      status: 503,
+      code: "piece_corrupt",
+    },
     wrongMethod("POST", `/p/${CID}`),
   ],
   headPiece: [
@@ -458,6 +481,11 @@ const SCENARIOS: Record<string, Scenario[]> = {
       name: "no storage bound",
       args: ["--data-dir", ""],
       send: (p) => p.send("HEAD", "/p/bafkmissing0001"),
+      status: 503,
+    },
+    {
+      name: "a piece a scrub marked corrupt",
+      send: async (p) => p.send("HEAD", `/p/${await corrupted(p)}`),
       status: 503,
     },
   ],
@@ -1000,6 +1028,38 @@ const SCENARIOS: Record<string, Scenario[]> = {
     wrongMethod("POST", "/healthz"),
   ],
   headHealth: [{ name: "a healthy server", send: (p) => p.send("HEAD", "/healthz"), status: 200 }],
+  getMetrics: [
+    { name: "the metrics", send: (p) => p.send("GET", "/metrics"), status: 200 },
+    {
+      name: "the metrics, with the --metrics-token",
+      args: ["--metrics-token", METRICS_TOKEN],
+      send: (p) => p.send("GET", "/metrics", { headers: bearer(METRICS_TOKEN) }),
+      status: 200,
+    },
+    {
+      name: "no token, on a server with --metrics-token",
+      args: ["--metrics-token", METRICS_TOKEN],
+      send: (p) => p.send("GET", "/metrics"),
+      status: 401,
+      code: "invalid_token",
+    },
+    {
+      name: "another token than the --metrics-token",
+      args: ["--metrics-token", METRICS_TOKEN],
+      send: (p) => p.send("GET", "/metrics", { headers: bearer(`${METRICS_TOKEN}x`) }),
+      status: 401,
+      code: "invalid_token",
+    },
+    {
+      name: "metrics off",
+      args: ["--metrics", "false"],
+      send: (p) => p.send("GET", "/metrics"),
+      status: 404,
+      code: "not_found",
+    },
+    wrongMethod("POST", "/metrics"),
+  ],
+  headMetrics: [{ name: "the metrics", send: (p) => p.send("HEAD", "/metrics"), status: 200 }],
   getWebPage: [
     { name: "the page", send: (p) => p.send("GET", "/"), status: 200 },
     {

@@ -158,6 +158,11 @@ Deno.test("openapi: parameters, bodies and response headers", async () => {
     (paths["/p/{cid}"].get.responses as Record<string, Json>)["200"].content as Json,
     { "*/*": { schema: binary } },
   );
+  // A text body (the Prometheus exposition) is a string of its one media type.
+  assertEquals(
+    (paths["/metrics"].get.responses as Record<string, Json>)["200"].content as Json,
+    { "text/plain": { schema: { type: "string" } } },
+  );
 
   const required = (operationId: string, status: number) =>
     contract.requiredHeaders(contract.operation(operationId), status).sort();

@@ -276,3 +276,17 @@ Deno.test("start-up: a database migrated by a newer build is one line and exit 2
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("start-up: rotate-key on a data directory that does not exist is one line, exit 2", async () => {
+  const parent = await Deno.makeTempDir({ prefix: "storage-rotate-" });
+  const dataDir = `${parent}/missing`;
+  try {
+    const run = await runMain(["rotate-key", "--data-dir", dataDir], {
+      flags: ["--allow-env=STORAGE_*", `--allow-read=${parent}`, `--allow-write=${parent}`],
+    });
+    assertOneLineError(run, /its directory does not exist/);
+    assertEquals(await Array.fromAsync(Deno.readDir(parent)), []);
+  } finally {
+    await Deno.remove(parent, { recursive: true });
+  }
+});

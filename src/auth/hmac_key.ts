@@ -55,7 +55,17 @@ function writeKeyFile(path: string, text: string, ifExists: "replace" | "fail"):
 
 /** Replaces the key with 32 new random bytes. Every token signed with the old key stops working. */
 export async function rotateKeyFile(path: string): Promise<void> {
-  await writeKeyFile(path, randomKeyHex(), "replace");
+  try {
+    await writeKeyFile(path, randomKeyHex(), "replace");
+  } catch (error) {
+    // The key's directory is missing: a typo in --data-dir, or a server never started there.
+    if (error instanceof Deno.errors.NotFound) {
+      throw new KeyFileError(
+        `Cannot rotate the key in ${path}: its directory does not exist (check --data-dir)`,
+      );
+    }
+    throw error;
+  }
 }
 
 export interface HmacKeyOptions {

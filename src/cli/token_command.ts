@@ -22,6 +22,7 @@ import type { Config } from "../config.ts";
 import { dataDirPaths } from "../data_dir.ts";
 import { makePrivateDatabaseFiles, makePrivateDirectory } from "../data_dir_open.ts";
 import { openDatabase } from "../db/database.ts";
+import { pathExists } from "../fs/files.ts";
 import { TokenRecords } from "../db/token_records.ts";
 import { ApiError } from "../errors.ts";
 import { signupResultOf } from "../auth/signup_result.ts";
@@ -59,7 +60,7 @@ export async function runTokenCommand(options: TokenCommandOptions): Promise<num
     // Minting may come first on a new machine: the directory is made as the server makes it.
     await makePrivateDirectory(config.dataDir, silentLogger);
     await makePrivateDatabaseFiles(paths.database);
-  } else if (!await exists(paths.database)) {
+  } else if (!await pathExists(paths.database)) {
     // A mistyped --data-dir must not list an empty, newly created database.
     throw new ConfigError(`No database at ${paths.database}: check --data-dir`);
   }
@@ -104,16 +105,6 @@ export async function runTokenCommand(options: TokenCommandOptions): Promise<num
     throw error;
   } finally {
     db.close();
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
   }
 }
 

@@ -18,6 +18,8 @@ export interface PieceRecord {
   contentType: string;
   filename: string | null;
   createdAt: string;
+  /** When a scrub found the stored bytes wrong or missing; null while they verify. */
+  corruptAt: string | null;
 }
 
 export interface DealRecord {
@@ -45,6 +47,8 @@ export interface UsageRecord {
 export interface RecordUploadInput {
   /** The piece to insert, or null when its bytes were already stored. */
   newPiece: PieceRecord | null;
+  /** A piece marked corrupt whose bytes this upload rewrote: the mark goes, the digest is set. */
+  repairedPiece?: { cid: string; sha256: string } | null;
   deal: DealRecord;
   usage: { subject: string; day: string; bytes: number };
 }
@@ -55,8 +59,15 @@ export class CatalogRecords {
   readonly #insertPiece: StatementSync;
   readonly #setPieceSha256: StatementSync;
   readonly #piecesWithoutSha256: StatementSync;
+  readonly #piecesAfter: StatementSync;
+  readonly #markPieceCorrupt: StatementSync;
+  readonly #clearPieceCorrupt: StatementSync;
+  readonly #corruptPieceCids: StatementSync;
+  readonly #repairPiece: StatementSync;
+  readonly #unmarkPiece: StatementSync;
   readonly #insertDeal: StatementSync;
   readonly #getUsage: StatementSync;
+  readonly #storedTotals: StatementSync;
   readonly #addUsage: StatementSync;
   readonly #listDeals: StatementSync;
   readonly #listDealsAfter: StatementSync;
@@ -66,10 +77,10 @@ export class CatalogRecords {
 
   constructor(db: Database) {
     this.#db = db;
-    this.#getPiece = db.prepare(
-      `SELECT cid, size, sha256, content_type AS contentType, filename, created_at AS createdAt
-       FROM pieces WHERE cid = ?`,
-    );
+    const pieceColumns = `p.cid, p.size, p.sha256, p.content_type AS contentType, p.filename,
+      p.created_at AS createdAt, c.marked_at AS corruptAt
+      FROM pieces p LEFT JOIN corrupt_pieces c ON c.cid = p.cid`;
+    this.#getPiece = db.prepare(`SELECT ${pieceColumns} WHERE p.cid = ?`);
     this.#insertPiece = db.prepare(
       `INSERT INTO pieces (cid, size, sha256, content_type, filename, created_at)
        VALUES (?, ?, ?, ?, ?, ?)`,
@@ -80,6 +91,20 @@ export class CatalogRecords {
     this.#piecesWithoutSha256 = db.prepare(
       `SELECT cid FROM pieces WHERE sha256 IS NULL ORDER BY cid`,
     );
+    this.#piecesAfter = db.prepare(
+      `SELECT ${pieceColumns} WHERE p.cid > ? ORDER BY p.cid LIMIT ?`,
+    );
+    // Marks change only from the state the scrub saw, so a repair in between is never undone.
+    this.#markPieceCorrupt = db.prepare(
+      `INSERT INTO corrupt_pieces (cid, marked_at, problem) VALUES (?, ?, ?)
+       ON CONFLICT (cid) DO NOTHING`,
+    );
+    this.#clearPieceCorrupt = db.prepare(
+      `DELETE FROM corrupt_pieces WHERE cid = ? AND marked_at = ?`,
+    );
+    this.#corruptPieceCids = db.prepare(`SELECT cid FROM corrupt_pieces ORDER BY cid`);
+    this.#repairPiece = db.prepare(`UPDATE pieces SET sha256 = ? WHERE cid = ?`);
+    this.#unmarkPiece = db.prepare(`DELETE FROM corrupt_pieces WHERE cid = ?`);
     this.#insertDeal = db.prepare(
       `INSERT INTO deals (id, cid, tier, owner_sub, owner, size, content_type, filename,
                           term_days, created_at, term_ends_at)
@@ -87,6 +112,9 @@ export class CatalogRecords {
     );
     this.#getUsage = db.prepare(
       `SELECT subject, day, bytes, uploads FROM usage_daily WHERE subject = ? AND day = ?`,
+    );
+    this.#storedTotals = db.prepare(
+      `SELECT COUNT(*) AS pieces, COALESCE(SUM(size), 0) AS bytes FROM pieces`,
     );
     this.#addUsage = db.prepare(
       `INSERT INTO usage_daily (subject, day, bytes, uploads) VALUES (?, ?, ?, 1)
@@ -155,6 +183,35 @@ export class CatalogRecords {
     return (this.#piecesWithoutSha256.all() as { cid: string }[]).map((row) => row.cid);
   }
 
+  /** Up to `limit` pieces with cids after `afterCid`, in cid order: a scrub's pages. */
+  piecesAfter(afterCid: string, limit: number): PieceRecord[] {
+    return this.#piecesAfter.all(afterCid, limit) as unknown as PieceRecord[];
+  }
+
+  /** Marks a piece's bytes as failing verification; false if it was marked already. */
+  markPieceCorrupt(cid: string, at: string, problem: string): boolean {
+    return Number(this.#markPieceCorrupt.run(cid, at, problem).changes) === 1;
+  }
+
+  /** Clears the mark set at `markedAt` (bytes verify again); false if it changed meanwhile. */
+  clearPieceCorrupt(cid: string, markedAt: string): boolean {
+    return Number(this.#clearPieceCorrupt.run(cid, markedAt).changes) === 1;
+  }
+
+  /** Cids of every piece marked corrupt (a table that is nearly always empty: cheap to poll). */
+  corruptPieceCids(): string[] {
+    return (this.#corruptPieceCids.all() as { cid: string }[]).map((row) => row.cid);
+  }
+
+  /**
+   * How many pieces are stored and their bytes: a scan of the pieces table,
+   * for the metrics gauges (which cache it).
+   */
+  storedTotals(): { pieces: number; bytes: number } {
+    const row = this.#storedTotals.get() as { pieces: number; bytes: number };
+    return { pieces: Number(row.pieces), bytes: Number(row.bytes) };
+  }
+
   /** Bytes a subject has uploaded on a UTC day (0 when nothing). */
   usedBytes(subject: string, day: string): number {
     const row = this.#getUsage.get(subject, day) as UsageRecord | undefined;
@@ -166,6 +223,11 @@ export class CatalogRecords {
     transaction(this.#db, () => {
       const p = input.newPiece;
       if (p) this.#insertPiece.run(p.cid, p.size, p.sha256, p.contentType, p.filename, p.createdAt);
+      const repaired = input.repairedPiece;
+      if (repaired) {
+        this.#repairPiece.run(repaired.sha256, repaired.cid);
+        this.#unmarkPiece.run(repaired.cid);
+      }
       const d = input.deal;
       this.#insertDeal.run(
         d.id,

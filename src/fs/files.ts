@@ -27,6 +27,17 @@ export async function syncDirectory(path: string): Promise<void> {
   }
 }
 
+/** Whether a path exists (false only for "not found"; other errors are thrown). */
+export async function pathExists(path: string | URL): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
+
 /** Creates one directory level; false when it was already there. */
 export async function mkdirIfMissing(path: string): Promise<boolean> {
   try {

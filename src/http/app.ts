@@ -7,13 +7,15 @@
  * The pipeline for every request: the fast path (a cached piece, answered
  * synchronously) → OPTIONS preflight → route match (404/405) → handler
  * (which asks the context for the caller) → errors rendered as JSON → CORS
- * headers → one log line.
+ * headers → one log line → the answer counted for GET /metrics (when on).
  */
 import { ApiError, errorResponse } from "../errors.ts";
+import type { ErrorCode } from "../errors.ts";
 import type { Authenticator, Caller } from "../auth/caller.ts";
 import type { IpRange } from "../net/ip.ts";
 import { isDatabaseBusy } from "../db/database.ts";
 import type { Logger } from "../log.ts";
+import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import { resolveClientKey } from "../net/ip.ts";
 import { applyDeprecationHeaders, usesQueryToken } from "./deprecation.ts";
 import { readJsonObject } from "./body.ts";
@@ -40,6 +42,8 @@ export interface AppOptions {
   bodyIdleTimeoutMs: number;
   /** Gives request contexts their abort signal; while it drains, no connection is kept alive. */
   uploadDrain: Pick<UploadDrain, "draining" | "signal">;
+  /** Counts every answer for GET /metrics; null (--metrics false): nothing is counted. */
+  metrics: RequestMetrics | null;
 }
 
 export interface App {
@@ -49,7 +53,7 @@ export interface App {
 export function createApp(options: AppOptions): App {
   const router = new Router(options.routes);
   const log = createRequestLog(options.logger, options.logRequests);
-  const { uploadDrain } = options;
+  const { uploadDrain, metrics } = options;
 
   /** Synchronous for the fast path (no Promise per request); everything else goes on. */
   function fetch(
@@ -60,6 +64,7 @@ export function createApp(options: AppOptions): App {
     const fast = uploadDrain.draining ? null : options.fastPath?.(request) ?? null;
     if (fast === null) return handle(request, info, started);
     log.fastPath(started);
+    metrics?.fastPathAnswered(started);
     return fast;
   }
 
@@ -72,16 +77,29 @@ export function createApp(options: AppOptions): App {
     const logFields: RequestContext["logFields"] = {};
     let routeName = "unmatched";
     let response: Response;
+    let code: ErrorCode | null = null;
     try {
       response = await route(request, url, info, logFields, (name) => routeName = name);
     } catch (error) {
-      response = renderError(error, request, routeName);
+      const apiError = apiErrorOf(error, routeName);
+      code = apiError.code;
+      response = errorResponse(apiError, request.method);
     }
     applyCorsHeaders(response.headers);
     if (usesQueryToken(request, url)) applyDeprecationHeaders(response.headers, options.baseUrl);
     // While draining, no connection is kept alive: shutdown would otherwise wait for its client.
     if (uploadDrain.draining) response.headers.set("connection", "close");
     log.request(request.method, routeName, response.status, started, logFields);
+    metrics?.answered({
+      method: request.method,
+      route: routeName,
+      status: response.status,
+      code,
+      started,
+      logFields,
+      requestHeaders: request.headers,
+      responseHeaders: response.headers,
+    });
     return response;
   }
 
@@ -139,7 +157,8 @@ export function createApp(options: AppOptions): App {
     return response;
   }
 
-  function renderError(error: unknown, request: Request, routeName: string): Response {
+  /** What a thrown error answers; the unexpected ones are logged. */
+  function apiErrorOf(error: unknown, routeName: string): ApiError {
     if (error instanceof ApiError) {
       if (error.status >= 500) {
         options.logger.error("request failed", {
@@ -148,16 +167,13 @@ export function createApp(options: AppOptions): App {
           cause: String(error.cause ?? error.message),
         });
       }
-      return errorResponse(error, request.method);
+      return error;
     }
     if (isDatabaseBusy(error)) {
       options.logger.warn("database busy", { route: routeName });
-      return errorResponse(
-        new ApiError("storage_offline", "The database is busy; retry in a moment", {
-          headers: { "retry-after": "1" },
-        }),
-        request.method,
-      );
+      return new ApiError("storage_offline", "The database is busy; retry in a moment", {
+        headers: { "retry-after": "1" },
+      });
     }
     // Anything we did not anticipate is our bug: log it whole, answer 500, never 400.
     options.logger.error("unhandled error", {
@@ -165,7 +181,7 @@ export function createApp(options: AppOptions): App {
       error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
       stack: error instanceof Error ? error.stack : undefined,
     });
-    return errorResponse(new ApiError("internal_error", "Internal server error"), request.method);
+    return new ApiError("internal_error", "Internal server error");
   }
 
   return { fetch };

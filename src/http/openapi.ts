@@ -17,7 +17,7 @@ import type { Handler, Route } from "./router.ts";
 import { COMPONENT_SCHEMAS } from "./schemas/bodies.ts";
 import { RESPONSE_HEADERS } from "./schemas/headers.ts";
 import type { HeaderName, HeaderUse } from "./schemas/headers.ts";
-import { binarySchema, schemaRef } from "./schemas/json_schema.ts";
+import { binarySchema, schemaRef, stringSchema } from "./schemas/json_schema.ts";
 import type { JsonSchema } from "./schemas/json_schema.ts";
 
 /** Errors the pipeline (app.ts) can answer on every route, whatever its handler does. */
@@ -212,6 +212,7 @@ function parameterOf(parameter: ParameterDoc): Json {
 
 function contentOf(body: BodyDoc, { request }: { request: boolean }): Json {
   if ("json" in body) return { "application/json": { schema: schemaRef(body.json) } };
+  if ("text" in body) return { [body.text]: { schema: stringSchema } };
   // Any media type is stored and served as sent; octet-stream is what a client sends by default.
   return request
     ? { "application/octet-stream": { schema: binarySchema }, "*/*": { schema: binarySchema } }

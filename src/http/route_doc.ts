@@ -20,8 +20,8 @@ export interface ParameterDoc {
   schema: JsonSchema;
 }
 
-/** A JSON body (one of components.schemas), or bytes of any media type. */
-export type BodyDoc = { json: SchemaName } | { binary: true };
+/** A JSON body (one of components.schemas), bytes of any media type, or text of one type. */
+export type BodyDoc = { json: SchemaName } | { binary: true } | { text: `text/${string}` };
 
 export interface RequestBodyDoc {
   description: string;

@@ -16,6 +16,7 @@ import type { UploadAdmission } from "../limits/upload_admission.ts";
 import { MIB } from "../limits/tiers.ts";
 import type { UploadPolicies } from "../limits/tiers.ts";
 import type { WindowLimit } from "../limits/window_limit.ts";
+import type { ServiceMetrics } from "../metrics/service_metrics.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import type { PieceCatalog } from "../storage/catalog.ts";
 import type { PieceDigests } from "../storage/digests.ts";
@@ -26,6 +27,7 @@ import { createFilesHandler } from "./files.ts";
 import { createHealthHandler } from "./health.ts";
 import type { DatabaseHealth } from "./health.ts";
 import { createLimitsHandler } from "./limits.ts";
+import { createMetricsHandler } from "./metrics.ts";
 import { createOpenApiHandler } from "./openapi.ts";
 import { createComputePieceCidHandler, createPieceCidsInfoHandler } from "./piece_cids.ts";
 import { RETRIEVAL_PATH } from "./pieces.ts";
@@ -73,7 +75,12 @@ export interface RouteServices {
   walletNonceLimit: WindowLimit;
   uploadDrain: UploadDrain;
   databaseHealth(): DatabaseHealth;
+  /** What GET /metrics renders; null with --metrics false. */
+  metrics: ServiceMetrics | null;
 }
+
+/** The upload route (also how the metrics tell uploads from other answers). */
+export const UPLOAD_PATH = "/api/upload";
 
 /** The cid format of every endpoint (cid_format.ts). */
 const CID_SCHEMA = { ...stringSchema, pattern: "^[a-zA-Z0-9]{8,80}$" };
@@ -176,7 +183,7 @@ export function createRoutes(services: RouteServices): Route[] {
   const routes: Route[] = [
     {
       method: "POST",
-      path: "/api/upload",
+      path: UPLOAD_PATH,
       handler: (request, context) => {
         if (services.uploadDrain.draining) {
           throw new ApiError("storage_offline", "Server is shutting down; retry shortly", {
@@ -258,7 +265,7 @@ export function createRoutes(services: RouteServices): Route[] {
         auth: "public",
         parameters: RETRIEVAL_PARAMETERS,
         responses: RETRIEVAL_RESPONSES,
-        errors: ["invalid_cid", "not_found", "storage_offline"],
+        errors: ["invalid_cid", "not_found", "storage_offline", "piece_corrupt"],
       },
     },
     {
@@ -556,6 +563,32 @@ export function createRoutes(services: RouteServices): Route[] {
           { status: 503, description: "Degraded (see the body)", body: { json: "Health" } },
         ],
         errors: [],
+      },
+    },
+    {
+      method: "GET",
+      path: "/metrics",
+      handler: createMetricsHandler({
+        metrics: services.metrics,
+        token: services.config.metricsToken,
+      }),
+      doc: {
+        operationId: "getMetrics",
+        summary: "This server's counters and gauges in the Prometheus text format",
+        description: "Text exposition format 0.0.4 (Content-Type: text/plain; version=0.0.4; " +
+          "charset=utf-8): requests, latency and bytes by route, uploads by tier and outcome, " +
+          "cap refusals, verification failures, and gauges read at scrape time. 404 " +
+          "not_found when the server runs with --metrics false. With --metrics-token it needs " +
+          "Authorization: Bearer <that token> (not a pk_live_ token); 401 invalid_token " +
+          "otherwise.",
+        auth: "public",
+        responses: [{
+          status: 200,
+          description: "The metrics",
+          body: { text: "text/plain" },
+          headers: { "Content-Type": "always", "Cache-Control": "always" },
+        }],
+        errors: ["invalid_token", "not_found"],
       },
     },
     {

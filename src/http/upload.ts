@@ -85,6 +85,8 @@ export function createUploadHandler(deps: UploadDeps): Handler {
     }
 
     const policy = await deps.policies.policyFor(caller);
+    // Known from here on, so refusals at the caps are logged (and counted) with it.
+    context.logFields.tier = policy.tier;
     if (policy.maxFileBytes !== null && length > policy.maxFileBytes) {
       throw new ApiError(
         "too_large",
@@ -111,7 +113,6 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       });
     }
     context.logFields.bytesIn = length;
-    context.logFields.tier = policy.tier;
 
     const { reservation } = reserved;
     const admitted = deps.admission.admit(context.clientKey, length);
@@ -142,6 +143,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         filename,
         tier: policy.tier,
         owner: caller.kind === "token" ? { sub: caller.sub, name: ownerNameOf(caller) } : null,
+        cidVerified: verifier !== null,
         termDays: policy.termDays,
         usageSubject: policy.usageSubject,
         usageDay: reservation.day,

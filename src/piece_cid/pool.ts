@@ -46,6 +46,11 @@ export class HashWorkerPool {
     return this.#size;
   }
 
+  /** Segments sent to a Worker and not yet answered (the metrics' hash-pool queue). */
+  get segmentsInFlight(): number {
+    return this.#pending.size;
+  }
+
   /** A segment-sized buffer, recycled when possible. */
   takeBuffer(): ArrayBuffer {
     return this.#spareBuffers.pop() ?? new ArrayBuffer(SEGMENT_BYTES);

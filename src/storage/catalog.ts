@@ -11,6 +11,13 @@
  *
  * Conflicts are decided by SHA-256. A first upload is usually staged without
  * it (see digests.ts), so a re-upload computes whichever side is missing.
+ *
+ * The one exception to "stored bytes never change" is a repair: when a scrub
+ * marked a piece corrupt (storage/scrub.ts), an upload of the right bytes
+ * replaces the file and clears the mark. "Right" means the recorded size, and
+ * either verified against the cid on the way in or equal to the recorded
+ * SHA-256 (an opaque cid whose digest was never known takes the first
+ * repair, as it took the first upload).
  */
 import { addDays, toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
@@ -35,6 +42,8 @@ export interface AcceptUploadInput {
   tier: Tier;
   /** The uploader's user id and the name shown as its owner (e-mail or EIP-55 address). */
   owner: { sub: string; name: string } | null;
+  /** The bytes were checked against the cid on the way in (a verifiable cid); default false. */
+  cidVerified?: boolean;
   termDays: number;
   /** The counter this upload is charged to, e.g. "ip:v4:1.2.3.4" or "user:<sub>". */
   usageSubject: string;
@@ -71,8 +80,11 @@ export class PieceCatalog {
       const { records, store, clock, dealIds, digests } = this.#options;
       const existing = records.getPiece(input.cid);
       let newPiece: PieceRecord | null = null;
+      let repairedPiece: { cid: string; sha256: string } | null = null;
       const now = clock.now();
-      if (existing) {
+      if (existing?.corruptAt) {
+        repairedPiece = await this.#repair(existing, input);
+      } else if (existing) {
         let sameBytes: boolean;
         try {
           const [incoming, stored] = await Promise.all([
@@ -93,6 +105,7 @@ export class PieceCatalog {
           contentType: input.contentType,
           filename: input.filename,
           createdAt: toRfc3339(now),
+          corruptAt: null,
         };
       }
       const deal: DealRecord = {
@@ -111,6 +124,7 @@ export class PieceCatalog {
       try {
         records.recordUpload({
           newPiece,
+          repairedPiece,
           deal,
           usage: { subject: input.usageSubject, day: input.usageDay, bytes: input.staged.size },
         });
@@ -122,6 +136,30 @@ export class PieceCatalog {
       if (newPiece?.sha256 === null) digests.enqueue(input.cid);
       return deal;
     });
+  }
+
+  /** Replaces a corrupt piece's file with the upload's bytes if they are the right ones. */
+  async #repair(
+    existing: PieceRecord,
+    input: AcceptUploadInput,
+  ): Promise<{ cid: string; sha256: string }> {
+    const { staged } = input;
+    let sha256: string;
+    try {
+      sha256 = await staged.computeSha256();
+    } catch (error) {
+      await staged.discard();
+      throw error;
+    }
+    const right = staged.size === existing.size &&
+      (input.cidVerified === true || existing.sha256 === null || sha256 === existing.sha256);
+    if (!right) {
+      await staged.discard();
+      throw new CidConflictError(input.cid);
+    }
+    // The rename replaces the corrupt file; readers that have it open keep the old bytes.
+    await staged.commit(input.cid);
+    return { cid: input.cid, sha256 };
   }
 
   async #withCidLock<T>(cid: string, fn: () => Promise<T>): Promise<T> {

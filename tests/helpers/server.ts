@@ -20,6 +20,8 @@ export interface TestServerOptions {
   wrapStore?: (store: PieceStore) => PieceStore;
   /** How often cached retrievals re-check the store (the server's default is 1 s). */
   storeProbeIntervalMs?: number;
+  /** How often the TLS files are checked for a renewal (the server's default is 5 s). */
+  tlsPollIntervalMs?: number;
 }
 
 export interface TestServer extends AsyncDisposable {
@@ -59,6 +61,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     clock: options.clock,
     wrapStore: options.wrapStore,
     storeProbeIntervalMs: options.storeProbeIntervalMs,
+    tlsPollIntervalMs: options.tlsPollIntervalMs,
     logger: createJsonLogger((line) => logs.push(JSON.parse(line))),
   });
   const url = server.url;

@@ -7,6 +7,7 @@ import { sql as tokens } from "./0002_tokens.ts";
 import { sql as deferredSha256 } from "./0003_deferred_sha256.ts";
 import { sql as signupCodes } from "./0004_signup_codes.ts";
 import { sql as wallet } from "./0005_wallet.ts";
+import { sql as corruptPieces } from "./0006_corrupt_pieces.ts";
 
 export interface Migration {
   version: number;
@@ -26,4 +27,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 3, name: "deferred_sha256", sql: deferredSha256, rebuildsTables: true },
   { version: 4, name: "signup_codes", sql: signupCodes },
   { version: 5, name: "wallet", sql: wallet, rebuildsTables: true },
+  { version: 6, name: "corrupt_pieces", sql: corruptPieces },
 ];

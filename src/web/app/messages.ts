@@ -51,6 +51,9 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   storage_offline: "The server's storage is unavailable right now. Please try again shortly.",
   mail_unavailable: "The server could not send the e-mail with your code. Please try again later.",
   server_busy: "The server is busy with other uploads. Please try again shortly.",
+  piece_corrupt:
+    "The server's copy of this file failed its integrity check, so it is not served. Upload " +
+    "the same file again to repair it, or ask the server's operator to restore it.",
   wallet_unavailable:
     "Wallet sign-in is unavailable: the server cannot reach its blockchain right now.",
   insufficient_storage: "The server's disk is full, so nothing was stored. Please try again later.",

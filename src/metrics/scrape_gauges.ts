@@ -1,0 +1,157 @@
+/**
+ * The gauges of the service, read from their sources when Prometheus scrapes
+ * and never on a request's path: the digest backlog, the hash pool's queue,
+ * uploads in flight, stored pieces and bytes, the database's files, free disk
+ * and the process's memory. A source that is absent (no data directory bound,
+ * no hash pool, no statfs permission) leaves its family out.
+ */
+import type { PieceDigests } from "../storage/digests.ts";
+import type { DiskSpace } from "./disk_space.ts";
+import type { MetricsRegistry } from "./registry.ts";
+import type { StoredTotalsValue } from "./stored_totals.ts";
+
+export interface ScrapeSources {
+  digests: Pick<PieceDigests, "status">;
+  /** The hashing Workers; null when pieces are hashed on the main thread. */
+  hashPool: { readonly size: number; readonly segmentsInFlight: number } | null;
+  uploads: { readonly inFlight: number };
+  /** Pieces and bytes in the database (cached); null without a database on disk. */
+  storedTotals: { read(): StoredTotalsValue } | null;
+  /** The database's files (storage.db, storage.db-wal); empty without a data directory. */
+  databaseFiles: readonly { kind: string; path: string }[];
+  /** The data directory's file system; null when unbound or statfs is not permitted. */
+  diskSpace: (() => Promise<DiskSpace>) | null;
+}
+
+/** A family of one unlabelled sample, read at scrape time. */
+interface SingleValue {
+  name: string;
+  help: string;
+  /** Default "gauge"; "counter" for a total another object keeps. */
+  type?: "gauge" | "counter";
+  read(): number | Promise<number>;
+}
+
+function registerSingle(registry: MetricsRegistry, family: SingleValue): void {
+  registry.collected({
+    name: family.name,
+    help: family.help,
+    type: family.type ?? "gauge",
+    collect: async () => [{ value: await family.read() }],
+  });
+}
+
+export function registerScrapeGauges(registry: MetricsRegistry, sources: ScrapeSources): void {
+  const single = (family: SingleValue) => registerSingle(registry, family);
+  const { digests, uploads, hashPool, storedTotals, diskSpace } = sources;
+  single({
+    name: "storage_digest_backlog",
+    help: "Pieces acknowledged but not yet hashed (SHA-256 runs after the answer)",
+    read: () => digests.status().backlog,
+  });
+  single({
+    name: "storage_digest_failures_total",
+    help: "Pieces that could not be read back for hashing since start",
+    type: "counter",
+    read: () => digests.status().failures,
+  });
+  single({
+    name: "storage_uploads_in_flight",
+    help: "Uploads being received now",
+    read: () => uploads.inFlight,
+  });
+  if (hashPool !== null) {
+    single({
+      name: "storage_hash_pool_segments_in_flight",
+      help: "Piece-cid segments (about 1 MiB each) sent to hashing Workers and not yet hashed",
+      read: () => hashPool.segmentsInFlight,
+    });
+    single({
+      name: "storage_hash_pool_workers",
+      help: "Hashing Workers of the pool",
+      read: () => hashPool.size,
+    });
+  }
+  if (storedTotals !== null) {
+    single({
+      name: "storage_pieces_stored",
+      help: "Pieces in the database (counted at most 5 s ago)",
+      read: () => storedTotals.read().pieces,
+    });
+    single({
+      name: "storage_stored_bytes",
+      help: "Bytes of the pieces in the database, one copy each (summed at most 5 s ago)",
+      read: () => storedTotals.read().bytes,
+    });
+  }
+  if (sources.databaseFiles.length > 0) {
+    registry.collected({
+      name: "storage_database_size_bytes",
+      help: "Size of the database's files: the database (db) and its write-ahead log (wal)",
+      type: "gauge",
+      labelNames: ["file"],
+      collect: () =>
+        Promise.all(sources.databaseFiles.map(async ({ kind, path }) => ({
+          labels: [kind],
+          value: await fileSize(path),
+        }))),
+    });
+  }
+  if (diskSpace !== null) {
+    single({
+      name: "storage_disk_free_bytes",
+      help: "Free bytes (available to the service) of the data directory's file system",
+      read: async () => (await diskSpace()).freeBytes,
+    });
+    single({
+      name: "storage_disk_size_bytes",
+      help: "Size in bytes of the data directory's file system",
+      read: async () => (await diskSpace()).totalBytes,
+    });
+  }
+  registerProcessGauges(registry, single);
+}
+
+function registerProcessGauges(
+  registry: MetricsRegistry,
+  single: (family: SingleValue) => void,
+): void {
+  single({
+    name: "storage_process_resident_memory_bytes",
+    help: "Resident set size of the process",
+    read: () => Deno.memoryUsage().rss,
+  });
+  registry.collected({
+    name: "storage_process_heap_bytes",
+    help: "JavaScript heap of the process: used, and total (allocated)",
+    type: "gauge",
+    labelNames: ["kind"],
+    collect: () => {
+      const usage = Deno.memoryUsage();
+      return [
+        { labels: ["used"], value: usage.heapUsed },
+        { labels: ["total"], value: usage.heapTotal },
+      ];
+    },
+  });
+  single({
+    name: "storage_process_external_memory_bytes",
+    help: "Memory held outside the JavaScript heap (buffers of bodies and cached pieces)",
+    read: () => Deno.memoryUsage().external,
+  });
+  single({
+    name: "storage_process_start_time_seconds",
+    help: "When the process started, in Unix seconds",
+    read: () => Math.round(performance.timeOrigin) / 1000,
+  });
+}
+
+/** A file's size, 0 when it does not exist (the WAL between checkpoints and restarts). */
+async function fileSize(path: string): Promise<number> {
+  try {
+    return (await Deno.stat(path)).size;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return 0;
+    throw error;
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * The lines a server logs once it listens: which build runs, where its data
+ * is, where it listens and under which public URL, whether it serves TLS,
+ * what each tier allows, who may sign up, where the token key comes from, and
+ * whether /metrics is on. An operator checks a deployment by reading them, so
+ * they show every setting that changes what users get, and nothing secret:
+ * no tokens, no SMTP password, and of the wallet tier's RPC URL (which often
+ * carries an API key) only its host.
+ */
+import type { Config, TierConfig } from "./config.ts";
+import type { Logger } from "./log.ts";
+import type { CertificateSummary } from "./net/tls_files.ts";
+import { VERSION } from "./version.ts";
+
+export interface StartupSummary {
+  config: Config;
+  /** The listen address as a URL. */
+  url: string;
+  baseUrl: string;
+  /** The certificate served; null for plain HTTP. */
+  certificate: CertificateSummary | null;
+  /** Where the token signing key is read from; null when storage is offline (in-memory key). */
+  hmacKeyFile: string | null;
+}
+
+export function logStartupSummary(logger: Logger, summary: StartupSummary): void {
+  const { config, certificate } = summary;
+  logger.info("starting", {
+    version: VERSION,
+    deno: Deno.version.deno,
+    dataDir: config.dataDir ?? "none",
+  });
+  logger.info("listening", {
+    url: summary.url,
+    baseUrl: summary.baseUrl,
+    tls: certificate === null ? "off" : "on",
+    cert: config.tls?.certFile,
+    certSubject: certificate?.subject,
+    certExpires: certificate?.notAfter,
+  });
+  logger.info("tier", { name: "sponsored", ...tierFields(config.sponsored), per: "client IP" });
+  logger.info("tier", { name: "token", ...tierFields(config.token), per: "user" });
+  const { wallet } = config;
+  if (wallet.rpcUrl !== null) {
+    logger.info("tier", {
+      name: "wallet",
+      maxFileSize: wallet.maxFileBytes === null ? "none" : formatSize(wallet.maxFileBytes),
+      dailyCapPerUsdc: formatSize(wallet.bytesPerUsdc),
+      termDays: wallet.termDays,
+      chainId: wallet.chainId,
+      rpcHost: new URL(wallet.rpcUrl).host,
+    });
+  }
+  logger.info("signup", {
+    mode: config.signup,
+    hmacKey: summary.hmacKeyFile ?? "in memory (storage offline)",
+    hmacKeySource: summary.hmacKeyFile === null
+      ? "none"
+      : config.hmacKeyFile !== null
+      ? "--hmac-key-file"
+      : "data dir",
+  });
+  logger.info("metrics", {
+    enabled: config.metricsEnabled,
+    access: config.metricsToken === null ? "public" : "bearer token",
+  });
+}
+
+function tierFields(tier: TierConfig) {
+  return {
+    maxFileSize: formatSize(tier.maxFileBytes),
+    dailyCap: formatSize(tier.dailyCapBytes),
+    termDays: tier.termDays,
+  };
+}
+
+const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+/** A size as the flags take it: the largest binary unit that divides it (100MiB, 1536KiB). */
+export function formatSize(bytes: number): string {
+  let unit = 0;
+  while (unit < UNITS.length - 1 && bytes > 0 && bytes % 1024 === 0) {
+    bytes /= 1024;
+    unit++;
+  }
+  return `${bytes}${UNITS[unit]}`;
+}
