@@ -305,6 +305,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       { hostname: server.addr.hostname },
     );
   }
+  if (config.metricsEnabled && config.metricsToken === null && !isLoopback(server.addr.hostname)) {
+    logger.warn(
+      "/metrics is public on a public address: anyone can read traffic, disk and memory " +
+        "figures; set --metrics-token, keep /metrics behind the proxy, or --metrics false",
+      { hostname: server.addr.hostname },
+    );
+  }
   const signupVerification = config.signup === "verify" && mailer
     ? new SignupVerification({ records: new SignupCodeRecords(db), mailer, clock, baseUrl })
     : null;

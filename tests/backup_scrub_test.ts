@@ -296,6 +296,35 @@ Deno.test("scrub: finds a flipped byte, a missing file and an orphan; retrieval 
   assertOk(sameBytes((await bytesAt(`${server.url}/p/${goneCid}`)).bytes, gone));
 });
 
+Deno.test("backup: a piece whose bytes rotted on disk is not copied, and the backup says so", async () => {
+  await using server = await startTestServer();
+  const good = patternBytes(3000, 1);
+  await uploadOk(server, "backupgood01", good);
+  await uploadOk(server, "backuprot001", patternBytes(3000, 2));
+  // Small uploads are hashed on the way: both SHA-256s are recorded. Then one rots, unmarked.
+  await flipByte(pieceFile(server.dataDir, "backuprot001"), 10);
+  const destination = `${await Deno.makeTempDir({ prefix: "backup-rot-" })}/copy`;
+  try {
+    const run = await runMain(backupFlags(server.dataDir, destination), [
+      "backup",
+      destination,
+      "--data-dir",
+      server.dataDir,
+    ]);
+    assertEquals(run.code, 1, run.stderr);
+    const summary = JSON.parse(run.stdout);
+    assertEquals(summary.failed.map((f: { cid: string }) => f.cid), ["backuprot001"]);
+    assertMatch(summary.failed[0].problem, /SHA-256/);
+    assertEquals(summary.pieces, 1);
+    // The good piece is in the copy, byte for byte; the rotted one is not there at all.
+    await using restored = await startTestServer({ dataDir: destination });
+    const copied = await bytesAt(`${restored.url}/p/backupgood01`);
+    assertEquals([copied.status, sameBytes(copied.bytes, good)], [200, true]);
+  } finally {
+    await Deno.remove(destination.replace(/\/copy$/, ""), { recursive: true });
+  }
+});
+
 Deno.test("scrub: the server's periodic scrub finds a corrupt piece by itself", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "storage-scrub-" });
   const logs: Record<string, unknown>[] = [];

@@ -5,7 +5,9 @@
  * new pair ignored and logged, and bad files at start-up refused in one line.
  * Certificates are made here with openssl (a Debian package CI installs).
  */
-import { assertEquals, assertMatch } from "./helpers/assert.ts";
+import { assertEquals, assertMatch, assertOk } from "./helpers/assert.ts";
+import { ListenerLostError, SwappableServer } from "../src/net/swappable_server.ts";
+import { readTlsPair } from "../src/net/tls_files.ts";
 import { readResponse, writeAll } from "./helpers/raw_http.ts";
 import { patternBytes, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
@@ -280,5 +282,52 @@ Deno.test("tls: unusable files stop the start: one line `error: …`, exit statu
     assertEquals(await Array.fromAsync(Deno.readDir(dataDir)), [], "the data directory untouched");
   } finally {
     await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("tls: a reload that cannot bind any pair says it lost the address, and binds again by itself", async () => {
+  const [first, second] = [await makePair(41), await makePair(42)];
+  await using firstFiles = await pairFiles(first);
+  await using secondFiles = await pairFiles(second);
+  const server = new SwappableServer({
+    hostname: "127.0.0.1",
+    port: 0,
+    tls: await readTlsPair(firstFiles),
+    handler: () => new Response("ok"),
+    onError: () => new Response("error", { status: 500 }),
+  });
+  const { port } = server.addr;
+  const newPair = await readTlsPair(secondFiles);
+  // The runtime refuses every bind while the listener is swapped (another process took the
+  // port in the gap): neither the new pair nor the old one can be bound.
+  const realServe = Deno.serve;
+  Object.assign(Deno, {
+    serve: () => {
+      throw new Deno.errors.AddrInUse("taken by another process");
+    },
+  });
+  let failure: unknown = null;
+  try {
+    await server.replaceCertificate(newPair);
+  } catch (error) {
+    failure = error;
+  } finally {
+    Object.assign(Deno, { serve: realServe });
+  }
+  try {
+    assertOk(failure instanceof ListenerLostError, String(failure));
+    // The address is free again: the server binds the old pair by itself.
+    await eventually(async () => {
+      try {
+        const conn = await Deno.connectTls({ hostname: "127.0.0.1", port, caCerts: [first.cert] });
+        await conn.handshake();
+        conn.close();
+        return true;
+      } catch {
+        return false;
+      }
+    }, "the server listening again with its old certificate");
+  } finally {
+    await server.shutdown();
   }
 });

@@ -32,6 +32,20 @@ export interface SwappableServerOptions {
 
 /** How long a replacement waits for the old socket to be closed (normally one event-loop turn). */
 const REBIND_DEADLINE_MS = 2_000;
+/** How often a server that lost its address tries to bind it again. */
+const LOST_RETRY_MS = 1_000;
+
+/**
+ * Neither the new pair nor the old one could be bound again (the address was
+ * taken meanwhile): nothing listens. The server keeps trying to bind the old
+ * pair every second; the caller must say so, never "still serving".
+ */
+export class ListenerLostError extends Error {
+  constructor(cause: unknown) {
+    super(`the listener could not be bound again (${cause}); retrying every second`, { cause });
+    this.name = "ListenerLostError";
+  }
+}
 
 export class SwappableServer {
   readonly #options: SwappableServerOptions;
@@ -71,11 +85,29 @@ export class SwappableServer {
       this.#pair = pair;
     } catch (error) {
       // Serving the old certificate beats serving nothing.
-      this.#server = await bindWhenFree(() => this.#serve(hostname, port, this.#pair));
+      try {
+        this.#server = await bindWhenFree(() => this.#serve(hostname, port, this.#pair));
+      } catch (lost) {
+        this.#rebindUntilBound(hostname, port);
+        throw new ListenerLostError(lost);
+      }
       throw error;
     } finally {
       if (this.#closed) this.#retire(this.#server); // shutdown() began meanwhile
     }
+  }
+
+  /** Binds the old pair again, every second, until it works or the server shuts down. */
+  #rebindUntilBound(hostname: string, port: number): void {
+    const retry = () => {
+      if (this.#closed) return;
+      try {
+        this.#server = this.#serve(hostname, port, this.#pair);
+      } catch {
+        Deno.unrefTimer(setTimeout(retry, LOST_RETRY_MS));
+      }
+    };
+    Deno.unrefTimer(setTimeout(retry, LOST_RETRY_MS));
   }
 
   /** Stops accepting and resolves once every connection, old listeners' too, is done. */

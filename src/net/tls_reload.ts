@@ -12,6 +12,7 @@
  */
 import type { TlsConfig } from "../config.ts";
 import type { Logger } from "../log.ts";
+import { ListenerLostError } from "./swappable_server.ts";
 import type { SwappableServer } from "./swappable_server.ts";
 import type { TlsPair } from "./tls_files.ts";
 import { watchTlsFiles } from "./tls_files.ts";
@@ -41,9 +42,12 @@ export function startTlsReload(options: TlsReloadOptions): { stop(): Promise<voi
     current: options.current,
     intervalMs: options.pollIntervalMs,
     onRejected: (error) =>
-      logger.error("new TLS files cannot be used; still serving the previous certificate", {
-        error: error.message,
-      }),
+      logger.error(
+        error instanceof ListenerLostError
+          ? "TLS reload lost the listening address; not serving until it can be bound again"
+          : "new TLS files cannot be used; still serving the previous certificate",
+        { error: error.message },
+      ),
     async onPair(pair) {
       const started = performance.now();
       const left = await quietMoment(options, stopping.signal);

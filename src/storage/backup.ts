@@ -127,26 +127,45 @@ async function copyPieces(
   summary: BackupSummary,
 ): Promise<void> {
   const queue = piecesOf(copy);
+  // The first error stops every worker from taking another piece, and the copy is given up
+  // only once all of them are done: nothing is written into DEST after it is removed.
+  let stopped = false;
   const worker = async () => {
-    for (let next = queue.next(); !next.done; next = queue.next()) {
-      await copyPiece(next.value, options.source, target, summary);
+    try {
+      for (let next = queue.next(); !stopped && !next.done; next = queue.next()) {
+        await copyPiece(next.value, options.source, target, summary);
+      }
+    } catch (error) {
+      stopped = true;
+      throw error;
     }
   };
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
-  await Promise.all(Array.from({ length: concurrency }, worker));
+  const results = await Promise.allSettled(Array.from({ length: concurrency }, worker));
+  const failure = results.find((result) => result.status === "rejected");
+  if (failure) throw failure.reason;
 }
 
 /** Every piece of the copied database, a page of rows at a time, shared by the workers. */
-function* piecesOf(copy: CatalogRecords): Generator<{ cid: string; size: number }> {
+function* piecesOf(copy: CatalogRecords): Generator<PieceToCopy> {
   let cursor = "";
   for (let page; (page = copy.piecesAfter(cursor, PAGE_SIZE)).length > 0;) {
-    for (const piece of page) yield { cid: piece.cid, size: Number(piece.size) };
+    for (const piece of page) {
+      yield { cid: piece.cid, size: Number(piece.size), sha256: piece.sha256 };
+    }
     cursor = page.at(-1)!.cid;
   }
 }
 
+/** A piece the copied database names, with the digest its bytes must have (when known). */
+interface PieceToCopy {
+  cid: string;
+  size: number;
+  sha256: string | null;
+}
+
 async function copyPiece(
-  piece: { cid: string; size: number },
+  piece: PieceToCopy,
   source: PieceStore,
   target: PieceStore,
   summary: BackupSummary,
@@ -158,9 +177,11 @@ async function copyPiece(
   }
   let staged;
   try {
+    // Every byte is read anyway: hashing them on the way keeps a rotted piece (one no scrub
+    // has marked yet) out of the copy that is meant to repair it.
     staged = await target.stage(opened.body, {
       expectedBytes: piece.size,
-      computeSha256: false,
+      computeSha256: piece.sha256 !== null,
     });
   } catch (error) {
     // Staging stops reading at the first byte too many: close the file behind it.
@@ -173,6 +194,15 @@ async function copyPiece(
       problem: opened.size === piece.size
         ? `cannot read it: ${error.message}`
         : `the file has ${opened.size} bytes, the database records ${piece.size}`,
+    });
+    return;
+  }
+  if (piece.sha256 !== null && staged.sha256 !== piece.sha256) {
+    await staged.discard();
+    summary.failed.push({
+      cid: piece.cid,
+      problem: "its bytes do not match their recorded SHA-256 (corrupt on disk: run scrub, and " +
+        "restore the piece from an older backup)",
     });
     return;
   }
