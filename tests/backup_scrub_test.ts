@@ -6,7 +6,10 @@
  * files nobody recorded, and retrieval then answers 503 piece_corrupt until
  * a repair. Commands run as real subprocesses with real permission flags.
  */
-import { assertEquals, assertMatch, assertOk } from "./helpers/assert.ts";
+import { assertEquals, assertMatch, assertOk, assertRejects } from "./helpers/assert.ts";
+import { scrubPieces } from "../src/storage/scrub.ts";
+import type { PieceStore } from "../src/storage/driver/driver.ts";
+import { systemClock } from "../src/clock.ts";
 import { KIB, MIB, sha256 } from "./helpers/bytes.ts";
 import { bearer, errorOf, patternBytes, signup, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
@@ -411,4 +414,35 @@ Deno.test("scrub: the rate pacer holds a reader to its bytes per second", async 
   now += 10_000; // a long pause earns no credit beyond the burst
   await pacer.take(4 * MIB);
   assertEquals(Math.round(slept.at(-1)!), 950);
+});
+
+Deno.test("scrub: running out of file descriptors stops the scrub and marks nothing", async () => {
+  await using server = await startTestServer();
+  await uploadOk(server, "scrubemfile01", patternBytes(2000, 5));
+  const { store, services } = server.server;
+  // The operating system refuses to open any file: the process's trouble, not the pieces'.
+  const exhausted: PieceStore = new Proxy(store, {
+    get(target, name) {
+      if (name === "open") {
+        return () => Promise.reject(new Error("Too many open files (os error 24)"));
+      }
+      const value = Reflect.get(target, name, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  await assertRejects(
+    () =>
+      scrubPieces({
+        store: exhausted,
+        records: services.records,
+        bytesPerSecond: 1024 * MIB,
+        hashPool: null,
+        clock: systemClock,
+      }),
+    /os error 24/,
+  );
+  assertEquals(services.records.corruptPieceCids(), []);
+  const piece = await server.get("/p/scrubemfile01");
+  assertEquals(piece.status, 200);
+  await piece.body?.cancel();
 });

@@ -190,9 +190,18 @@ async function unreadable(
   options: ScrubOptions,
 ): Promise<{ ok: false; missing: false; problem: string }> {
   if (options.signal?.aborted) throw options.signal.reason;
+  // Out of file descriptors or memory says nothing about the piece: stop, mark nothing.
+  if (isResourceExhaustion(error)) throw error;
   const storeThere = await options.store.stat(PROBE_KEY).then(() => true, () => false);
   if (!storeThere) throw error;
   return { ok: false, missing: false, problem: `unreadable: ${(error as Error).message}` };
+}
+
+/** EMFILE, ENFILE (os error 24, 23) and ENOMEM (12): this process's trouble, not the disk's. */
+function isResourceExhaustion(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  if (code === "EMFILE" || code === "ENFILE" || code === "ENOMEM") return true;
+  return /\(os error (24|23|12)\)/.test(String((error as Error)?.message ?? error));
 }
 
 /**
