@@ -158,7 +158,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     }),
   });
   const corruptWatch = new CorruptPieceWatch({
-    corruptCids: () => records.corruptPieceCids(),
+    marksAfter: (mark) => records.corruptMarksAfter(mark),
     onCorrupt: (cid) => retrieval.distrust(cid),
     intervalMs: storeProbeIntervalMs,
     onError: (error) => logger.warn("cannot read corrupt-piece marks", { error: String(error) }),

@@ -63,6 +63,7 @@ export class CatalogRecords {
   readonly #markPieceCorrupt: StatementSync;
   readonly #clearPieceCorrupt: StatementSync;
   readonly #corruptPieceCids: StatementSync;
+  readonly #corruptMarksAfter: StatementSync;
   readonly #repairPiece: StatementSync;
   readonly #unmarkPiece: StatementSync;
   readonly #insertDeal: StatementSync;
@@ -103,6 +104,9 @@ export class CatalogRecords {
       `DELETE FROM corrupt_pieces WHERE cid = ? AND marked_at = ?`,
     );
     this.#corruptPieceCids = db.prepare(`SELECT cid FROM corrupt_pieces ORDER BY cid`);
+    this.#corruptMarksAfter = db.prepare(
+      `SELECT rowid AS mark, cid FROM corrupt_pieces WHERE rowid > ? ORDER BY rowid LIMIT 1000`,
+    );
     this.#repairPiece = db.prepare(`UPDATE pieces SET sha256 = ? WHERE cid = ?`);
     this.#unmarkPiece = db.prepare(`DELETE FROM corrupt_pieces WHERE cid = ?`);
     this.#insertDeal = db.prepare(
@@ -199,6 +203,15 @@ export class CatalogRecords {
   }
 
   /** Cids of every piece marked corrupt (a table that is nearly always empty: cheap to poll). */
+  /**
+   * Marks made after `mark` (a row id from an earlier answer; 0 for all), oldest
+   * first, at most 1000: a poller reads only what is new, however many there are.
+   */
+  corruptMarksAfter(mark: number): { mark: number; cid: string }[] {
+    return (this.#corruptMarksAfter.all(mark) as { mark: number; cid: string }[])
+      .map((row) => ({ mark: Number(row.mark), cid: row.cid }));
+  }
+
   corruptPieceCids(): string[] {
     return (this.#corruptPieceCids.all() as { cid: string }[]).map((row) => row.cid);
   }
