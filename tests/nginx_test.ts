@@ -424,7 +424,16 @@ Deno.test({
     assertEquals([challenge.status, await challenge.text()], [200, "challenge\n"]);
     const other = await fetch(`${proxy.http}/p/somecid0001?x=1`, { redirect: "manual" });
     await other.body?.cancel();
-    assertEquals(other.status, 301);
+    assertEquals(other.status, 308);
+    // An upload sent to http:// is redirected with its method kept (308), not turned into a GET.
+    const upload = await fetch(`${proxy.http}/api/upload?cid=somecid0002`, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: "x",
+      redirect: "manual",
+    });
+    await upload.body?.cancel();
+    assertEquals(upload.status, 308);
     assertEquals(other.headers.get("location"), "https://127.0.0.1/p/somecid0001?x=1");
   },
 });
