@@ -11,7 +11,7 @@
  *
  *   deno run -A scripts/build_web.ts [--check]
  */
-import { parseArgs } from "node:util";
+import { scriptArgs } from "./lib/args.ts";
 import { bundleForBrowser, runDeno } from "./lib/bundle.ts";
 
 const APP = new URL("../src/web/app/", import.meta.url);
@@ -62,18 +62,7 @@ export async function buildWebModule(): Promise<string> {
 }
 
 async function main(args: string[]): Promise<number> {
-  let check: boolean;
-  try {
-    ({ values: { check = false } } = parseArgs({
-      args,
-      options: { check: { type: "boolean" } },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    console.error(`error: ${(error as Error).message}\n\nUsage: ${COMMAND} [--check]`);
-    return 2;
-  }
+  const { check } = scriptArgs(`Usage: ${COMMAND} [--check]`, { check: { type: "boolean" } }, args);
   const built = await buildWebModule();
   if (check) {
     const committed = await Deno.readTextFile(GENERATED).catch(() => "");

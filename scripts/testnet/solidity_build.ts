@@ -6,7 +6,8 @@
  * (scripts/build_wasm.sh): tests and scripts deploy them without compiling,
  * and a rebuild check fails when source and artifact drift apart.
  */
-import { isDeepStrictEqual, parseArgs } from "node:util";
+import { isDeepStrictEqual } from "node:util";
+import { scriptArgs } from "../lib/args.ts";
 import solc from "solc";
 import type { Abi, Hex } from "viem";
 
@@ -97,20 +98,8 @@ export function artifactMatches(committed: unknown, fresh: SolidityArtifact): bo
 
 /** The build command: writes the artifact, or with --check exits 1 when it has drifted. */
 export async function buildCommand(contract: SolidityContract, args: string[]): Promise<number> {
-  let check: boolean;
-  try {
-    ({ values: { check = false } } = parseArgs({
-      args,
-      options: { check: { type: "boolean" } },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    console.error(
-      `error: ${(error as Error).message}\n\nUsage: ${contract.buildCommand} [--check]`,
-    );
-    return 2;
-  }
+  const usage = `Usage: ${contract.buildCommand} [--check]`;
+  const { check } = scriptArgs(usage, { check: { type: "boolean" } }, args);
   const fresh = await compileContract(contract);
   const path = contract.artifactUrl.pathname;
   if (check) {
