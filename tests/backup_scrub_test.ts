@@ -14,40 +14,14 @@ import { KIB, MIB, sha256 } from "./helpers/bytes.ts";
 import { bearer, errorOf, patternBytes, signup, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
 import { eventually, within } from "./helpers/wait.ts";
-import { spawnServer, startTaskFlags } from "../scripts/lib/spawn_server.ts";
+import { modeOf, runMain } from "./helpers/main_process.ts";
+import { spawnServer } from "../scripts/lib/spawn_server.ts";
 import { loadConfig } from "../src/config.ts";
 import { createJsonLogger } from "../src/log.ts";
 import { pieceCidOfStream, sha256Cid } from "../src/piece_cid/mod.ts";
 import { startServer } from "../src/server.ts";
 import { shardOf } from "../src/storage/driver/disk/layout.ts";
 import { RatePacer } from "../src/storage/rate_pacer.ts";
-
-const ROOT = new URL("..", import.meta.url).pathname;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs main.ts with exactly these permission flags; killed (by its pid) after a minute. */
-async function runMain(flags: string[], args: string[]): Promise<Run> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...flags, `${ROOT}main.ts`, ...args],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-    env: { NO_COLOR: "1" },
-  }).spawn();
-  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-  try {
-    const out = await child.output();
-    const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-    return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) };
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** A backup may read the live directory and write only its own. */
 function backupFlags(source: string, destination: string): string[] {
@@ -60,7 +34,7 @@ function backupFlags(source: string, destination: string): string[] {
 
 /** `main.ts scrub` with the start task's flags, its JSON report parsed. */
 async function scrub(dataDir: string): Promise<{ code: number; report: ScrubOutput }> {
-  const run = await runMain(await startTaskFlags(dataDir), ["scrub", "--data-dir", dataDir]);
+  const run = await runMain(["scrub", "--data-dir", dataDir], { dataDir });
   assertOk(run.code === 0 || run.code === 1, `scrub exit ${run.code}: ${run.stderr}`);
   return { code: run.code, report: JSON.parse(run.stdout) };
 }
@@ -98,10 +72,6 @@ async function uploadOk(server: TestServer, cid: string, bytes: Uint8Array<Array
 async function bytesAt(url: string): Promise<{ status: number; bytes: Uint8Array }> {
   const response = await fetch(url);
   return { status: response.status, bytes: new Uint8Array(await response.arrayBuffer()) };
-}
-
-function modeOf(path: string): string {
-  return (Deno.statSync(path).mode! & 0o777).toString(8);
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -181,12 +151,9 @@ Deno.test("backup: a copy made under upload load serves every upload acknowledge
     });
     const backupStarted = performance.now();
     const uploadsBefore = load.uploads();
-    const run = await runMain(backupFlags(live.dataDir, destination), [
-      "backup",
-      destination,
-      "--data-dir",
-      live.dataDir,
-    ]);
+    const run = await runMain(["backup", destination, "--data-dir", live.dataDir], {
+      flags: backupFlags(live.dataDir, destination),
+    });
     const uploadsDuring = load.uploads() - uploadsBefore;
     await within(load.stop(), 60_000, "the upload load stops");
     assertEquals(run.code, 0, run.stderr);
@@ -308,12 +275,9 @@ Deno.test("backup: a piece whose bytes rotted on disk is not copied, and the bac
   await flipByte(pieceFile(server.dataDir, "backuprot001"), 10);
   const destination = `${await Deno.makeTempDir({ prefix: "backup-rot-" })}/copy`;
   try {
-    const run = await runMain(backupFlags(server.dataDir, destination), [
-      "backup",
-      destination,
-      "--data-dir",
-      server.dataDir,
-    ]);
+    const run = await runMain(["backup", destination, "--data-dir", server.dataDir], {
+      flags: backupFlags(server.dataDir, destination),
+    });
     assertEquals(run.code, 1, run.stderr);
     const summary = JSON.parse(run.stdout);
     assertEquals(summary.failed.map((f: { cid: string }) => f.cid), ["backuprot001"]);
@@ -375,11 +339,14 @@ Deno.test("backup and scrub: a bad command line is one line and exit 2; a used d
     await Deno.writeTextFile(`${used}/keep.txt`, "mine");
     const flags = backupFlags(dataDir, `${dataDir}/`);
     const runs = [
-      [await runMain(flags, ["backup", "--data-dir", dataDir]), /usage: main\.ts backup DEST/],
-      [await runMain(flags, ["backup", used, "--data-dir", dataDir]), /is not empty/],
-      [await runMain(flags, ["backup", `${dataDir}/x`, "--nope"]), /Unknown option '--nope'/],
-      [await runMain(flags, ["scrub", "extra", "--data-dir", dataDir]), /usage: main\.ts scrub/],
-      [await runMain(flags, ["scrub", "--data-dir", `${dataDir}/none`]), /check --data-dir/],
+      [await runMain(["backup", "--data-dir", dataDir], { flags }), /usage: main\.ts backup DEST/],
+      [await runMain(["backup", used, "--data-dir", dataDir], { flags }), /is not empty/],
+      [await runMain(["backup", `${dataDir}/x`, "--nope"], { flags }), /Unknown option '--nope'/],
+      [
+        await runMain(["scrub", "extra", "--data-dir", dataDir], { flags }),
+        /usage: main\.ts scrub/,
+      ],
+      [await runMain(["scrub", "--data-dir", `${dataDir}/none`], { flags }), /check --data-dir/],
     ] as const;
     for (const [run, pattern] of runs) {
       assertEquals(run.code, 2, run.stderr);

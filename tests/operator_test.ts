@@ -9,41 +9,17 @@ import { readResponse, writeAll } from "./helpers/raw_http.ts";
 import { bearer, errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
 import { startTaskFlags } from "../scripts/lib/spawn_server.ts";
 import { eventually } from "./helpers/wait.ts";
-
-const ROOT = new URL("..", import.meta.url).pathname;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs main.ts with the start task's permission flags for dataDir (or the given flags). */
-async function runMain(args: string[], options: { flags?: string[]; dataDir?: string } = {}) {
-  const flags = options.flags ?? await startTaskFlags(options.dataDir ?? "./data");
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", ...flags, `${ROOT}main.ts`, ...args],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-    env: { NO_COLOR: "1" },
-  }).output();
-  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-  return { code: out.code, stdout: decode(out.stdout), stderr: decode(out.stderr) } as Run;
-}
+import { modeOf, runMain } from "./helpers/main_process.ts";
+import type { MainRun } from "./helpers/main_process.ts";
 
 /** A start-up failure: status 2, exactly one line on stderr, `error: …`, no stack trace. */
-function assertOneLineError(run: Run, pattern: RegExp): void {
+function assertOneLineError(run: MainRun, pattern: RegExp): void {
   assertEquals(run.code, 2, run.stderr);
   const lines = run.stderr.trimEnd().split("\n");
   assertEquals(lines.length, 1, run.stderr);
   assertMatch(lines[0], /^error: /);
   assertMatch(lines[0], pattern);
   assertEquals(/\bat .*:\d+:\d+/.test(run.stderr), false, "no stack trace");
-}
-
-function modeOf(path: string): string {
-  return (Deno.statSync(path).mode! & 0o777).toString(8);
 }
 
 Deno.test("data dir: a second server exits 2 at once and the first's upload in flight finishes", async () => {
