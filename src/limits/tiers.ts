@@ -49,39 +49,42 @@ export class UploadPolicies {
 
   /** The tier and per-file cap: known without asking the chain. */
   fileCapOf(caller: Caller): { tier: Tier; maxFileBytes: number | null } {
-    const { config } = this.#options;
-    if (caller.kind === "sponsored") {
-      return { tier: "sponsored", maxFileBytes: config.sponsored.maxFileBytes };
-    }
-    if (caller.account.kind === "wallet") {
-      return { tier: "wallet", maxFileBytes: config.wallet.maxFileBytes };
-    }
-    return { tier: "token", maxFileBytes: config.token.maxFileBytes };
+    const tier: Tier = caller.kind === "sponsored"
+      ? "sponsored"
+      : caller.account.kind === "wallet"
+      ? "wallet"
+      : "token";
+    return { tier, maxFileBytes: this.#options.config[tier].maxFileBytes };
   }
 
   /** The caller's whole policy; a wallet's reads its balance (503 wallet_unavailable if it can't). */
   async policyFor(caller: Caller): Promise<UploadPolicy> {
     const { config, walletBalances } = this.#options;
+    const { tier, maxFileBytes } = this.fileCapOf(caller);
+    const termDays = config[tier].termDays;
     if (caller.kind === "sponsored") {
       return {
-        tier: "sponsored",
-        maxFileBytes: config.sponsored.maxFileBytes,
+        tier,
+        maxFileBytes,
         dailyCapBytes: config.sponsored.dailyCapBytes,
-        termDays: config.sponsored.termDays,
+        termDays,
         usageSubject: `ip:${caller.clientKey}`,
         capExceededCode: "rate_limited",
       };
     }
+    const user = {
+      tier,
+      maxFileBytes,
+      termDays,
+      usageSubject: `user:${caller.sub}`,
+      capExceededCode: "quota_exceeded" as const,
+    };
     const { account } = caller;
     if (account.kind === "email") {
+      // A token's quota may be lower than the tier's cap, never higher.
       return {
-        tier: "token",
-        maxFileBytes: config.token.maxFileBytes,
-        // A token's quota may be lower than the tier's cap, never higher.
+        ...user,
         dailyCapBytes: Math.min(account.quotaMb * MIB, config.token.dailyCapBytes),
-        termDays: config.token.termDays,
-        usageSubject: `user:${caller.sub}`,
-        capExceededCode: "quota_exceeded",
       };
     }
     if (walletBalances === null) {
@@ -92,12 +95,8 @@ export class UploadPolicies {
     }
     const balance = await walletBalances.balanceOf(account.address as `0x${string}`);
     return {
-      tier: "wallet",
-      maxFileBytes: config.wallet.maxFileBytes,
+      ...user,
       dailyCapBytes: bytesForBalance(balance, config.wallet.bytesPerUsdc),
-      termDays: config.wallet.termDays,
-      usageSubject: `user:${caller.sub}`,
-      capExceededCode: "quota_exceeded",
       walletBalance: { ...balance, address: account.address },
     };
   }
