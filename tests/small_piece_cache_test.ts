@@ -51,3 +51,15 @@ Deno.test("small piece cache: every answer of an entry is fresh, complete and in
   assertEquals(entry.okResponse().headers.get("etag"), '"bafkcached"');
   assertEquals(entry.okResponse().status, 200);
 });
+
+Deno.test("small piece cache: a deleted entry is gone and gives its bytes back to the bound", () => {
+  const cache = new SmallPieceCache({ maxPieceBytes: 100, maxTotalBytes: 200 });
+  cache.set("a", piece(100));
+  cache.set("b", piece(100));
+  cache.delete("a");
+  cache.delete("never-cached");
+  assertEquals(cache.get("a"), undefined);
+  // Room for one more without evicting b: the deleted entry's bytes were given back.
+  cache.set("c", piece(100));
+  assertEquals(["b", "c"].map((k) => cache.get(k) !== undefined), [true, true]);
+});

@@ -13,10 +13,10 @@
  * path declines anything unusual and the handler decides.
  *
  * A piece a scrub marked corrupt answers 503 piece_corrupt, never its bytes.
- * Cache hits skip the database, so a marked cid is "distrusted": told to
- * `distrust` (by the server's poll of the marks, or seen marked here), it is
- * never answered from or put into the cache again; after a repair it streams
- * from the store.
+ * Cache hits skip the database, so a marked cid is evicted from the cache
+ * when `distrust` is told (by the server's poll of the marks) or the handler
+ * sees the mark; and a piece is cached only if it is still unmarked once its
+ * bytes are read, so a read that raced the mark cannot put it back.
  */
 import { normalizeCid } from "../cid_format.ts";
 import { ApiError } from "../errors.ts";
@@ -45,17 +45,13 @@ export interface Retrieval {
   handler: Handler;
   /** A 200 for a plain GET of a cached piece, or null to let the pipeline and handler decide. */
   fastPath(request: Request): Response | null;
-  /** Stops answering cid from the cache: its stored bytes failed verification. */
+  /** Evicts cid from the cache: its stored bytes failed verification. */
   distrust(cid: string): void;
 }
 
 export const RETRIEVAL_PATH = "/p/:cid";
 
 export function createRetrieval(deps: RetrievalDeps): Retrieval {
-  /** Cids ever marked corrupt since start: their cache entries (maybe wrong bytes) are dead. */
-  const distrusted = new Set<string>();
-  const trusted = (cid: string) => distrusted.size === 0 || !distrusted.has(cid.toLowerCase());
-
   const handler: Handler = async (request, context) => {
     const cid = normalizeCid(context.params.cid);
     if (cid === null) {
@@ -64,7 +60,7 @@ export function createRetrieval(deps: RetrievalDeps): Retrieval {
     const ifNoneMatch = request.headers.get("if-none-match");
     // HEAD takes the catalog path below: cached answers carry no Content-Length to copy.
     const cached = request.method === "GET" ? deps.cache.get(cid) : undefined;
-    if (cached && deps.reachability.reachable && trusted(cid)) {
+    if (cached && deps.reachability.reachable) {
       return matchesEtag(ifNoneMatch, cid) ? notModified(cached.headers) : cached.okResponse();
     }
     const piece = deps.catalog.getPiece(cid);
@@ -76,7 +72,7 @@ export function createRetrieval(deps: RetrievalDeps): Retrieval {
       throw new ApiError("not_found", `No piece is stored under ${cid}`);
     }
     if (piece.corruptAt !== null) {
-      distrusted.add(cid);
+      deps.cache.delete(cid);
       throw new ApiError(
         "piece_corrupt",
         `The stored bytes of ${cid} failed verification; the operator must restore it from a backup`,
@@ -91,12 +87,17 @@ export function createRetrieval(deps: RetrievalDeps): Retrieval {
     }
     const opened = await mustExist(deps, cid, () => deps.store.open(cid));
     context.logFields.bytesOut = opened.size;
-    if (!deps.cache.accepts(opened.size) || !trusted(cid)) {
+    if (!deps.cache.accepts(opened.size)) {
       return new Response(opened.body, { status: 200, headers });
     }
     const bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
     if (bytes.byteLength !== piece.size) {
       throw new ApiError("internal_error", `Piece ${cid} has ${bytes.byteLength} bytes on disk`);
+    }
+    // Marked while its bytes were read: answer them this once (as a stream would have),
+    // but never from the cache.
+    if (deps.catalog.getPiece(cid)?.corruptAt !== null) {
+      return new Response(bytes, { status: 200, headers });
     }
     // Cached answers skip the pipeline's CORS step on the fast path, so they carry it.
     applyCorsHeaders(headers);
@@ -121,11 +122,11 @@ export function createRetrieval(deps: RetrievalDeps): Retrieval {
       const cid = normalizeCid(cidText);
       if (cid !== null && cid !== cidText) cached = deps.cache.get(cid);
     }
-    if (!cached || !deps.reachability.reachable || !trusted(cidText)) return null;
+    if (!cached || !deps.reachability.reachable) return null;
     return cached.okResponse();
   }
 
-  return { handler, fastPath, distrust: (cid) => void distrusted.add(cid.toLowerCase()) };
+  return { handler, fastPath, distrust: (cid) => deps.cache.delete(cid.toLowerCase()) };
 }
 
 function pieceHeaders(piece: PieceRecord, source: string): Headers {

@@ -59,6 +59,14 @@ export class SmallPieceCache {
     return entry;
   }
 
+  /** Forgets a cid's entry (its stored bytes failed verification). */
+  delete(cid: string): void {
+    const entry = this.#entries.get(cid);
+    if (entry === undefined) return;
+    this.#entries.delete(cid);
+    this.#totalBytes -= entry.bytes.byteLength;
+  }
+
   set(cid: string, entry: CachedPiece): void {
     if (!this.accepts(entry.bytes.byteLength) || this.#entries.has(cid)) return;
     this.#entries.set(cid, entry);
