@@ -6,6 +6,7 @@
  *   main.ts token mint|list|revoke …   the operator's tokens (see `main.ts token`)
  *   main.ts backup DEST [flags]  a consistent copy of the data directory, beside a running server
  *   main.ts scrub [flags]        re-hash every stored piece; mark the corrupt ones
+ *   main.ts migrate --from-data-dir DIR [flags]  copy the data directory into PostgreSQL / a bucket
  *
  * Serving prints one "Listening on" line on stdout and shuts down gracefully
  * on SIGINT/SIGTERM. Whatever stops a start (a bad flag, a port in use, a
@@ -14,29 +15,35 @@
  */
 import { ConfigError, ENV_NAMES, loadConfig } from "./src/config.ts";
 import type { Config } from "./src/config.ts";
-import { KeyFileError, keyFilePath, rotateKeyFile } from "./src/auth/hmac_key.ts";
+import { KeyFileError, keyFilePath, newKeyHex, rotateKeyFile } from "./src/auth/hmac_key.ts";
+import { PostgresDatabase, PostgresUnavailableError } from "./src/db/postgres/postgres_database.ts";
 import { runTokenCommand } from "./src/cli/token_command.ts";
 import { runBackupCommand } from "./src/cli/backup_command.ts";
 import { runScrubCommand } from "./src/cli/scrub_command.ts";
+import { runMigrateCommand } from "./src/cli/migrate_command.ts";
 import { DirectoryLockedError } from "./src/fs/dir_lock.ts";
-import { DatabaseTooNewError } from "./src/db/database.ts";
+import { DatabaseTooNewError } from "./src/db/sqlite/database.ts";
 import { startServer } from "./src/server.ts";
 import { TlsFilesError } from "./src/net/tls_files.ts";
+import { silentLogger } from "./src/log.ts";
 
 type Env = Record<string, string | undefined>;
 
 export async function main(args: string[]): Promise<number> {
   const env: Env = {};
   for (const name of ENV_NAMES) env[name] = Deno.env.get(name);
-  const [command, rest] = ["serve", "rotate-key", "token", "backup", "scrub"].includes(args[0])
-    ? [args[0], args.slice(1)]
-    : ["serve", args];
+  const [command, rest] =
+    ["serve", "rotate-key", "token", "backup", "scrub", "migrate"].includes(args[0])
+      ? [args[0], args.slice(1)]
+      : ["serve", args];
   try {
     if (command === "token") {
       return await runTokenCommand({ args: rest, env, print: (text) => console.log(text) });
     }
-    if (command === "backup" || command === "scrub") {
-      const run = command === "backup" ? runBackupCommand : runScrubCommand;
+    if (command === "backup" || command === "scrub" || command === "migrate") {
+      const run = { backup: runBackupCommand, scrub: runScrubCommand, migrate: runMigrateCommand }[
+        command
+      ];
       return await run({ args: rest, env, print: (text) => console.log(text) });
     }
     const loaded = loadConfig(rest, env);
@@ -58,6 +65,7 @@ function startupErrorMessage(error: unknown): string | null {
   if (
     error instanceof ConfigError || error instanceof KeyFileError ||
     error instanceof DirectoryLockedError || error instanceof DatabaseTooNewError ||
+    error instanceof PostgresUnavailableError ||
     error instanceof TlsFilesError
   ) {
     return error.message;
@@ -97,6 +105,22 @@ async function serve(config: Config): Promise<number> {
 }
 
 async function rotateKey(config: Config): Promise<number> {
+  if (config.databaseUrl !== null && config.hmacKeyFile === null) {
+    // The instances share the key in the database: one write rotates it for all of them.
+    const postgres = await PostgresDatabase.open({ url: config.databaseUrl, logger: silentLogger });
+    try {
+      await postgres.hmacKeys.rotate(newKeyHex());
+    } finally {
+      await postgres.close();
+    }
+    console.log(
+      `Rotated the HMAC key in the database at ${postgres.where}. Every token issued before now ` +
+        `is invalid; every instance picks the new key up within ${
+          config.hmacKeyReloadMs / 1000
+        } s.`,
+    );
+    return 0;
+  }
   const path = keyFilePath({ dataDir: config.dataDir, keyFile: config.hmacKeyFile });
   if (path === null) {
     console.error("error: no key file: set --data-dir or --hmac-key-file");

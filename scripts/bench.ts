@@ -24,7 +24,8 @@
  * balance read from a local anvil chain), 5 big transfers, 6 piece cids and memory, 7 a
  * --big-gib file uploaded through the CLI, pipelined vs sequential, 8 PieceCIDv2
  * in Chromium's Web Worker vs the server's one core, 9 small retrievals with
- * --metrics true vs false, 10 `main.ts backup` MiB/s while serving), to reproduce one
+ * --metrics true vs false, 10 `main.ts backup` MiB/s while serving, 11 the S3 driver vs the
+ * raw S3 client on a local Ceph radosgw: scripts/bench_s3.ts), to reproduce one
  * figure quickly; a full run is what
  * the README reports.
  */
@@ -40,6 +41,7 @@ import { runMemoryCheck } from "./memory_check.ts";
 import { benchCliUpload } from "./bench_cli_upload.ts";
 import { benchBrowserPieceCid } from "./bench_browser_piece_cid.ts";
 import { benchBackup } from "./bench_backup.ts";
+import { benchS3 } from "./bench_s3.ts";
 import { PieceHasher } from "../src/piece_cid/hasher.ts";
 import { pieceCidV2 } from "../src/piece_cid/cid_codec.ts";
 import { signInWithWallet } from "../src/client/wallet.ts";
@@ -51,7 +53,7 @@ const MIB = 1024 * 1024;
 const USAGE = `Usage: deno task bench [--runs 3] [--transfer-runs 9] [--seconds 10] [--big-gib 1]
                        [--quick] [--only 1,3]
   --quick changes the defaults to --runs 2 --transfer-runs 3 --seconds 3 --big-gib 0.25;
-  --only takes workload numbers 1-10 (see scripts/bench.ts).`;
+  --only takes workload numbers 1-11 (see scripts/bench.ts).`;
 // Defaults depend on --quick, so they are filled in below.
 const opts = scriptArgs(USAGE, {
   runs: { type: "number", integer: true, min: 1 },
@@ -66,10 +68,12 @@ const runs = opts.runs ?? (quick ? 2 : 3);
 const transferRuns = opts["transfer-runs"] ?? (quick ? 3 : 9);
 const loadSeconds = opts.seconds ?? (quick ? 3 : 10);
 const bigGiB = opts["big-gib"] ?? (quick ? 0.25 : 1);
-const only = new Set((opts.only ?? "1,2,3,4,5,6,7,8,9,10").split(",").map((n) => Number(n.trim())));
+const only = new Set(
+  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11").split(",").map((n) => Number(n.trim())),
+);
 for (const workload of only) {
-  if (!Number.isInteger(workload) || workload < 1 || workload > 10) {
-    usageExit(USAGE, `--only takes workload numbers from 1 to 9, got "${opts.only}"`);
+  if (!Number.isInteger(workload) || workload < 1 || workload > 11) {
+    usageExit(USAGE, `--only takes workload numbers from 1 to 11, got "${opts.only}"`);
   }
 }
 const wanted = (workload: number) => only.has(workload);
@@ -547,6 +551,17 @@ if (wanted(10)) {
     results.backupWhileServing = await benchBackup({ pieces: 400, runs, readers: 2, dir });
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+if (wanted(11)) {
+  progress("11/11 the S3 driver vs the raw S3 client, 100 MiB up and down (local radosgw)");
+  const s3 = await benchS3({ runs: transferRuns });
+  if ("skipped" in s3) {
+    console.log(`workload 11 skipped: ${s3.skipped}`);
+  } else {
+    results.s3Driver = s3;
+    ratio("S3 driver upload 100 MiB / raw client", s3.upload100MiB_MBps.ratio, 0.8);
+    ratio("S3 driver retrieve 100 MiB / raw client", s3.retrieve100MiB_MBps.ratio, 0.8);
   }
 }
 results.ratios = ratios;

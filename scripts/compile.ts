@@ -90,7 +90,8 @@ export function runtimeFlags(
     "--allow-net",
     // Free disk space for /metrics (statfs of the data directory), nothing else of the system.
     "--allow-sys=statfs",
-    "--allow-env=STORAGE_*",
+    // STORAGE_* settings; PG* because the PostgreSQL client reads the standard PG variables.
+    "--allow-env=STORAGE_*,PG*",
     `--allow-read=${[...writable, ...more.alsoRead ?? []].join(",")}`,
     `--allow-write=${writable.join(",")}`,
   ];

@@ -45,6 +45,23 @@ export interface WalletConfig {
   termDays: number;
 }
 
+/**
+ * Pieces in an S3-compatible object store (Cloudflare R2, AWS S3, Ceph RGW,
+ * MinIO) instead of the data directory. Credentials come from the
+ * environment only (STORAGE_S3_ACCESS_KEY_ID, STORAGE_S3_SECRET_ACCESS_KEY),
+ * never from a flag, so they stay out of `ps` and shell history.
+ */
+export interface S3Config {
+  /** Base URL of the S3 API, e.g. https://<account>.r2.cloudflarestorage.com. */
+  endpoint: string;
+  bucket: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** The X-Service-Source header of pieces served from the bucket. */
+  sourceLabel: string;
+}
+
 /** Certificate and key files (PEM) when the server terminates TLS itself. */
 export interface TlsConfig {
   certFile: string;
@@ -109,7 +126,16 @@ export interface Config {
   scrubIntervalHours: number;
   /** Bytes per second a scrub reads at most, so serving keeps the disk. */
   scrubBytesPerSecond: number;
+  /** A PostgreSQL URL shared by every instance; null = SQLite in the data directory. */
+  databaseUrl: string | null;
+  /** Where pieces live: the data directory ("disk") or an S3-compatible bucket ("s3"). */
+  store: StoreKind;
+  /** Set exactly when store is "s3". */
+  s3: Readonly<S3Config> | null;
 }
+
+export const STORE_KINDS = ["disk", "s3"] as const;
+export type StoreKind = typeof STORE_KINDS[number];
 
 export const LOG_FORMATS = ["auto", "text", "json"] as const;
 export type LogFormat = typeof LOG_FORMATS[number];
@@ -126,9 +152,13 @@ export class ConfigError extends Error {
 
 type Setter = (config: MutableConfig, value: string, name: string) => void;
 /** Config while it is assembled: TLS arrives as two flags and becomes `tls` at the end. */
-type MutableConfig = Omit<Writable, "tls"> & {
+type MutableConfig = Omit<Writable, "tls" | "s3"> & {
   tlsCertFile: string | null;
   tlsKeyFile: string | null;
+  s3Endpoint: string | null;
+  s3Bucket: string | null;
+  s3Region: string;
+  s3SourceLabel: string;
 };
 type Writable = {
   -readonly [K in keyof Config]: K extends "sponsored" | "token" | "wallet"
@@ -502,6 +532,59 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.scrubBytesPerSecond = parseSize(v, n),
   },
   {
+    flag: "database",
+    env: "STORAGE_DATABASE",
+    placeholder: "URL",
+    description:
+      "PostgreSQL shared by every instance, postgres://user:pass@host/db (prefer the env var)",
+    default: "",
+    defaultHelp: "SQLite in the data directory",
+    apply: (c, v, n) => c.databaseUrl = v === "" ? null : parsePostgresUrl(v, n),
+  },
+  {
+    flag: "store",
+    env: "STORAGE_STORE",
+    placeholder: "disk|s3",
+    description: "Where pieces live: the data directory, or an S3-compatible bucket (--s3-*)",
+    default: "disk",
+    apply: (c, v, n) => c.store = parseChoice(v, n, STORE_KINDS),
+  },
+  {
+    flag: "s3-endpoint",
+    env: "STORAGE_S3_ENDPOINT",
+    placeholder: "URL",
+    description:
+      "S3 API base URL (path-style requests); keys from STORAGE_S3_ACCESS_KEY_ID/_SECRET",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v, n) => c.s3Endpoint = v === "" ? null : parseHttpUrl(v, n),
+  },
+  {
+    flag: "s3-bucket",
+    env: "STORAGE_S3_BUCKET",
+    placeholder: "NAME",
+    description: "Bucket the pieces are kept in (it must exist)",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v, n) => c.s3Bucket = v === "" ? null : parseBucketName(v, n),
+  },
+  {
+    flag: "s3-region",
+    env: "STORAGE_S3_REGION",
+    placeholder: "REGION",
+    description: "Region requests are signed for (R2: auto)",
+    default: "auto",
+    apply: (c, v) => c.s3Region = v,
+  },
+  {
+    flag: "s3-source",
+    env: "STORAGE_S3_SOURCE",
+    placeholder: "LABEL",
+    description: "X-Service-Source of pieces served from the bucket",
+    default: "r2",
+    apply: (c, v, n) => c.s3SourceLabel = parseSourceLabel(v, n),
+  },
+  {
     flag: "log-requests",
     env: "STORAGE_LOG_REQUESTS",
     placeholder: "BOOL",
@@ -512,7 +595,16 @@ export const OPTIONS: readonly OptionSpec[] = [
 ];
 
 /** Environment variable names the service reads (for `--allow-env` and docs). */
-export const ENV_NAMES: readonly string[] = OPTIONS.map((o) => o.env);
+/** Environment variables that hold the bucket's credentials (never flags). */
+export const S3_CREDENTIAL_ENV = {
+  accessKeyId: "STORAGE_S3_ACCESS_KEY_ID",
+  secretAccessKey: "STORAGE_S3_SECRET_ACCESS_KEY",
+} as const;
+
+export const ENV_NAMES: readonly string[] = [
+  ...OPTIONS.map((o) => o.env),
+  ...Object.values(S3_CREDENTIAL_ENV),
+];
 
 export type LoadResult = { kind: "config"; config: Config } | { kind: "help"; text: string };
 
@@ -557,14 +649,55 @@ export function loadConfig(
     throw new ConfigError("--signup verify needs --smtp-url and --mail-from to send codes");
   }
   checkWallet(config.wallet);
-  const { tlsCertFile, tlsKeyFile, ...rest } = config;
+  const s3 = s3ConfigOf(config, env);
+  const {
+    tlsCertFile,
+    tlsKeyFile,
+    s3Endpoint: _endpoint,
+    s3Bucket: _bucket,
+    s3Region: _region,
+    s3SourceLabel: _label,
+    ...rest
+  } = config;
   if ((tlsCertFile === null) !== (tlsKeyFile === null)) {
     throw new ConfigError("--tls-cert and --tls-key go together: give both, or neither");
   }
   const tls = tlsCertFile === null || tlsKeyFile === null
     ? null
     : { certFile: tlsCertFile, keyFile: tlsKeyFile };
-  return { kind: "config", config: deepFreeze({ ...rest, tls }) };
+  return { kind: "config", config: deepFreeze({ ...rest, tls, s3 }) };
+}
+
+/** --store s3 needs an endpoint, a bucket and both credentials; --s3-* without it is a mistake. */
+function s3ConfigOf(
+  config: MutableConfig,
+  env: Readonly<Record<string, string | undefined>>,
+): S3Config | null {
+  if (config.store !== "s3") {
+    if (config.s3Endpoint !== null || config.s3Bucket !== null) {
+      throw new ConfigError("--s3-endpoint and --s3-bucket are for --store s3");
+    }
+    return null;
+  }
+  const accessKeyId = env[S3_CREDENTIAL_ENV.accessKeyId] ?? "";
+  const secretAccessKey = env[S3_CREDENTIAL_ENV.secretAccessKey] ?? "";
+  const missing = [
+    ["--s3-endpoint", config.s3Endpoint ?? ""],
+    ["--s3-bucket", config.s3Bucket ?? ""],
+    [S3_CREDENTIAL_ENV.accessKeyId, accessKeyId],
+    [S3_CREDENTIAL_ENV.secretAccessKey, secretAccessKey],
+  ].filter(([, value]) => value === "").map(([name]) => name);
+  if (missing.length > 0) {
+    throw new ConfigError(`--store s3 needs ${missing.join(", ")}`);
+  }
+  return {
+    endpoint: config.s3Endpoint!,
+    bucket: config.s3Bucket!,
+    region: config.s3Region,
+    accessKeyId,
+    secretAccessKey,
+    sourceLabel: config.s3SourceLabel,
+  };
 }
 
 /** The wallet tier needs all three of RPC, chain and token, or none of them. */
@@ -652,6 +785,7 @@ export function helpText(): string {
     "",
     "Usage: main.ts [serve] [flags]      run the service",
     "       main.ts rotate-key [flags]   replace the HMAC key; every issued token becomes invalid",
+    "       main.ts migrate [flags]      move a data directory into PostgreSQL and/or a bucket",
     "",
     "Flags (each also read from the environment variable shown; a flag wins):",
     ...rows,
@@ -708,28 +842,52 @@ function parseChoice<T extends string>(value: string, name: string, choices: rea
   return value as T;
 }
 
-function parseSmtpUrl(value: string, name: string): string {
-  let url: URL;
+/** A URL whose scheme is one of `schemes`; the text is returned as given. */
+function parseUrlOf(value: string, name: string, schemes: string[], example: string): string {
+  let url: URL | null = null;
   try {
     url = new URL(value);
   } catch {
-    throw new ConfigError(`${name} must be a URL like smtp://user:pass@mail.example.org:587`);
+    // Reported below, with the example.
   }
-  if (url.protocol !== "smtp:" && url.protocol !== "smtps:") {
-    throw new ConfigError(`${name} must start with smtp:// or smtps://`);
+  if (url === null || !schemes.includes(url.protocol.slice(0, -1))) {
+    throw new ConfigError(`${name} must be a URL like ${example}`);
   }
   return value;
 }
 
+function parseSmtpUrl(value: string, name: string): string {
+  return parseUrlOf(value, name, ["smtp", "smtps"], "smtp://user:pass@mail.example.org:587");
+}
+
 function parseRpcUrl(value: string, name: string): string {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new ConfigError(`${name} must be an http(s) URL like http://127.0.0.1:8545`);
+  return parseUrlOf(value, name, ["http", "https"], "http://127.0.0.1:8545");
+}
+
+function parseHttpUrl(value: string, name: string): string {
+  return parseUrlOf(value, name, ["http", "https"], "https://s3.example.org").replace(/\/+$/, "");
+}
+
+function parsePostgresUrl(value: string, name: string): string {
+  const example = "postgres://user:pass@host:5432/db";
+  parseUrlOf(value, name, ["postgres", "postgresql"], example);
+  // The client would otherwise ask the OS for a user name, which the server may not read.
+  if (new URL(value).username === "") throw new ConfigError(`${name} must name a user: ${example}`);
+  return value;
+}
+
+/** S3 bucket naming rules (3–63 lowercase letters, digits, dots, hyphens). */
+function parseBucketName(value: string, name: string): string {
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(value)) {
+    throw new ConfigError(`${name} must be a bucket name: 3-63 lowercase letters, digits, . or -`);
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new ConfigError(`${name} must be an http(s) URL like http://127.0.0.1:8545`);
+  return value;
+}
+
+/** A header value: a short token, so it cannot break the response. */
+function parseSourceLabel(value: string, name: string): string {
+  if (!/^[a-z0-9][a-z0-9_-]{0,31}$/i.test(value)) {
+    throw new ConfigError(`${name} must be 1-32 letters, digits, _ or -`);
   }
   return value;
 }

@@ -8,6 +8,7 @@
  *   └── pieces/           the disk driver's root (see storage/driver/disk/layout.ts)
  */
 import { joinPath } from "./fs/files.ts";
+import type { Logger } from "./log.ts";
 
 export const DATABASE_FILE = "storage.db";
 export const KEY_FILE = "hmac.key";
@@ -26,4 +27,33 @@ export function dataDirPaths(dataDir: string): DataDirPaths {
     pieces: joinPath(dataDir, PIECES_DIR),
     keyFile: joinPath(dataDir, KEY_FILE),
   };
+}
+
+/** Creates the directory 0700, or tightens an existing one that others can read. */
+export async function makePrivateDirectory(path: string, logger: Logger): Promise<void> {
+  await Deno.mkdir(path, { recursive: true, mode: 0o700 });
+  const { mode } = await Deno.stat(path);
+  if (mode !== null && (mode & 0o077) !== 0) {
+    await Deno.chmod(path, 0o700);
+    logger.info("data directory made private (0700)", { was: (mode & 0o777).toString(8) });
+  }
+}
+
+/**
+ * The database file 0600 before SQLite opens it: SQLite gives the -wal and
+ * -shm files it creates the database file's mode, so they follow.
+ */
+export async function makePrivateDatabaseFiles(databasePath: string): Promise<void> {
+  try {
+    const file = await Deno.open(databasePath, { createNew: true, write: true, mode: 0o600 });
+    file.close();
+    return;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+  }
+  for (const path of [databasePath, `${databasePath}-wal`, `${databasePath}-shm`]) {
+    await Deno.chmod(path, 0o600).catch((error) => {
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    });
+  }
 }

@@ -1,6 +1,6 @@
 /**
- * The composition root: config → data directory (database, piece store, HMAC
- * key) → every long-lived object → routes → app → Deno.serve (over TLS when
+ * The composition root: config → backends (metadata in SQLite or PostgreSQL,
+ * pieces on disk or in a bucket, the HMAC key) → every long-lived object → routes → app → Deno.serve (over TLS when
  * configured, its certificate reloaded when the files change), and the
  * shutdown that takes it all down again in order. Nothing else in src/
  * constructs a long-lived object. main.ts and the integration tests both
@@ -10,12 +10,10 @@ import { systemClock } from "./clock.ts";
 import { ApiError, errorResponse } from "./errors.ts";
 import type { Clock } from "./clock.ts";
 import type { Config } from "./config.ts";
-import { openDataDir } from "./data_dir_open.ts";
-import type { Database } from "./db/database.ts";
-import { CatalogRecords } from "./db/catalog_records.ts";
-import { TokenRecords } from "./db/token_records.ts";
+import { openBackends } from "./backends_open.ts";
+import type { Metadata } from "./metadata.ts";
+import type { Database } from "./db/sqlite/database.ts";
 import { createApp } from "./http/app.ts";
-import type { DatabaseHealth } from "./http/health.ts";
 import { createRetrieval, RETRIEVAL_PATH } from "./http/pieces.ts";
 import { createRoutes, UPLOAD_PATH } from "./http/routes.ts";
 import type { RouteServices } from "./http/routes.ts";
@@ -24,10 +22,8 @@ import { SmallPieceCache } from "./http/small_piece_cache.ts";
 import { UploadDrain } from "./http/upload_drain.ts";
 import { createAuthenticator } from "./auth/authenticator.ts";
 import { SignupVerification } from "./auth/signup_verification.ts";
-import { SignupCodeRecords } from "./db/signup_code_records.ts";
 import { createSmtpMailer } from "./mail/mailer.ts";
 import { TokenService } from "./auth/tokens.ts";
-import { DailyCapLedger } from "./limits/daily_caps.ts";
 import { MIB, UploadPolicies } from "./limits/tiers.ts";
 import { UploadAdmission } from "./limits/upload_admission.ts";
 import { WindowLimit } from "./limits/window_limit.ts";
@@ -47,12 +43,10 @@ import type { PieceStore } from "./storage/driver/driver.ts";
 import { StoreReachability } from "./storage/reachability.ts";
 import { WalletChain } from "./wallet/chain.ts";
 import { WalletSignIn } from "./auth/wallet_sign_in.ts";
-import { WalletNonceRecords } from "./db/wallet_nonce_records.ts";
 import { readTlsPair } from "./net/tls_files.ts";
 import { startTlsReload } from "./net/tls_reload.ts";
 import { SwappableServer } from "./net/swappable_server.ts";
 import { logStartupSummary } from "./startup_summary.ts";
-import { keyFilePath } from "./auth/hmac_key.ts";
 
 export interface StartServerOptions {
   config: Config;
@@ -77,7 +71,10 @@ export interface RunningServer {
   services: RouteServices;
   routes: readonly Route[];
   store: PieceStore;
-  db: Database;
+  /** Where the records live (SQLite or PostgreSQL), for tests that look inside. */
+  metadata: Metadata;
+  /** The SQLite database, for tests that look inside; throws when the metadata is in PostgreSQL. */
+  readonly db: Database;
   /** Stops accepting, lets in-flight requests finish (up to the timeout), then closes. */
   shutdown(options?: { timeoutMs?: number }): Promise<void>;
 }
@@ -102,9 +99,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
 
   // Bad TLS files stop the start before the data directory is touched.
   const tlsPair = config.tls === null ? null : await readTlsPair(config.tls);
-  const dataDir = await openDataDir(config, logger);
-  const { db } = dataDir;
-  const store = options.wrapStore ? options.wrapStore(dataDir.store) : dataDir.store;
+  const backends = await openBackends(config, logger, clock);
+  const { metadata } = backends;
+  const store = options.wrapStore ? options.wrapStore(backends.store) : backends.store;
   const cleaned = await store.cleanup();
   if (cleaned.removedTemporaryFiles > 0) {
     logger.info("removed leftovers of interrupted uploads", {
@@ -112,16 +109,16 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     });
   }
 
-  const records = new CatalogRecords(db);
-  const tokenRecords = new TokenRecords(db);
+  const records = metadata.catalog;
+  const tokenRecords = metadata.tokens;
   const tokens = new TokenService({
-    hmacKey: dataDir.hmacKey,
+    hmacKey: backends.hmacKey,
     records: tokenRecords,
     clock,
     lifetimeDays: config.tokenLifetimeDays,
     maxQuotaMb: Math.floor(config.token.dailyCapBytes / MIB),
   });
-  const stopWatchingKey = dataDir.hmacKey.watch(
+  const stopWatchingKey = backends.hmacKey.watch(
     config.hmacKeyReloadMs,
     (error) => logger.error("cannot reload HMAC key", { error: String(error) }),
   );
@@ -129,7 +126,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     ? null
     : new HashWorkerPool({ workers: config.hashWorkers ?? undefined });
   const digests = new PieceDigests({ store, records, logger });
-  const resumed = digests.resume();
+  const resumed = await digests.resume();
   if (resumed > 0) logger.info("hashing pieces stored before the last stop", { resumed });
   const catalog = new PieceCatalog({
     store,
@@ -137,11 +134,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     clock,
     dealIds: new DealIdGenerator(clock),
     digests,
+    cidLocks: metadata.cidLocks,
   });
-  const ledger = new DailyCapLedger({
-    clock,
-    usedBytes: (subject, day) => records.usedBytes(subject, day),
-  });
+  const ledger = metadata.capLedger;
   const storeProbeIntervalMs = options.storeProbeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS;
   const reachability = new StoreReachability({
     store,
@@ -164,7 +159,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     onError: (error) => logger.warn("cannot read corrupt-piece marks", { error: String(error) }),
   });
   const scrubIntervalMs = options.scrubIntervalMs ?? config.scrubIntervalHours * HOUR_MS;
-  const periodicScrub = scrubIntervalMs > 0 && dataDir.persistent
+  const periodicScrub = scrubIntervalMs > 0 && metadata.persistent
     ? new PeriodicScrub({
       intervalMs: scrubIntervalMs,
       logger,
@@ -192,13 +187,14 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       digests,
       hashPool,
       uploads: uploadDrain,
-      storedTotals: dataDir.persistent
+      storedTotals: metadata.persistent
         ? new StoredTotals({ count: () => records.storedTotals() })
         : null,
-      databaseFiles: dataDir.dbPath === null
-        ? []
-        : [{ kind: "db", path: dataDir.dbPath }, { kind: "wal", path: `${dataDir.dbPath}-wal` }],
-      diskSpace: dataDir.persistent && config.dataDir !== null
+      databaseFiles: backends.dbPath === null ? [] : [
+        { kind: "db", path: backends.dbPath },
+        { kind: "wal", path: `${backends.dbPath}-wal` },
+      ],
+      diskSpace: metadata.persistent && config.dataDir !== null && config.store === "disk"
         ? diskSpaceReader(config.dataDir)
         : null,
     })
@@ -212,19 +208,6 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     windowMs: SIGNUP_WINDOW_MS,
     clock,
   });
-  const databaseHealth = (): DatabaseHealth => {
-    try {
-      db.prepare("SELECT 1").get();
-      if (dataDir.dbPath) Deno.statSync(dataDir.dbPath);
-      return {
-        ok: true,
-        persistent: dataDir.persistent,
-        detail: dataDir.persistent ? "sqlite" : "in-memory: no data directory bound",
-      };
-    } catch (error) {
-      return { ok: false, persistent: dataDir.persistent, detail: (error as Error).message };
-    }
-  };
   const { wallet } = config;
   const walletChain = wallet.rpcUrl !== null && wallet.chainId !== null &&
       wallet.usdcAddress !== null
@@ -257,9 +240,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     hashPool?.close();
     mailer?.close();
   };
-  const closeStorage = () => {
-    db.close();
-    dataDir.lock?.release();
+  const closeStorage = async () => {
+    await metadata.close();
+    backends.lock?.release();
   };
 
   // With --port 0 the base URL is known only once bound. Requests are dispatched
@@ -281,7 +264,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     // Nothing is served: take down what was started (a port in use must not leave the
     // data directory locked, or timers and workers running).
     await stopBackgroundWork();
-    closeStorage();
+    await closeStorage();
     throw error;
   }
   const host = server.addr.hostname.includes(":")
@@ -294,9 +277,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     url,
     baseUrl,
     certificate: tlsPair?.certificate ?? null,
-    hmacKeyFile: dataDir.persistent
-      ? keyFilePath({ dataDir: config.dataDir, keyFile: config.hmacKeyFile })
-      : null,
+    hmacKeyWhere: backends.hmacKeyWhere,
   });
   if (config.signup === "open" && !isLoopback(server.addr.hostname)) {
     logger.warn(
@@ -313,10 +294,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     );
   }
   const signupVerification = config.signup === "verify" && mailer
-    ? new SignupVerification({ records: new SignupCodeRecords(db), mailer, clock, baseUrl })
+    ? new SignupVerification({ records: metadata.signupCodes, mailer, clock, baseUrl })
     : null;
   const walletSignIn = walletChain === null || wallet.chainId === null ? null : new WalletSignIn({
-    nonces: new WalletNonceRecords(db),
+    nonces: metadata.walletNonces,
     tokens,
     verifier: walletChain,
     clock,
@@ -344,7 +325,8 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     walletSignIn,
     walletNonceLimit,
     uploadDrain,
-    databaseHealth,
+    databaseHealth: () => metadata.health(),
+    databasePersistent: metadata.persistent,
     metrics,
   };
   const routes = createRoutes(services);
@@ -383,7 +365,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       await stopBackgroundWork();
       const closed = await settlesWithin(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS);
       if (!closed) logger.warn("shutdown: connections still open, closing anyway");
-      closeStorage();
+      await closeStorage();
       logger.info("stopped", {
         uploadsFinished: inFlight - aborted,
         uploadsAborted: aborted,
@@ -393,7 +375,20 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       await logger.flush?.();
     })();
 
-  return { url, baseUrl, port: server.addr.port, services, routes, store, db, shutdown };
+  return {
+    url,
+    baseUrl,
+    port: server.addr.port,
+    services,
+    routes,
+    store,
+    metadata,
+    get db(): Database {
+      if (backends.sqlite === null) throw new Error("This server keeps its metadata in PostgreSQL");
+      return backends.sqlite;
+    },
+    shutdown,
+  };
 }
 
 /** Loopback listen addresses: open signup there is reachable only from this machine. */

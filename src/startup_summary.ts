@@ -19,8 +19,11 @@ export interface StartupSummary {
   baseUrl: string;
   /** The certificate served; null for plain HTTP. */
   certificate: CertificateSummary | null;
-  /** Where the token signing key is read from; null when storage is offline (in-memory key). */
-  hmacKeyFile: string | null;
+  /**
+   * Where the token signing key is read from (a file, or "the database");
+   * null when storage is offline (in-memory key).
+   */
+  hmacKeyWhere: string | null;
 }
 
 export function logStartupSummary(logger: Logger, summary: StartupSummary): void {
@@ -29,6 +32,15 @@ export function logStartupSummary(logger: Logger, summary: StartupSummary): void
     version: VERSION,
     deno: Deno.version.deno,
     dataDir: config.dataDir ?? "none",
+  });
+  logger.info("backends", {
+    database: config.databaseUrl === null ? "sqlite" : "postgres",
+    // Host and database name only: the URL's password stays out of logs.
+    databaseAt: config.databaseUrl === null ? undefined : postgresWhere(config.databaseUrl),
+    store: config.store,
+    s3Endpoint: config.s3?.endpoint,
+    s3Bucket: config.s3?.bucket,
+    source: config.s3?.sourceLabel ?? "stage",
   });
   logger.info("listening", {
     url: summary.url,
@@ -53,17 +65,25 @@ export function logStartupSummary(logger: Logger, summary: StartupSummary): void
   }
   logger.info("signup", {
     mode: config.signup,
-    hmacKey: summary.hmacKeyFile ?? "in memory (storage offline)",
-    hmacKeySource: summary.hmacKeyFile === null
+    hmacKey: summary.hmacKeyWhere ?? "in memory (storage offline)",
+    hmacKeySource: summary.hmacKeyWhere === null
       ? "none"
       : config.hmacKeyFile !== null
       ? "--hmac-key-file"
+      : config.databaseUrl !== null
+      ? "database"
       : "data dir",
   });
   logger.info("metrics", {
     enabled: config.metricsEnabled,
     access: config.metricsToken === null ? "public" : "bearer token",
   });
+}
+
+/** host:port/database of a PostgreSQL URL, without its user or password. */
+function postgresWhere(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.host}${parsed.pathname}`;
 }
 
 function tierFields(tier: TierConfig) {

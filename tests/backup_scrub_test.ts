@@ -408,7 +408,7 @@ Deno.test("scrub: running out of file descriptors stops the scrub and marks noth
       }),
     /os error 24/,
   );
-  assertEquals(services.records.corruptPieceCids(), []);
+  assertEquals(await services.records.corruptPieceCids(), []);
   const piece = await server.get("/p/scrubemfile01");
   assertEquals(piece.status, 200);
   await piece.body?.cancel();

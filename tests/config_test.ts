@@ -34,7 +34,7 @@ Deno.test("config: defaults serve a laptop", () => {
 });
 
 Deno.test("config: every setting has a STORAGE_ variable and the flag wins over it", () => {
-  for (const name of ENV_NAMES) assertMatch(name, /^STORAGE_[A-Z_]+$/);
+  for (const name of ENV_NAMES) assertMatch(name, /^STORAGE_[A-Z0-9_]+$/);
   assertEquals(configOf([], { STORAGE_PORT: "9000" }).port, 9000);
   assertEquals(configOf(["--port", "9001"], { STORAGE_PORT: "9000" }).port, 9001);
   assertEquals(configOf(["--port=0"]).port, 0);
@@ -122,6 +122,9 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     metricsToken: null,
     scrubIntervalHours: 0,
     scrubBytesPerSecond: 32 * MIB,
+    databaseUrl: null,
+    store: "disk",
+    s3: null,
   };
   assertEquals(configOf([]), expected);
   assertEquals(Object.keys(configOf([])).sort(), Object.keys(expected).sort());
@@ -208,4 +211,46 @@ Deno.test("config: a tier's term may not pass --max-term-days", () => {
     }
     assertEquals(/must not exceed --max-term-days/.test(message), true, args.join(" "));
   }
+});
+
+Deno.test("config: --store s3 takes endpoint and bucket from flags and the keys from env only", () => {
+  const env = {
+    STORAGE_S3_ACCESS_KEY_ID: "AKIDEXAMPLE",
+    STORAGE_S3_SECRET_ACCESS_KEY: "secret-example-key",
+  };
+  const config = configOf(
+    ["--store", "s3", "--s3-endpoint", "https://acct.r2.example.org/", "--s3-bucket", "pieces-1"],
+    env,
+  );
+  assertEquals(config.s3, {
+    endpoint: "https://acct.r2.example.org",
+    bucket: "pieces-1",
+    region: "auto",
+    accessKeyId: "AKIDEXAMPLE",
+    secretAccessKey: "secret-example-key",
+    sourceLabel: "r2",
+  });
+  // No flag takes a key: they are refused like any unknown flag.
+  assertOk(configError(["--s3-secret-access-key", "x"]).includes("Unknown flag"));
+  assertOk(
+    configError(["--store", "s3", "--s3-endpoint", "https://s3.example.org"], env).includes(
+      "--store s3 needs --s3-bucket",
+    ),
+  );
+  assertOk(
+    configError(["--store", "s3", "--s3-endpoint", "https://x.example", "--s3-bucket", "b-1"], {})
+      .includes("STORAGE_S3_ACCESS_KEY_ID, STORAGE_S3_SECRET_ACCESS_KEY"),
+  );
+  assertOk(configError(["--s3-bucket", "b-1"]).includes("are for --store s3"));
+  assertOk(configError(["--s3-bucket", "No_Such"]).includes("bucket name"));
+  assertOk(configError(["--s3-source", "r2\r\nx: y"]).includes("--s3-source"));
+  assertOk(configError(["--store", "tape"]).includes("--store"));
+});
+
+Deno.test("config: --database takes a postgres URL, from the flag or STORAGE_DATABASE", () => {
+  const url = "postgres://svc:pw@db.internal:5432/storage";
+  assertEquals(configOf(["--database", url]).databaseUrl, url);
+  assertEquals(configOf([], { STORAGE_DATABASE: url }).databaseUrl, url);
+  assertEquals(configOf(["--database", ""]).databaseUrl, null);
+  assertOk(configError(["--database", "mysql://x/y"]).includes("postgres://"));
 });

@@ -7,8 +7,8 @@ import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "./helpers/assert.ts";
 import { errorOf, patternBytes, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
-import { migrate, openDatabase } from "../src/db/database.ts";
-import { MIGRATIONS } from "../src/db/migrations/mod.ts";
+import { migrate, openDatabase } from "../src/db/sqlite/database.ts";
+import { MIGRATIONS } from "../src/db/sqlite/migrations/mod.ts";
 import { sha256Cid } from "../src/piece_cid/cid_codec.ts";
 import type { StageOptions } from "../src/storage/driver/driver.ts";
 import { KIB, MIB, sha256, sha256Hex } from "./helpers/bytes.ts";
@@ -176,13 +176,13 @@ Deno.test("digests: a piece whose bytes vanished is counted as a failure, not re
   server.server.db.prepare("UPDATE pieces SET sha256 = NULL").run();
   // A fresh digester, as at the next start, finds the piece and cannot read it.
   const { PieceDigests } = await import("../src/storage/digests.ts");
-  const { CatalogRecords } = await import("../src/db/catalog_records.ts");
+  const { SqliteCatalogRecords } = await import("../src/db/sqlite/catalog_records.ts");
   const digests = new PieceDigests({
     store: server.server.store,
-    records: new CatalogRecords(server.server.db),
+    records: new SqliteCatalogRecords(server.server.db),
     logger: { info() {}, warn() {}, error() {} },
   });
-  assertEquals(digests.resume(), 1);
+  assertEquals(await digests.resume(), 1);
   await digests.whenIdle();
   assertEquals(digests.status(), { backlog: 0, failures: 1 });
   assertEquals(recordedSha256(server, "bafkdigest0006"), null);

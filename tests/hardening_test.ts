@@ -92,7 +92,11 @@ Deno.test("uploads in flight: past the per-address bound a new one is 429, and l
   assertEquals(refused.status, 429);
   assertEquals(refused.headers.get("retry-after"), "1");
   assertMatch((await errorOf(refused)).message, /in flight from this address/);
-  assertEquals(server.server.services.ledger.reservedTotal, 2 * 64 * 1024, "only the held ones");
+  assertEquals(
+    await server.server.services.ledger.reservedTotal(),
+    2 * 64 * 1024,
+    "only the held ones",
+  );
   for (const upload of held) assertEquals(await upload.finish(), 200);
   assertEquals((await server.upload("inflight00003", patternBytes(10))).status, 200);
 });
@@ -109,7 +113,7 @@ Deno.test("uploads in flight: past --upload-memory a new one is 503 server_busy"
   // A small one fits beside it: 2 × 16 KiB buffers and the connection.
   assertEquals((await server.upload("busyserver003", patternBytes(100))).status, 200);
   assertEquals((await tempFiles(server.dataDir)).length, 1, "only the held upload's temp file");
-  assertEquals(server.server.services.ledger.reservedTotal, 8 * MIB);
+  assertEquals(await server.server.services.ledger.reservedTotal(), 8 * MIB);
   assertEquals(await held.finish(), 200);
   assertEquals(server.server.services.admission.pinnedBytes, 0);
 });

@@ -98,8 +98,9 @@ Deno.test("log format: a real server's start-up summary and shutdown line, as te
     for (const line of lines) assertMatch(line, new RegExp(`^${TIME} (info |warn |error) \\S`));
     const untimed = lines.map((line) => line.slice(line.indexOf(" ") + 1));
     const first = untimed.findIndex((line) => line.startsWith("info  starting "));
-    assertEquals(untimed.slice(first, first + 7), [
+    assertEquals(untimed.slice(first, first + 8), [
       `info  starting version=${VERSION} deno=${Deno.version.deno} dataDir=${dataDir}`,
+      "info  backends database=sqlite store=disk source=stage",
       `info  listening url=${server.url} baseUrl=${server.url} tls=off`,
       'info  tier name=sponsored maxFileSize=100MiB dailyCap=300MiB termDays=30 per="client IP"',
       "info  tier name=token maxFileSize=5GiB dailyCap=1GiB termDays=400 per=user",

@@ -216,12 +216,12 @@ Deno.test("metrics: stored totals are counted at most once per TTL", async () =>
     ttlMs: 5000,
     now: () => now,
   });
-  assertEquals(totals.read(), { pieces: 0, bytes: 0 });
+  assertEquals(await totals.read(), { pieces: 0, bytes: 0 });
   assertEquals((await server.upload("totalsone01", "12345")).status, 200);
   now = 4999;
-  assertEquals(totals.read(), { pieces: 0, bytes: 0 }, "within the TTL: the cached answer");
+  assertEquals(await totals.read(), { pieces: 0, bytes: 0 }, "within the TTL: the cached answer");
   now = 5000;
-  assertEquals(totals.read(), { pieces: 1, bytes: 5 });
+  assertEquals(await totals.read(), { pieces: 1, bytes: 5 });
 });
 
 Deno.test("metrics: --metrics false answers 404 not_found and makes no metrics", async () => {

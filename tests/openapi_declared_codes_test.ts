@@ -55,7 +55,9 @@ async function corrupted(p: Probe): Promise<string> {
   const cid = await stored(p);
   const scrub = new DatabaseSync(`${p.server.dataDir}/storage.db`);
   try {
-    scrub.prepare("INSERT INTO corrupt_pieces VALUES (?, '2026-01-01T00:00:00Z', 'test')").run(cid);
+    scrub.prepare(
+      "INSERT INTO corrupt_pieces (cid, marked_at, problem) VALUES (?, '2026-01-01T00:00:00Z', 'test')",
+    ).run(cid);
   } finally {
     scrub.close();
   }

@@ -71,7 +71,7 @@ Deno.test("forms: multipart and urlencoded bodies are refused with what to send 
   });
   assertEquals((await errorOf(cased)).error, "invalid_content_type");
   assertEquals(await storedPieces(server.dataDir), []);
-  const usage = server.server.services.ledger.status("ip:v4:127.0.0.1", 1);
+  const usage = await server.server.services.ledger.status("ip:v4:127.0.0.1", 1);
   assertEquals([usage.usedBytes, usage.reservedBytes], [0, 0]);
 });
 

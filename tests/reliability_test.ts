@@ -44,7 +44,7 @@ Deno.test("faults: a body that stalls is abandoned with 408, nothing kept or cha
   assertMatch(body.message, /\S/);
   assertOk(elapsedMs >= 900, `answered only after the 1 s idle timeout, not after ${elapsedMs} ms`);
   // By the time it answers, the upload has released everything it held.
-  assertEquals(server.server.services.ledger.reservedTotal, 0, "reservation released");
+  assertEquals(await server.server.services.ledger.reservedTotal(), 0, "reservation released");
   assertEquals(await storedPieces(server.dataDir), []);
   assertEquals(await tempFiles(server.dataDir), []);
   const health = await (await server.get("/healthz")).json();
@@ -74,7 +74,7 @@ Deno.test("faults: a database locked by another process is 503 with Retry-After,
     intruder.exec("ROLLBACK");
     intruder.close();
   }
-  assertEquals(server.server.services.ledger.reservedTotal, 0);
+  assertEquals(await server.server.services.ledger.reservedTotal(), 0);
   const again = await server.upload("bafklocked0001", patternBytes(4096));
   assertEquals(again.status, 200);
   await again.body?.cancel();
@@ -93,7 +93,7 @@ Deno.test("concurrency: 50 parallel uploads of one cid with identical bytes: one
   assertEquals(count(server, "SELECT count(*) AS n FROM deals WHERE cid = 'bafkfiftyofone'"), 50);
   assertEquals(count(server, "SELECT count(*) AS n FROM pieces"), 1);
   assertEquals(await tempFiles(server.dataDir), []);
-  const usage = server.server.services.ledger.status("ip:v4:127.0.0.1", 1).usedBytes;
+  const usage = (await server.server.services.ledger.status("ip:v4:127.0.0.1", 1)).usedBytes;
   assertEquals(usage, 50 * bytes.length, "every upload counted");
 });
 

@@ -93,7 +93,7 @@ Deno.test("offline: a data directory removed while running is 503, and recovers 
     const head = await server.get("/p/bafkremoved0001", { method: "HEAD" });
     assertEquals(head.status, 503);
     assertEquals((await server.get("/healthz")).status, 503);
-    assertEquals(server.server.services.ledger.reservedTotal, 0);
+    assertEquals(await server.server.services.ledger.reservedTotal(), 0);
   } finally {
     await Deno.rename(backup, piecesDir);
   }
@@ -120,7 +120,10 @@ Deno.test({
       assertEquals((await server.get("/p/bafkdiskfull001")).status, 404);
       // Nothing was charged: another 5 MiB would still fit the 6 MiB cap if the disk had room,
       // and a small upload succeeds now that the partial file is gone.
-      assertEquals(server.server.services.ledger.status("ip:v4:127.0.0.1", 6 * MIB).usedBytes, 0);
+      assertEquals(
+        (await server.server.services.ledger.status("ip:v4:127.0.0.1", 6 * MIB)).usedBytes,
+        0,
+      );
       const small = await server.upload("bafkdiskfull002", patternBytes(MIB));
       assertEquals(small.status, 200);
       await small.body?.cancel();
@@ -144,7 +147,7 @@ Deno.test({
       const refused = await server.upload("bafkreadonly002", "during");
       assertEquals(refused.status, 503);
       assertEquals((await errorOf(refused)).error, "storage_offline");
-      assertEquals(server.server.services.ledger.reservedTotal, 0);
+      assertEquals(await server.server.services.ledger.reservedTotal(), 0);
       // Reading still works from a read-only store.
       assertEquals(await (await server.get("/p/bafkreadonly001")).text(), "before");
       assertEquals((await server.get("/healthz")).status, 503);
@@ -188,8 +191,8 @@ Deno.test("faults: a driver that runs out of space mid-upload is 507, nothing ke
   assertEquals(response.status, 507);
   assertEquals((await errorOf(response)).error, "insufficient_storage");
   assertEquals(await tempFiles(server.dataDir), []);
-  assertEquals(server.server.services.ledger.status("ip:v4:127.0.0.1", 1).usedBytes, 0);
-  assertEquals(server.server.services.ledger.reservedTotal, 0);
+  assertEquals((await server.server.services.ledger.status("ip:v4:127.0.0.1", 1)).usedBytes, 0);
+  assertEquals(await server.server.services.ledger.reservedTotal(), 0);
   const small = await server.upload("bafkdriverfull2", patternBytes(1000));
   assertEquals(small.status, 200);
   await small.body?.cancel();

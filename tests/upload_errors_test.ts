@@ -267,6 +267,6 @@ Deno.test("upload: a storage path the store cannot write to is 502 stage_failed"
   assertEquals((await errorOf(response)).error, "stage_failed");
   assertEquals(await tempFiles(server.dataDir), []);
   // Nothing was charged and nothing is served.
-  assertEquals(server.server.services.ledger.status("ip:v4:127.0.0.1", 1).usedBytes, 0);
+  assertEquals((await server.server.services.ledger.status("ip:v4:127.0.0.1", 1)).usedBytes, 0);
   assertEquals((await server.get(`/p/${CID}`).then(errorOf)).error, "not_found");
 });

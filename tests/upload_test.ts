@@ -91,14 +91,17 @@ Deno.test("upload: overlapping uploads reserve their bytes and cannot jointly pa
     ));
     // Each upload is in its handler, holding its reservation, before the next one starts.
     if (i < 2) {
-      await eventually(() => ledger.reservedTotal === (i + 1) * KIB, `upload ${i} reserved 1 KiB`);
+      await eventually(
+        async () => await ledger.reservedTotal() === (i + 1) * KIB,
+        `upload ${i} reserved 1 KiB`,
+      );
     }
   }
   await eventually(
     () => server.logs.some((l) => l.route === "/api/upload" && l.status === 429),
     "the third upload refused while the first two are in flight",
   );
-  assertEquals(ledger.reservedTotal, 2 * KIB, "the refused upload reserved nothing");
+  assertEquals(await ledger.reservedTotal(), 2 * KIB, "the refused upload reserved nothing");
   for (const conn of conns) await conn.write(encoder.encode("y".repeat(512)));
   const statuses = await Promise.all(conns.map(async (conn) => {
     const text = await new Response(conn.readable).text();
@@ -174,7 +177,10 @@ Deno.test("upload: an upload aborted mid-body stores nothing and charges nothing
         ),
     },
   );
-  await eventually(() => server.server.services.ledger.reservedTotal === 0, "reservation released");
+  await eventually(
+    async () => await server.server.services.ledger.reservedTotal() === 0,
+    "reservation released",
+  );
   await eventually(async () => (await tempFiles(server.dataDir)).length === 0, "temp file removed");
   assertEquals(await storedPieces(server.dataDir), []);
   assertEquals((await server.get("/p/bafkaborted001")).status, 404);

@@ -28,6 +28,8 @@ export async function startTaskFlags(dataDir: string): Promise<string[]> {
 export interface SpawnOptions {
   /** Runs the server on these CPUs only (taskset -c), e.g. "0": a bench's stand-in for a machine. */
   cpus?: string;
+  /** More environment, e.g. the S3 keys (which no flag takes). */
+  env?: Record<string, string>;
 }
 
 export async function spawnServer(
@@ -55,7 +57,7 @@ export async function spawnServer(
     cwd: ROOT,
     stdout: "piped",
     stderr: "piped",
-    env: { NO_COLOR: "1" },
+    env: { NO_COLOR: "1", ...options.env },
   }).spawn();
   // Under load the service logs a line per request: keep only a bounded tail, undecoded,
   // so the client side of a benchmark spends no CPU and memory on it.

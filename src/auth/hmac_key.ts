@@ -5,6 +5,12 @@
  * names. `rotate-key` writes a new key atomically; a running server re-reads
  * the file every few seconds, so a rotation takes effect without a restart
  * and every older token becomes invalid.
+ *
+ * Instances that share a PostgreSQL database share the key there instead
+ * (unless the operator names a file every instance reads): `HmacKey.fromSource`
+ * reads it through the same reload path, so a `rotate-key` against the
+ * database reaches every instance within one reload interval, and a token
+ * signed with the new key is accepted at once (a failed signature re-reads).
  */
 import { writeFileAtomic } from "../fs/atomic_write.ts";
 import { dataDirPaths } from "../data_dir.ts";
@@ -32,7 +38,8 @@ export function parseKeyHex(text: string, path: string): Uint8Array<ArrayBuffer>
   return Uint8Array.fromHex(hex);
 }
 
-function randomKeyHex(): string {
+/** 32 random bytes as hex: a new key's text. */
+export function newKeyHex(): string {
   return crypto.getRandomValues(new Uint8Array(32)).toHex() + "\n";
 }
 
@@ -56,7 +63,7 @@ function writeKeyFile(path: string, text: string, ifExists: "replace" | "fail"):
 /** Replaces the key with 32 new random bytes. Every token signed with the old key stops working. */
 export async function rotateKeyFile(path: string): Promise<void> {
   try {
-    await writeKeyFile(path, randomKeyHex(), "replace");
+    await writeKeyFile(path, newKeyHex(), "replace");
   } catch (error) {
     // The key's directory is missing: a typo in --data-dir, or a server never started there.
     if (error instanceof Deno.errors.NotFound) {
@@ -75,23 +82,56 @@ export interface HmacKeyOptions {
   createIfMissing: boolean;
 }
 
+/** Where a shared key is kept (db/postgres/hmac_keys.ts): its hex text, created on first read. */
+export interface KeySource {
+  /** Names the place in messages, e.g. "the database". */
+  readonly label: string;
+  /** The key's hex text; a source that has none yet creates one from `create()`. */
+  read(create: () => string): Promise<string>;
+}
+
+/** Re-reads the key no more often than this when a signature fails to verify. */
+const RELOAD_ON_FAILURE_MIN_INTERVAL_MS = 1000;
+
 /** The one HMAC key tokens are signed with, re-read from its file when it changes. */
 export class HmacKey {
   #key: CryptoKey;
   #text: string;
   #version = 1;
-  readonly #path: string | null;
+  #lastReloadMs = 0;
+  readonly #read: (() => Promise<string>) | null;
+  readonly #label: string;
 
-  private constructor(path: string | null, key: CryptoKey, text: string) {
-    this.#path = path;
+  private constructor(
+    source: { read: (() => Promise<string>) | null; label: string },
+    key: CryptoKey,
+    text: string,
+  ) {
+    this.#read = source.read;
+    this.#label = source.label;
     this.#key = key;
     this.#text = text;
   }
 
+  /** A key kept in a shared source (the PostgreSQL database) rather than a file. */
+  static async fromSource(source: KeySource): Promise<HmacKey> {
+    const read = () => source.read(newKeyHex);
+    const text = await read();
+    return new HmacKey(
+      { read, label: source.label },
+      await importHmacKey(parseKeyHex(text, source.label)),
+      text,
+    );
+  }
+
   static async open(options: HmacKeyOptions): Promise<HmacKey> {
     if (options.path === null) {
-      const text = randomKeyHex();
-      return new HmacKey(null, await importHmacKey(parseKeyHex(text, "(memory)")), text);
+      const text = newKeyHex();
+      return new HmacKey(
+        { read: null, label: "(memory)" },
+        await importHmacKey(parseKeyHex(text, "(memory)")),
+        text,
+      );
     }
     let text: string;
     try {
@@ -103,16 +143,17 @@ export class HmacKey {
         );
       }
       try {
-        await writeKeyFile(options.path, randomKeyHex(), "fail");
+        await writeKeyFile(options.path, newKeyHex(), "fail");
       } catch (createError) {
         // Another process may have created it first; read whatever is there now.
         if (!(createError instanceof Deno.errors.AlreadyExists)) throw createError;
       }
       text = await Deno.readTextFile(options.path);
     }
+    const path = options.path;
     return new HmacKey(
-      options.path,
-      await importHmacKey(parseKeyHex(text, options.path)),
+      { read: () => Deno.readTextFile(path), label: path },
+      await importHmacKey(parseKeyHex(text, path)),
       text,
     );
   }
@@ -126,26 +167,37 @@ export class HmacKey {
     return this.#version;
   }
 
-  /** Re-reads the key file; true if the key changed. A missing or bad file keeps the old key. */
+  /** Re-reads the key; true if it changed. A missing or bad file (or database) keeps the old key. */
   async reload(): Promise<boolean> {
-    if (this.#path === null) return false;
+    if (this.#read === null) return false;
+    this.#lastReloadMs = Date.now();
     let text: string;
     try {
-      text = await Deno.readTextFile(this.#path);
+      text = await this.#read();
     } catch {
       return false;
     }
     if (text === this.#text) return false;
-    const key = await importHmacKey(parseKeyHex(text, this.#path));
+    const key = await importHmacKey(parseKeyHex(text, this.#label));
     this.#key = key;
     this.#text = text;
     this.#version++;
     return true;
   }
 
-  /** Polls the key file every intervalMs; returns a function that stops polling. */
+  /**
+   * A signature did not verify: perhaps another instance already signs with a
+   * rotated key. Re-reads at most once a second, so bad tokens cannot make every
+   * request read the key.
+   */
+  async reloadAfterFailure(): Promise<boolean> {
+    if (Date.now() - this.#lastReloadMs < RELOAD_ON_FAILURE_MIN_INTERVAL_MS) return false;
+    return await this.reload().catch(() => false);
+  }
+
+  /** Polls the key every intervalMs; returns a function that stops polling. */
   watch(intervalMs: number, onError: (error: unknown) => void): () => void {
-    if (this.#path === null) return () => {};
+    if (this.#read === null) return () => {};
     let running = false;
     const timer = setInterval(() => {
       if (running) return;

@@ -26,17 +26,17 @@ export const MAX_CODE_ATTEMPTS = 5;
 /** Least time between two codes for one address. */
 export const RESEND_AFTER_MS = 60_000;
 
-/** Where pending codes are kept (db/signup_code_records.ts in this service). */
+/** Where pending codes are kept (db/records.ts: SignupCodeRecords). */
 export interface SignupCodeStore {
   /** Stores the pending code of an address, replacing any earlier one. */
-  put(record: SignupCodeRecord): void;
-  get(email: string): SignupCodeRecord | null;
-  countAttempt(email: string): void;
+  put(record: SignupCodeRecord): Promise<void>;
+  get(email: string): Promise<SignupCodeRecord | null>;
+  countAttempt(email: string): Promise<void>;
   /** True when this call removed the code (so of two racing redemptions, one wins). */
-  delete(email: string): boolean;
+  delete(email: string): Promise<boolean>;
   /** Removes this code only, not a newer one sent meanwhile. */
-  deleteCode(email: string, codeHash: string): void;
-  purgeExpired(now: string): void;
+  deleteCode(email: string, codeHash: string): Promise<void>;
+  purgeExpired(now: string): Promise<void>;
 }
 
 export interface SignupVerificationOptions {
@@ -62,8 +62,8 @@ export class SignupVerification {
   async sendCode(fields: MintInput): Promise<void> {
     const { records, mailer, clock, baseUrl } = this.#options;
     const now = clock.now();
-    records.purgeExpired(toRfc3339(now));
-    const pending = records.get(fields.email);
+    await records.purgeExpired(toRfc3339(now));
+    const pending = await records.get(fields.email);
     if (pending !== null) {
       const waitMs = Math.max(
         Date.parse(pending.createdAt) + RESEND_AFTER_MS - now,
@@ -79,7 +79,7 @@ export class SignupVerification {
     }
     const code = randomCode();
     const codeHash = hashOf(code);
-    records.put({
+    await records.put({
       email: fields.email,
       codeHash,
       label: fields.label,
@@ -100,7 +100,7 @@ export class SignupVerification {
       });
     } catch (error) {
       // A code nobody received must not stay usable (a newer one sent meanwhile stays).
-      records.deleteCode(fields.email, codeHash);
+      await records.deleteCode(fields.email, codeHash);
       if (error instanceof MailUnavailableError) {
         throw new ApiError("mail_unavailable", "The mail server cannot be reached; try later", {
           cause: error,
@@ -116,10 +116,10 @@ export class SignupVerification {
    * code is used up as it is redeemed, before the token is minted: if minting
    * then fails (a busy database), the person signs up again.
    */
-  redeem(email: string, code: string): MintInput {
+  async redeem(email: string, code: string): Promise<MintInput> {
     const { records, clock } = this.#options;
     const address = email.trim().toLowerCase();
-    const pending = records.get(address);
+    const pending = await records.get(address);
     if (
       pending === null || Date.parse(pending.expiresAt) <= clock.now() ||
       pending.attempts >= MAX_CODE_ATTEMPTS
@@ -127,11 +127,11 @@ export class SignupVerification {
       throw invalidCode();
     }
     if (!sameHash(hashOf(code.trim()), pending.codeHash)) {
-      records.countAttempt(address);
+      await records.countAttempt(address);
       throw invalidCode();
     }
     // Deleting is the redemption: of two requests racing with the right code, one wins.
-    if (!records.delete(address)) throw invalidCode();
+    if (!await records.delete(address)) throw invalidCode();
     return {
       email: pending.email,
       label: pending.label,

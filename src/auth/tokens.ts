@@ -61,12 +61,12 @@ export interface MintInput {
   quotaMb: number;
 }
 
-/** Where token metadata is kept (db/token_records.ts in this service). */
+/** Where token metadata is kept (db/records.ts: TokenRecords). */
 export interface TokenStore {
-  insert(token: Omit<TokenRecord, "revokedAt">): void;
-  get(jti: string): TokenRecord | null;
+  insert(token: Omit<TokenRecord, "revokedAt">): Promise<void>;
+  get(jti: string): Promise<TokenRecord | null>;
   /** "unknown" when the jti was never issued; otherwise its revocation time or null. */
-  revocationOf(jti: string): "unknown" | string | null;
+  revocationOf(jti: string): Promise<"unknown" | string | null>;
 }
 
 export interface TokenServiceOptions {
@@ -150,7 +150,7 @@ export class TokenService {
       expiresAt: toRfc3339(claims.exp * 1000),
       revokedAt: null,
     };
-    this.#options.records.insert(record);
+    await this.#options.records.insert(record);
     return { token: TOKEN_PREFIX + jwt, claims, record };
   }
 
@@ -161,7 +161,7 @@ export class TokenService {
     const claims = await this.#verifySignature(token);
     const nowSeconds = this.#options.clock.now() / 1000;
     if (claims.exp <= nowSeconds) throw invalid("Token has expired");
-    const revocation = this.#options.records.revocationOf(claims.jti);
+    const revocation = await this.#options.records.revocationOf(claims.jti);
     if (revocation === "unknown") throw invalid("Token was not issued by this service");
     if (revocation !== null) {
       throw new ApiError("revoked_token", "Token has been revoked");
@@ -187,14 +187,23 @@ export class TokenService {
     }
     const cached = this.#verified.get(token);
     if (cached) return cached;
-    let payload: Record<string, unknown>;
-    try {
-      ({ payload } = await jwtVerify(token.slice(TOKEN_PREFIX.length), hmacKey.key, {
+    const verifyWith = (key: CryptoKey) =>
+      jwtVerify(token.slice(TOKEN_PREFIX.length), key, {
         algorithms: ["HS256"],
         typ: "JWT",
         requiredClaims: ["exp", "iat", "jti", "sub"],
         currentDate: new Date(clock.now()),
-      }));
+      });
+    let payload: Record<string, unknown>;
+    try {
+      try {
+        ({ payload } = await verifyWith(hmacKey.key));
+      } catch (error) {
+        // Another instance may sign with a key rotated since this one last read it.
+        if (!(error instanceof joseErrors.JWSSignatureVerificationFailed)) throw error;
+        if (!await hmacKey.reloadAfterFailure()) throw error;
+        ({ payload } = await verifyWith(hmacKey.key));
+      }
     } catch (error) {
       if (error instanceof joseErrors.JWTExpired) throw invalid("Token has expired");
       throw invalid("Token is invalid");
@@ -203,7 +212,7 @@ export class TokenService {
     if (claims.iat > clock.now() / 1000 + MAX_CLOCK_SKEW_SECONDS) {
       throw invalid("Token is issued in the future");
     }
-    this.#checkAgainstRecord(claims);
+    await this.#checkAgainstRecord(claims);
     if (this.#verified.size >= VERIFIED_CACHE_SIZE) {
       // Forget the oldest entry (Map keeps insertion order).
       this.#verified.delete(this.#verified.keys().next().value!);
@@ -218,8 +227,8 @@ export class TokenService {
    * key, a token whose sub, scopes or quota were changed is still refused.
    * Checked once per token string (then cached); revocation is read per request.
    */
-  #checkAgainstRecord(claims: TokenClaims): void {
-    const record = this.#options.records.get(claims.jti);
+  async #checkAgainstRecord(claims: TokenClaims): Promise<void> {
+    const record = await this.#options.records.get(claims.jti);
     if (record === null) throw invalid("Token was not issued by this service");
     const same = record.sub === claims.sub &&
       record.email === ("email" in claims ? claims.email : null) &&

@@ -27,12 +27,12 @@ export const NONCE_LIFETIME_MS = 10 * 60_000;
 /** A wallet's clock may run this far ahead of ours (issuedAt, notBefore). */
 const CLOCK_SKEW_MS = 60_000;
 
-/** Where nonces are kept (db/wallet_nonce_records.ts in this service). */
+/** Where nonces are kept (db/records.ts: WalletNonceRecords). */
 export interface NonceStore {
-  insert(nonce: string, expiresMs: number): void;
-  isLive(nonce: string, nowMs: number): boolean;
-  consume(nonce: string, nowMs: number): boolean;
-  pruneExpired(nowMs: number): number;
+  insert(nonce: string, expiresMs: number): Promise<void>;
+  isLive(nonce: string, nowMs: number): Promise<boolean>;
+  consume(nonce: string, nowMs: number): Promise<boolean>;
+  pruneExpired(nowMs: number): Promise<number>;
 }
 
 /** Who decides whether a signature is the address's (wallet/chain.ts). */
@@ -69,13 +69,13 @@ export class WalletSignIn {
   }
 
   /** A new single-use nonce: 128 random bits as 32 hex digits (SIWE wants letters and digits). */
-  issueNonce(): WalletNonce {
+  async issueNonce(): Promise<WalletNonce> {
     const { nonces, clock } = this.#options;
     const now = clock.now();
-    nonces.pruneExpired(now);
+    await nonces.pruneExpired(now);
     const nonce = crypto.getRandomValues(new Uint8Array(16)).toHex();
     const expiresMs = now + NONCE_LIFETIME_MS;
-    nonces.insert(nonce, expiresMs);
+    await nonces.insert(nonce, expiresMs);
     return { nonce, expiresAt: toRfc3339(expiresMs) };
   }
 
@@ -86,13 +86,13 @@ export class WalletSignIn {
       throw refused("signature must be 0x-prefixed hex");
     }
     const { address, nonce } = this.#checkMessage(message, clock.now());
-    if (!nonces.isLive(nonce, clock.now())) {
+    if (!await nonces.isLive(nonce, clock.now())) {
       throw refused("nonce is unknown, already used or expired; get a new one");
     }
     const valid = await verifier.verifySignature({ address, message, signature });
     // Spent either way: a wrong signature may have cost an RPC call (contract wallets), and
     // one nonce must not pay for endless tries. Whoever spends it first wins a race.
-    if (!nonces.consume(nonce, clock.now())) {
+    if (!await nonces.consume(nonce, clock.now())) {
       throw refused("nonce is unknown, already used or expired; get a new one");
     }
     if (!valid) throw refused(`signature is not ${address}'s signature of this message`);

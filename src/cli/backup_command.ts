@@ -13,8 +13,7 @@
  */
 import { keyFilePath } from "../auth/hmac_key.ts";
 import { ConfigError } from "../config.ts";
-import { dataDirPaths } from "../data_dir.ts";
-import { makePrivateDirectory } from "../data_dir_open.ts";
+import { dataDirPaths, makePrivateDirectory } from "../data_dir.ts";
 import { joinPath, removeQuietly } from "../fs/files.ts";
 import { silentLogger } from "../log.ts";
 import { backupDataDir } from "../storage/backup.ts";

@@ -14,8 +14,8 @@
 import { systemClock } from "../clock.ts";
 import { ConfigError } from "../config.ts";
 import { dataDirPaths } from "../data_dir.ts";
-import { openDatabase } from "../db/database.ts";
-import { CatalogRecords } from "../db/catalog_records.ts";
+import { openDatabase } from "../db/sqlite/database.ts";
+import { SqliteCatalogRecords } from "../db/sqlite/catalog_records.ts";
 import { HashWorkerPool } from "../piece_cid/pool.ts";
 import { DiskStore } from "../storage/driver/disk/disk_store.ts";
 import { StoreError } from "../storage/driver/driver.ts";
@@ -47,7 +47,7 @@ export async function runScrubCommand(options: OperatorCommandOptions): Promise<
   try {
     const report = await scrubPieces({
       store: new DiskStore({ root: paths.pieces }),
-      records: new CatalogRecords(db),
+      records: new SqliteCatalogRecords(db),
       bytesPerSecond: config.scrubBytesPerSecond,
       hashPool,
       clock: systemClock,

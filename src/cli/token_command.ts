@@ -5,7 +5,9 @@
  * It works on the data directory directly and takes no serving lock: every
  * write is one SQLite transaction (WAL lets it run beside a serving process)
  * and the key file is only created atomically if missing, so a running server
- * sees a minted or revoked token on its next request.
+ * sees a minted or revoked token on its next request. With --database it
+ * works on the shared PostgreSQL database the same way, and every instance
+ * sees the change on its next request.
  *
  *   token mint --email a@b.org --label ci [--scopes put,list] [--quota-mb 512]
  *   token list [--email a@b.org]
@@ -19,11 +21,12 @@ import { systemClock, toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import { ConfigError, loadConfig, OPTIONS } from "../config.ts";
 import type { Config } from "../config.ts";
-import { dataDirPaths } from "../data_dir.ts";
-import { makePrivateDatabaseFiles, makePrivateDirectory } from "../data_dir_open.ts";
-import { openDatabase } from "../db/database.ts";
+import { dataDirPaths, makePrivateDatabaseFiles, makePrivateDirectory } from "../data_dir.ts";
+import { openDatabase } from "../db/sqlite/database.ts";
 import { pathExists } from "../fs/files.ts";
-import { TokenRecords } from "../db/token_records.ts";
+import { SqliteTokenRecords } from "../db/sqlite/token_records.ts";
+import type { TokenRecords } from "../db/records.ts";
+import { PostgresDatabase } from "../db/postgres/postgres_database.ts";
 import { ApiError } from "../errors.ts";
 import { signupResultOf } from "../auth/signup_result.ts";
 import { parseSignupFields } from "../auth/signup_fields.ts";
@@ -54,19 +57,9 @@ export interface TokenCommandOptions {
 /** Runs a token subcommand; throws ConfigError for a bad command line or field. */
 export async function runTokenCommand(options: TokenCommandOptions): Promise<number> {
   const { action, target, flags, config } = parseTokenArgs(options.args, options.env);
-  if (config.dataDir === null) throw new ConfigError("token commands need --data-dir");
-  const paths = dataDirPaths(config.dataDir);
-  if (action === "mint") {
-    // Minting may come first on a new machine: the directory is made as the server makes it.
-    await makePrivateDirectory(config.dataDir, silentLogger);
-    await makePrivateDatabaseFiles(paths.database);
-  } else if (!await pathExists(paths.database)) {
-    // A mistyped --data-dir must not list an empty, newly created database.
-    throw new ConfigError(`No database at ${paths.database}: check --data-dir`);
-  }
-  const db = openDatabase({ path: paths.database, busyTimeoutMs: config.dbBusyTimeoutMs });
+  const opened = await openTokenStore(config, action === "mint");
   try {
-    const records = new TokenRecords(db);
+    const { records } = opened;
     const clock = options.clock ?? systemClock;
     if (action === "mint") {
       const maxQuotaMb = Math.floor(config.token.dailyCapBytes / MIB);
@@ -76,12 +69,8 @@ export async function runTokenCommand(options: TokenCommandOptions): Promise<num
         scopes: flags.scopes?.split(",").map((s) => s.trim()),
         quotaMb: flags["quota-mb"] === undefined ? undefined : Number(flags["quota-mb"]),
       }, maxQuotaMb);
-      const hmacKey = await HmacKey.open({
-        path: keyFilePath({ dataDir: config.dataDir, keyFile: config.hmacKeyFile }),
-        createIfMissing: config.hmacKeyFile === null,
-      });
       const tokens = new TokenService({
-        hmacKey,
+        hmacKey: await opened.hmacKey(),
         records,
         clock,
         lifetimeDays: config.tokenLifetimeDays,
@@ -90,12 +79,12 @@ export async function runTokenCommand(options: TokenCommandOptions): Promise<num
       options.print(JSON.stringify(signupResultOf(await tokens.mint(fields)), null, 2));
     } else if (action === "list") {
       const sub = flags.email === undefined ? undefined : userIdOf(flags.email);
-      options.print(JSON.stringify({ tokens: records.list({ sub }) }, null, 2));
+      options.print(JSON.stringify({ tokens: await records.list({ sub }) }, null, 2));
     } else {
-      const record = records.get(target!);
+      const record = await records.get(target!);
       if (record === null) throw new ConfigError(`No token has jti ${target}`);
-      if (record.revokedAt === null) records.revoke(record.jti, toRfc3339(clock.now()));
-      const revokedAt = records.get(record.jti)!.revokedAt;
+      if (record.revokedAt === null) await records.revoke(record.jti, toRfc3339(clock.now()));
+      const revokedAt = (await records.get(record.jti))!.revokedAt;
       options.print(JSON.stringify({ jti: record.jti, revoked: true, revokedAt }, null, 2));
     }
     return 0;
@@ -104,8 +93,54 @@ export async function runTokenCommand(options: TokenCommandOptions): Promise<num
     if (error instanceof ApiError) throw new ConfigError(error.message);
     throw error;
   } finally {
-    db.close();
+    await opened.close();
   }
+}
+
+interface OpenedTokenStore {
+  records: TokenRecords;
+  /** The signing key, opened only for mint (list and revoke need none). */
+  hmacKey(): Promise<HmacKey>;
+  close(): Promise<void>;
+}
+
+/** The server's token records: the shared PostgreSQL database, or SQLite in the data directory. */
+async function openTokenStore(config: Config, minting: boolean): Promise<OpenedTokenStore> {
+  if (config.databaseUrl !== null) {
+    const postgres = await PostgresDatabase.open({ url: config.databaseUrl, logger: silentLogger });
+    return {
+      records: postgres.tokens,
+      hmacKey: () =>
+        config.hmacKeyFile === null
+          ? HmacKey.fromSource(postgres.hmacKeys)
+          : HmacKey.open({ path: config.hmacKeyFile, createIfMissing: false }),
+      close: () => postgres.close(),
+    };
+  }
+  if (config.dataDir === null) {
+    throw new ConfigError("token commands need --data-dir or --database");
+  }
+  const dataDir = config.dataDir;
+  const paths = dataDirPaths(dataDir);
+  if (minting) {
+    // Minting may come first on a new machine: the directory is made as the server makes it.
+    await makePrivateDirectory(dataDir, silentLogger);
+    await makePrivateDatabaseFiles(paths.database);
+  } else if (!await pathExists(paths.database)) {
+    // A mistyped --data-dir must not list an empty, newly created database.
+    throw new ConfigError(`No database at ${paths.database}: check --data-dir`);
+  }
+  const db = openDatabase({ path: paths.database, busyTimeoutMs: config.dbBusyTimeoutMs });
+  return {
+    records: new SqliteTokenRecords(db),
+    hmacKey: () =>
+      HmacKey.open({
+        path: keyFilePath({ dataDir, keyFile: config.hmacKeyFile }),
+        createIfMissing: config.hmacKeyFile === null,
+      }),
+    // deno-lint-ignore require-await -- closing node:sqlite is synchronous.
+    close: async () => db.close(),
+  };
 }
 
 interface TokenArgs {

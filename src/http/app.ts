@@ -13,7 +13,7 @@ import { ApiError, errorResponse } from "../errors.ts";
 import type { ErrorCode } from "../errors.ts";
 import type { Authenticator, Caller } from "../auth/caller.ts";
 import type { IpRange } from "../net/ip.ts";
-import { isDatabaseBusy } from "../db/database.ts";
+import { isDatabaseBusy } from "../db/sqlite/database.ts";
 import type { Logger } from "../log.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import { resolveClientKey } from "../net/ip.ts";

@@ -1,5 +1,5 @@
 /** How a deal is shown to its owner, in /api/files and by deal extension. */
-import type { DealRecord } from "../db/catalog_records.ts";
+import type { DealRecord } from "../db/records.ts";
 import type { Deal } from "./schemas/bodies.ts";
 
 export function dealView(deal: DealRecord, baseUrl: string): Deal {

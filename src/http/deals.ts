@@ -13,7 +13,7 @@ import { requireTokenScope } from "../auth/scopes.ts";
 import { addDays, DAY_MS, toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import type { CatalogRecords } from "../db/catalog_records.ts";
+import type { CatalogRecords } from "../db/records.ts";
 import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
@@ -28,7 +28,7 @@ export interface DealDeps {
 export function createExtendDealHandler(deps: DealDeps): Handler {
   return async (_request, context) => {
     const caller = requireTokenScope(await context.caller(), "pin");
-    const deal = deps.records.getDeal(context.params.dealId);
+    const deal = await deps.records.getDeal(context.params.dealId);
     if (deal === null || deal.ownerSub !== caller.sub) {
       throw new ApiError("not_found", "No such deal");
     }
@@ -39,7 +39,7 @@ export function createExtendDealHandler(deps: DealDeps): Handler {
     // already past the limit, after the flag was lowered, keeps its end).
     const roomDays = Math.max(0, Math.floor((latest - endsAt) / DAY_MS));
     const addedDays = Math.min(termDays, roomDays);
-    deps.records.extendDeal(deal.id, addedDays, toRfc3339(addDays(endsAt, addedDays)));
-    return jsonResponse(200, dealView(deps.records.getDeal(deal.id)!, deps.baseUrl));
+    await deps.records.extendDeal(deal.id, addedDays, toRfc3339(addDays(endsAt, addedDays)));
+    return jsonResponse(200, dealView((await deps.records.getDeal(deal.id))!, deps.baseUrl));
   };
 }

@@ -5,7 +5,7 @@
  */
 import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
-import type { CatalogRecords } from "../db/catalog_records.ts";
+import type { CatalogRecords } from "../db/records.ts";
 import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
@@ -25,7 +25,7 @@ export function createFilesHandler(deps: FilesDeps): Handler {
     const limit = parseLimit(context.url.searchParams.get("limit"));
     const beforeId = parseCursor(context.url.searchParams.get("cursor"));
     // One extra row tells whether another page exists.
-    const rows = deps.records.listDeals(caller.sub, { beforeId, limit: limit + 1 });
+    const rows = await deps.records.listDeals(caller.sub, { beforeId, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1].id) : null;
     const result: FilesPage = {

@@ -16,12 +16,14 @@ export interface DatabaseHealth {
   ok: boolean;
   /** False when the database lives in memory because no data directory is bound. */
   persistent: boolean;
+  /** Where the metadata lives: SQLite in the data directory, or a shared PostgreSQL. */
+  backend: "sqlite" | "postgres";
   detail: string;
 }
 
 export interface HealthDeps {
   store: PieceStore;
-  databaseHealth(): DatabaseHealth;
+  databaseHealth(): Promise<DatabaseHealth>;
   digests: Pick<PieceDigests, "status">;
   uploadDrain: Pick<UploadDrain, "inFlight">;
   /** null: this server has no wallet tier. */
@@ -30,8 +32,7 @@ export interface HealthDeps {
 
 export function createHealthHandler(deps: HealthDeps): Handler {
   return async () => {
-    const storage = await deps.store.check();
-    const database = deps.databaseHealth();
+    const [storage, database] = await Promise.all([deps.store.check(), deps.databaseHealth()]);
     const ok = storage.ok && database.ok && database.persistent;
     const health: Health = {
       status: ok ? "ok" : "degraded",

@@ -12,7 +12,7 @@ import { ApiError } from "../errors.ts";
 import { toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import type { DailyCapLedger } from "../limits/daily_caps.ts";
+import type { CapLedger } from "../limits/daily_caps.ts";
 import type { UploadPolicies, UploadPolicy } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
@@ -21,7 +21,7 @@ import type { Limits, TierInfo, WalletLimits } from "./schemas/bodies.ts";
 export interface LimitsDeps {
   config: Config;
   policies: UploadPolicies;
-  ledger: DailyCapLedger;
+  ledger: CapLedger;
   clock: Clock;
 }
 
@@ -32,7 +32,7 @@ export function createLimitsHandler(deps: LimitsDeps): Handler {
     // A bad ?size= is refused before the chain is asked for a balance.
     const size = parseSize(context.url.searchParams.get("size"));
     const policy = await deps.policies.policyFor(caller);
-    const status = deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
+    const status = await deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
     const body: Limits = {
       tier: policy.tier,
       maxFileBytes: policy.maxFileBytes,

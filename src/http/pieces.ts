@@ -20,7 +20,7 @@
  */
 import { normalizeCid } from "../cid_format.ts";
 import { ApiError } from "../errors.ts";
-import type { PieceRecord } from "../db/catalog_records.ts";
+import type { PieceRecord } from "../db/records.ts";
 import type { PieceCatalog } from "../storage/catalog.ts";
 import { StoreError } from "../storage/driver/driver.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
@@ -63,7 +63,7 @@ export function createRetrieval(deps: RetrievalDeps): Retrieval {
     if (cached && deps.reachability.reachable) {
       return matchesEtag(ifNoneMatch, cid) ? notModified(cached.headers) : cached.okResponse();
     }
-    const piece = deps.catalog.getPiece(cid);
+    const piece = await deps.catalog.getPiece(cid);
     if (piece === null) {
       // Tell "not stored" from "cannot look": the store says offline if it is.
       await deps.store.stat(cid).catch((error) => {
@@ -96,7 +96,7 @@ export function createRetrieval(deps: RetrievalDeps): Retrieval {
     }
     // Marked while its bytes were read: answer them this once (as a stream would have),
     // but never from the cache.
-    if (deps.catalog.getPiece(cid)?.corruptAt !== null) {
+    if ((await deps.catalog.getPiece(cid))?.corruptAt !== null) {
       return new Response(bytes, { status: 200, headers });
     }
     // Cached answers skip the pipeline's CORS step on the fast path, so they carry it.

@@ -8,10 +8,9 @@ import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config.ts";
-import type { CatalogRecords } from "../db/catalog_records.ts";
-import type { TokenRecords } from "../db/token_records.ts";
+import type { CatalogRecords, TokenRecords } from "../db/records.ts";
 import { ApiError } from "../errors.ts";
-import type { DailyCapLedger } from "../limits/daily_caps.ts";
+import type { CapLedger } from "../limits/daily_caps.ts";
 import type { UploadAdmission } from "../limits/upload_admission.ts";
 import { MIB } from "../limits/tiers.ts";
 import type { UploadPolicies } from "../limits/tiers.ts";
@@ -58,7 +57,7 @@ export interface RouteServices {
   tokens: TokenService;
   catalog: PieceCatalog;
   digests: PieceDigests;
-  ledger: DailyCapLedger;
+  ledger: CapLedger;
   /** Each caller's tier and caps (a wallet's from its balance). */
   policies: UploadPolicies;
   admission: UploadAdmission;
@@ -74,7 +73,9 @@ export interface RouteServices {
   /** Sign-in nonces per client IP per hour. */
   walletNonceLimit: WindowLimit;
   uploadDrain: UploadDrain;
-  databaseHealth(): DatabaseHealth;
+  databaseHealth(): Promise<DatabaseHealth>;
+  /** False when tokens cannot be kept (an in-memory database: no data directory bound). */
+  databasePersistent: boolean;
   /** What GET /metrics renders; null with --metrics false. */
   metrics: ServiceMetrics | null;
 }
@@ -171,7 +172,7 @@ export function createRoutes(services: RouteServices): Route[] {
     verification: services.signupVerification,
     signupLimit: services.signupLimit,
     maxQuotaMb: Math.floor(services.config.token.dailyCapBytes / MIB),
-    databaseIsPersistent: services.databaseHealth().persistent,
+    databaseIsPersistent: services.databasePersistent,
   };
   const upload = createUploadHandler(services);
   const web = createWebHandlers();

@@ -78,7 +78,7 @@ export function createSignupVerifyHandler(deps: SignupDeps): Handler {
     requirePersistentTokens(deps.databaseIsPersistent);
     // In open mode no code is ever sent, so none can be right.
     if (deps.verification === null) throw new ApiError("invalid_code", "No code was sent");
-    const fields = deps.verification.redeem(email, code);
+    const fields = await deps.verification.redeem(email, code);
     context.logFields.caller = "signup";
     return jsonResponse(201, signupResultOf(await deps.tokens.mint(fields)));
   };

@@ -12,7 +12,7 @@
 import { ApiError } from "../errors.ts";
 import { toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
-import type { TokenRecords } from "../db/token_records.ts";
+import type { TokenRecords } from "../db/records.ts";
 import { requireScope, requireTokenCaller, requireTokenScope } from "../auth/scopes.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
@@ -30,16 +30,16 @@ export function createRevokeHandler(deps: RevokeDeps): Handler {
     if (typeof jti !== "string" || jti === "" || jti.length > 128) {
       throw new ApiError("invalid_request", "jti (the id of the token to revoke) is required");
     }
-    const target = deps.tokenRecords.get(jti);
+    const target = await deps.tokenRecords.get(jti);
     if (target === null || target.sub !== caller.sub) {
       throw new ApiError("not_found", "No such token");
     }
     if (target.jti !== caller.jti) requireScope(caller, "list");
     if (target.revokedAt === null) {
-      deps.tokenRecords.revoke(jti, toRfc3339(deps.clock.now()));
+      await deps.tokenRecords.revoke(jti, toRfc3339(deps.clock.now()));
     }
     // Set by the revocation above (or an earlier one).
-    const revokedAt = deps.tokenRecords.get(jti)!.revokedAt!;
+    const revokedAt = (await deps.tokenRecords.get(jti))!.revokedAt!;
     return jsonResponse(200, { jti, revoked: true, revokedAt } satisfies RevokeResult);
   };
 }
@@ -47,7 +47,7 @@ export function createRevokeHandler(deps: RevokeDeps): Handler {
 export function createTokenListHandler(deps: RevokeDeps): Handler {
   return async (_request, context) => {
     const caller = requireTokenScope(await context.caller(), "list");
-    const tokens = deps.tokenRecords.listBySub(caller.sub).map((t): TokenInfo => ({
+    const tokens = (await deps.tokenRecords.list({ sub: caller.sub })).map((t): TokenInfo => ({
       jti: t.jti,
       label: t.label,
       scopes: t.scopes,

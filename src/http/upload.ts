@@ -16,7 +16,7 @@ import { parseCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createCidVerifier } from "../piece_cid/verify.ts";
 import type { Config } from "../config.ts";
-import type { DailyCapLedger } from "../limits/daily_caps.ts";
+import type { CapLedger } from "../limits/daily_caps.ts";
 import { notAdmitted } from "../limits/upload_admission.ts";
 import type { UploadAdmission } from "../limits/upload_admission.ts";
 import type { UploadPolicies, UploadPolicy } from "../limits/tiers.ts";
@@ -36,7 +36,7 @@ export interface UploadDeps {
   baseUrl: string;
   store: PieceStore;
   catalog: PieceCatalog;
-  ledger: DailyCapLedger;
+  ledger: CapLedger;
   /** Bounds the uploads in flight, server-wide (memory) and per client address. */
   admission: UploadAdmission;
   /** Workers for piece-cid verification; null hashes on the main thread. */
@@ -93,7 +93,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         `File exceeds the ${policy.tier} tier's per-file limit of ${policy.maxFileBytes} bytes`,
       );
     }
-    const reserved = deps.ledger.reserve(policy.usageSubject, length, policy.dailyCapBytes);
+    const reserved = await deps.ledger.reserve(policy.usageSubject, length, policy.dailyCapBytes);
     if (!reserved.ok) {
       const cap = policy.capExceededCode === "rate_limited"
         ? "this IP's sponsored daily cap"
@@ -129,7 +129,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         // when the answer needs it (a sha2-256 cid; a cid stored already, to check for a
         // conflict) or when it is cheaper than a second pass (a small body).
         computeSha256: length <= HASH_AFTERWARDS_ABOVE_BYTES ||
-          verifier?.usesSha256 === true || deps.catalog.getPiece(cid) !== null,
+          verifier?.usesSha256 === true || await deps.catalog.getPiece(cid) !== null,
       });
       if (verifier && !await verifier.matches(staged)) {
         await staged.discard();
@@ -151,8 +151,8 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         throw apiErrorOfStoreFailure(error);
       });
       // The bytes are in the persistent counter now; report what is left after them.
-      reservation.release();
-      const after = deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
+      await reservation.release();
+      const after = await deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
       const result: UploadResult = {
         cid: givenCid!, // not null: normalizeCid accepted it
         dealId: deal.id,
@@ -165,7 +165,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       return jsonResponse(200, result, rateLimitHeaders(after));
     } finally {
       if (admitted.ok) admitted.release();
-      reservation.release();
+      await reservation.release();
     }
   };
 }

@@ -7,8 +7,8 @@ import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
 import { DAY_MS, utcDay } from "../clock.ts";
 import type { Clock } from "../clock.ts";
-import type { CatalogRecords } from "../db/catalog_records.ts";
-import type { DailyCapLedger } from "../limits/daily_caps.ts";
+import type { CatalogRecords } from "../db/records.ts";
+import type { CapLedger } from "../limits/daily_caps.ts";
 import type { UploadPolicies } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
@@ -19,7 +19,7 @@ const DEFAULT_DAYS = 30;
 
 export interface UsageDeps {
   records: CatalogRecords;
-  ledger: DailyCapLedger;
+  ledger: CapLedger;
   clock: Clock;
   policies: UploadPolicies;
 }
@@ -38,7 +38,7 @@ export function createUsageHandler(deps: UsageDeps): Handler {
     }
     const policy = await deps.policies.policyFor(caller);
     const rows = new Map(
-      deps.records.usageBetween(policy.usageSubject, from, to).map((r) => [r.day, r]),
+      (await deps.records.usageBetween(policy.usageSubject, from, to)).map((r) => [r.day, r]),
     );
     const days: UsageDay[] = [];
     for (let t = Date.parse(from); t <= Date.parse(to); t += DAY_MS) {
@@ -46,7 +46,7 @@ export function createUsageHandler(deps: UsageDeps): Handler {
       const row = rows.get(date);
       days.push({ date, bytes: row?.bytes ?? 0, uploads: row?.uploads ?? 0 });
     }
-    const status = deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
+    const status = await deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
     const usage: Usage = {
       from,
       to,

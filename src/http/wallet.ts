@@ -24,7 +24,7 @@ export interface WalletDeps {
 }
 
 export function createWalletNonceHandler(deps: WalletDeps): Handler {
-  return (request, context) => {
+  return async (request, context) => {
     const signIn = requireWalletTier(deps);
     requirePersistentTokens(deps.databaseIsPersistent);
     // HEAD says whether nonces are to be had; it neither stores one nor counts against the limit.
@@ -35,7 +35,7 @@ export function createWalletNonceHandler(deps: WalletDeps): Handler {
         headers: { "retry-after": String(slot.retryAfterSeconds) },
       });
     }
-    const nonce: WalletNonce = signIn.issueNonce();
+    const nonce: WalletNonce = await signIn.issueNonce();
     return jsonResponse(200, nonce);
   };
 }

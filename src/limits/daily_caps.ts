@@ -1,13 +1,17 @@
+// deno-lint-ignore-file require-await -- CapLedger is async for shared databases; this one answers from memory at once.
 /**
  * Daily caps with reservations. Before an upload reads a byte, its declared
  * length is reserved against the subject's cap for the current UTC day:
- * used (in SQLite) + reserved (in memory, for uploads in flight) + length
- * must fit. Parallel uploads therefore cannot jointly exceed a cap. A failed
+ * used (the persistent counter) + reserved (uploads in flight) + length must
+ * fit. Parallel uploads therefore cannot jointly exceed a cap. A failed
  * upload releases its reservation; a successful one releases it after the
  * bytes were added to the persistent counter in the deal's transaction.
  *
- * Reservations live in memory on purpose: if the process dies, the uploads
- * they stood for died with it, so there is nothing to release after a restart.
+ * `CapLedger` is what uploads see. This file's DailyCapLedger keeps the
+ * reservations in one process's memory: right for the single-box default,
+ * where one process owns the data directory (if it dies, the uploads its
+ * reservations stood for died with it). Instances that share a Postgres
+ * database reserve in the database instead (db/postgres/cap_ledger.ts).
  */
 import { nextUtcMidnight, utcDay } from "../clock.ts";
 import type { Clock } from "../clock.ts";
@@ -16,8 +20,8 @@ export interface Reservation {
   readonly subject: string;
   readonly day: string;
   readonly bytes: number;
-  /** Gives the reserved bytes back. Idempotent. */
-  release(): void;
+  /** Gives the reserved bytes back. Idempotent; never rejects. */
+  release(): Promise<void>;
 }
 
 export interface CapStatus {
@@ -34,13 +38,25 @@ export type ReserveResult =
   | { ok: true; reservation: Reservation; status: CapStatus }
   | { ok: false; status: CapStatus };
 
+export interface CapLedger {
+  /** The cap status of a subject right now, reservations included. */
+  status(subject: string, capBytes: number): Promise<CapStatus>;
+  /** Reserves bytes if they fit under the cap, atomically with the check. */
+  reserve(subject: string, bytes: number, capBytes: number): Promise<ReserveResult>;
+  /** Bytes currently reserved by uploads in flight (all subjects). */
+  reservedTotal(): Promise<number>;
+}
+
 export interface DailyCapLedgerOptions {
   clock: Clock;
-  /** Bytes already counted for a subject on a day (the persistent counter). */
+  /**
+   * Bytes already counted for a subject on a day (the persistent counter),
+   * answered synchronously: check and reserve happen in one synchronous step.
+   */
   usedBytes(subject: string, day: string): number;
 }
 
-export class DailyCapLedger {
+export class DailyCapLedger implements CapLedger {
   readonly #options: DailyCapLedgerOptions;
   readonly #reserved = new Map<string, number>();
 
@@ -48,28 +64,27 @@ export class DailyCapLedger {
     this.#options = options;
   }
 
-  /** The cap status of a subject right now, reservations included. */
-  status(subject: string, capBytes: number): CapStatus {
+  async status(subject: string, capBytes: number): Promise<CapStatus> {
+    return this.#statusNow(subject, capBytes);
+  }
+
+  #statusNow(subject: string, capBytes: number): CapStatus {
     const now = this.#options.clock.now();
     const day = utcDay(now);
-    const usedBytes = this.#options.usedBytes(subject, day);
-    const reservedBytes = this.#reserved.get(keyOf(subject, day)) ?? 0;
-    return {
+    return capStatusOf({
+      now,
       capBytes,
-      usedBytes,
-      reservedBytes,
-      remainingBytes: Math.max(0, capBytes - usedBytes - reservedBytes),
-      resetSeconds: Math.max(1, Math.ceil((nextUtcMidnight(now) - now) / 1000)),
-      day,
-    };
+      usedBytes: this.#options.usedBytes(subject, day),
+      reservedBytes: this.#reserved.get(keyOf(subject, day)) ?? 0,
+    });
   }
 
   /**
    * Reserves bytes if they fit under the cap. Synchronous from check to
    * reserve, so two requests can never both see the same free space.
    */
-  reserve(subject: string, bytes: number, capBytes: number): ReserveResult {
-    const status = this.status(subject, capBytes);
+  async reserve(subject: string, bytes: number, capBytes: number): Promise<ReserveResult> {
+    const status = this.#statusNow(subject, capBytes);
     if (status.usedBytes + status.reservedBytes + bytes > capBytes) return { ok: false, status };
     const key = keyOf(subject, status.day);
     this.#reserved.set(key, status.reservedBytes + bytes);
@@ -78,7 +93,7 @@ export class DailyCapLedger {
       subject,
       day: status.day,
       bytes,
-      release: () => {
+      release: async () => {
         if (released) return;
         released = true;
         const left = (this.#reserved.get(key) ?? 0) - bytes;
@@ -91,12 +106,26 @@ export class DailyCapLedger {
     return { ok: true, reservation, status: after };
   }
 
-  /** Bytes currently reserved by uploads in flight (all subjects). */
-  get reservedTotal(): number {
+  async reservedTotal(): Promise<number> {
     let total = 0;
     for (const bytes of this.#reserved.values()) total += bytes;
     return total;
   }
+}
+
+/** A cap's status at `now` (ms) from its counters; every ledger answers through this. */
+export function capStatusOf(
+  input: { now: number; capBytes: number; usedBytes: number; reservedBytes: number },
+): CapStatus {
+  const { now, capBytes, usedBytes, reservedBytes } = input;
+  return {
+    capBytes,
+    usedBytes,
+    reservedBytes,
+    remainingBytes: Math.max(0, capBytes - usedBytes - reservedBytes),
+    resetSeconds: Math.max(1, Math.ceil((nextUtcMidnight(now) - now) / 1000)),
+    day: utcDay(now),
+  };
 }
 
 function keyOf(subject: string, day: string): string {

@@ -16,7 +16,7 @@ export interface ScrapeSources {
   hashPool: { readonly size: number; readonly segmentsInFlight: number } | null;
   uploads: { readonly inFlight: number };
   /** Pieces and bytes in the database (cached); null without a database on disk. */
-  storedTotals: { read(): StoredTotalsValue } | null;
+  storedTotals: { read(): Promise<StoredTotalsValue> } | null;
   /** The database's files (storage.db, storage.db-wal); empty without a data directory. */
   databaseFiles: readonly { kind: string; path: string }[];
   /** The data directory's file system; null when unbound or statfs is not permitted. */
@@ -76,12 +76,12 @@ export function registerScrapeGauges(registry: MetricsRegistry, sources: ScrapeS
     single({
       name: "storage_pieces_stored",
       help: "Pieces in the database (counted at most 5 s ago)",
-      read: () => storedTotals.read().pieces,
+      read: async () => (await storedTotals.read()).pieces,
     });
     single({
       name: "storage_stored_bytes",
       help: "Bytes of the pieces in the database, one copy each (summed at most 5 s ago)",
-      read: () => storedTotals.read().bytes,
+      read: async () => (await storedTotals.read()).bytes,
     });
   }
   if (sources.databaseFiles.length > 0) {

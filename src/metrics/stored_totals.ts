@@ -13,7 +13,7 @@ export interface StoredTotalsValue {
 
 export interface StoredTotalsOptions {
   /** Counts them now (CatalogRecords.storedTotals in the service). */
-  count(): StoredTotalsValue;
+  count(): Promise<StoredTotalsValue>;
   /** How long one answer is reused (default 5 s). */
   ttlMs?: number;
   /** Monotonic milliseconds (default performance.now). */
@@ -23,7 +23,7 @@ export interface StoredTotalsOptions {
 const DEFAULT_TTL_MS = 5_000;
 
 export class StoredTotals {
-  readonly #count: () => StoredTotalsValue;
+  readonly #count: () => Promise<StoredTotalsValue>;
   readonly #ttlMs: number;
   readonly #now: () => number;
   #cached: { value: StoredTotalsValue; at: number } | null = null;
@@ -35,10 +35,10 @@ export class StoredTotals {
   }
 
   /** The totals, counted now or at most ttlMs ago. Throws what the database throws. */
-  read(): StoredTotalsValue {
+  async read(): Promise<StoredTotalsValue> {
     const now = this.#now();
     if (this.#cached !== null && now - this.#cached.at < this.#ttlMs) return this.#cached.value;
-    const value = this.#count();
+    const value = await this.#count();
     this.#cached = { value, at: now };
     return value;
   }

@@ -22,10 +22,10 @@
  * storage.db is a finished backup.
  */
 import { backup as sqliteBackup, DatabaseSync } from "node:sqlite";
-import { dataDirPaths, KEY_FILE } from "../data_dir.ts";
-import { makePrivateDatabaseFiles } from "../data_dir_open.ts";
-import { openDatabase } from "../db/database.ts";
-import { CatalogRecords } from "../db/catalog_records.ts";
+import { dataDirPaths, KEY_FILE, makePrivateDatabaseFiles } from "../data_dir.ts";
+import { openDatabase } from "../db/sqlite/database.ts";
+import { SqliteCatalogRecords } from "../db/sqlite/catalog_records.ts";
+import type { CatalogRecords } from "../db/records.ts";
 import { writeFileAtomic } from "../fs/atomic_write.ts";
 import { joinPath, syncDirectory } from "../fs/files.ts";
 import { DiskStore } from "./driver/disk/disk_store.ts";
@@ -90,7 +90,7 @@ export async function backupDataDir(options: BackupOptions): Promise<BackupSumma
   const copy = openDatabase({ path: partial });
   try {
     const target = await DiskStore.create({ root: paths.pieces });
-    await copyPieces(new CatalogRecords(copy), options, target, summary);
+    await copyPieces(new SqliteCatalogRecords(copy), options, target, summary);
   } finally {
     copy.close();
   }
@@ -132,7 +132,7 @@ async function copyPieces(
   let stopped = false;
   const worker = async () => {
     try {
-      for (let next = queue.next(); !stopped && !next.done; next = queue.next()) {
+      for (let next = await queue.next(); !stopped && !next.done; next = await queue.next()) {
         await copyPiece(next.value, options.source, target, summary);
       }
     } catch (error) {
@@ -146,10 +146,13 @@ async function copyPieces(
   if (failure) throw failure.reason;
 }
 
-/** Every piece of the copied database, a page of rows at a time, shared by the workers. */
-function* piecesOf(copy: CatalogRecords): Generator<PieceToCopy> {
+/**
+ * Every piece of the copied database, a page of rows at a time, shared by the
+ * workers (an async generator answers concurrent next() calls in turn).
+ */
+async function* piecesOf(copy: CatalogRecords): AsyncGenerator<PieceToCopy> {
   let cursor = "";
-  for (let page; (page = copy.piecesAfter(cursor, PAGE_SIZE)).length > 0;) {
+  for (let page; (page = await copy.piecesAfter(cursor, PAGE_SIZE)).length > 0;) {
     for (const piece of page) {
       yield { cid: piece.cid, size: Number(piece.size), sha256: piece.sha256 };
     }

@@ -22,10 +22,11 @@
 import { addDays, toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { DealIdGenerator } from "./deal_id.ts";
-import type { CatalogRecords, DealRecord, PieceRecord } from "../db/catalog_records.ts";
+import type { CatalogRecords, DealRecord, PieceRecord } from "../db/records.ts";
 import type { Tier } from "../domain.ts";
 import type { PieceStore, StagedPiece } from "./driver/driver.ts";
 import type { PieceDigests } from "./digests.ts";
+import type { CidLocks } from "./cid_locks.ts";
 
 export class CidConflictError extends Error {
   constructor(cid: string) {
@@ -56,18 +57,18 @@ export interface CatalogOptions {
   clock: Clock;
   dealIds: DealIdGenerator;
   digests: PieceDigests;
+  /** Commits of one cid run one at a time, in every process that shares the records. */
+  cidLocks: CidLocks;
 }
 
 export class PieceCatalog {
   readonly #options: CatalogOptions;
-  /** Per-cid queue: commits of one cid run one after another, different cids in parallel. */
-  readonly #cidLocks = new Map<string, Promise<unknown>>();
 
   constructor(options: CatalogOptions) {
     this.#options = options;
   }
 
-  getPiece(cid: string): PieceRecord | null {
+  getPiece(cid: string): Promise<PieceRecord | null> {
     return this.#options.records.getPiece(cid);
   }
 
@@ -76,9 +77,9 @@ export class PieceCatalog {
    * Throws CidConflictError (and discards the bytes) when the cid holds other bytes.
    */
   acceptUpload(input: AcceptUploadInput): Promise<DealRecord> {
-    return this.#withCidLock(input.cid, async () => {
+    return this.#options.cidLocks.run(input.cid, async () => {
       const { records, store, clock, dealIds, digests } = this.#options;
-      const existing = records.getPiece(input.cid);
+      const existing = await records.getPiece(input.cid);
       let newPiece: PieceRecord | null = null;
       let repairedPiece: { cid: string; sha256: string } | null = null;
       const now = clock.now();
@@ -122,7 +123,7 @@ export class PieceCatalog {
         termEndsAt: toRfc3339(addDays(now, input.termDays)),
       };
       try {
-        records.recordUpload({
+        await records.recordUpload({
           newPiece,
           repairedPiece,
           deal,
@@ -160,16 +161,5 @@ export class PieceCatalog {
     // The rename replaces the corrupt file; readers that have it open keep the old bytes.
     await staged.commit(input.cid);
     return { cid: input.cid, sha256 };
-  }
-
-  async #withCidLock<T>(cid: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.#cidLocks.get(cid) ?? Promise.resolve();
-    const run = previous.catch(() => {}).then(fn);
-    this.#cidLocks.set(cid, run);
-    try {
-      return await run;
-    } finally {
-      if (this.#cidLocks.get(cid) === run) this.#cidLocks.delete(cid);
-    }
   }
 }

@@ -3,13 +3,13 @@
  * scrub` runs beside the server and marks pieces in the shared database;
  * retrieval finds those marks on its database path at once, but answers from
  * the small-piece cache skip the database. So the marks are polled, only
- * those made since the last poll (by row id: a mark cleared and made again is
+ * those made since the last poll (by mark number: a mark cleared and made again is
  * new), and every newly marked cid is handed on; within one interval, cached
  * answers stop too.
  */
 export interface CorruptPieceWatchOptions {
-  /** Marks made after a row id, oldest first, a page at a time (CatalogRecords.corruptMarksAfter). */
-  marksAfter(mark: number): { mark: number; cid: string }[];
+  /** Marks made after a mark number, oldest first, a page at a time (CatalogRecords.corruptMarksAfter). */
+  marksAfter(mark: number): Promise<{ mark: number; cid: string }[]>;
   onCorrupt(cid: string): void;
   intervalMs: number;
   onError(error: unknown): void;
@@ -20,9 +20,13 @@ export class CorruptPieceWatch {
 
   constructor(options: CorruptPieceWatchOptions) {
     let seen = 0;
-    const poll = () => {
+    let polling = false;
+    const poll = async () => {
+      // A slow database must not stack polls up.
+      if (polling) return;
+      polling = true;
       try {
-        for (let page; (page = options.marksAfter(seen)).length > 0;) {
+        for (let page; (page = await options.marksAfter(seen)).length > 0;) {
           for (const { mark, cid } of page) {
             options.onCorrupt(cid);
             seen = mark;
@@ -30,6 +34,8 @@ export class CorruptPieceWatch {
         }
       } catch (error) {
         options.onError(error);
+      } finally {
+        polling = false;
       }
     };
     poll();

@@ -9,7 +9,7 @@
  * piece at a time, and recorded. Pieces still waiting when the process stops
  * are found again at start-up (`resume`).
  */
-import type { CatalogRecords, PieceRecord } from "../db/catalog_records.ts";
+import type { CatalogRecords, PieceRecord } from "../db/records.ts";
 import type { Logger } from "../log.ts";
 import type { PieceStore } from "./driver/driver.ts";
 
@@ -35,8 +35,8 @@ export class PieceDigests {
   }
 
   /** Queues every piece whose digest is still unknown; returns how many. Call at start-up. */
-  resume(): number {
-    const cids = this.#options.records.piecesWithoutSha256();
+  async resume(): Promise<number> {
+    const cids = await this.#options.records.piecesWithoutSha256();
     for (const cid of cids) this.enqueue(cid);
     return cids.length;
   }
@@ -112,7 +112,7 @@ export class PieceDigests {
     if (computing === undefined) {
       computing = (async () => {
         const digest = await this.#options.store.sha256Of(cid, { signal: this.#stop.signal });
-        if (digest !== null) this.#options.records.setPieceSha256(cid, digest);
+        if (digest !== null) await this.#options.records.setPieceSha256(cid, digest);
         return digest;
       })().finally(() => this.#inProgress.delete(cid));
       this.#inProgress.set(cid, computing);

@@ -21,7 +21,7 @@
 import { createHash } from "node:crypto";
 import { toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
-import type { CatalogRecords, PieceRecord } from "../db/catalog_records.ts";
+import type { CatalogRecords, PieceRecord } from "../db/records.ts";
 import { parseCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createCidVerifier } from "../piece_cid/verify.ts";
@@ -98,12 +98,12 @@ export async function scrubPieces(options: ScrubOptions): Promise<ScrubReport> {
     orphans: [],
   };
   let cursor = "";
-  for (let page; (page = options.records.piecesAfter(cursor, PAGE_SIZE)).length > 0;) {
+  for (let page; (page = await options.records.piecesAfter(cursor, PAGE_SIZE)).length > 0;) {
     for (const piece of page) {
       options.signal?.throwIfAborted();
       const verdict = await checkPiece(piece, options, pacer, report);
       report.pieces++;
-      record(piece, verdict, options, report);
+      await record(piece, verdict, options, report);
     }
     cursor = page.at(-1)!.cid;
   }
@@ -113,13 +113,18 @@ export async function scrubPieces(options: ScrubOptions): Promise<ScrubReport> {
 }
 
 /** Writes what a piece's check found to the database and the report. */
-function record(piece: PieceRecord, verdict: Verdict, options: ScrubOptions, report: ScrubReport) {
+async function record(
+  piece: PieceRecord,
+  verdict: Verdict,
+  options: ScrubOptions,
+  report: ScrubReport,
+): Promise<void> {
   const { records } = options;
   if (verdict.ok) {
     report.passed++;
     if (verdict.sizeOnly) report.sizeOnly++;
-    if (piece.sha256 === null) records.setPieceSha256(piece.cid, verdict.sha256);
-    if (piece.corruptAt !== null && records.clearPieceCorrupt(piece.cid, piece.corruptAt)) {
+    if (piece.sha256 === null) await records.setPieceSha256(piece.cid, verdict.sha256);
+    if (piece.corruptAt !== null && await records.clearPieceCorrupt(piece.cid, piece.corruptAt)) {
       report.cleared.push(piece.cid);
     }
     return;
@@ -128,9 +133,9 @@ function record(piece: PieceRecord, verdict: Verdict, options: ScrubOptions, rep
   if (markedAt === null) {
     const now = toRfc3339(options.clock.now());
     // False only if another scrub marked it meanwhile: its mark stands.
-    markedAt = records.markPieceCorrupt(piece.cid, now, verdict.problem)
+    markedAt = await records.markPieceCorrupt(piece.cid, now, verdict.problem)
       ? now
-      : records.getPiece(piece.cid)?.corruptAt ?? now;
+      : (await records.getPiece(piece.cid))?.corruptAt ?? now;
   }
   const failure: ScrubFailure = { cid: piece.cid, problem: verdict.problem, markedAt };
   (verdict.missing ? report.missing : report.corrupt).push(failure);
@@ -212,7 +217,11 @@ async function findOrphans(options: ScrubOptions): Promise<string[]> {
   const candidates: string[] = [];
   for await (const key of options.store.list()) {
     options.signal?.throwIfAborted();
-    if (options.records.getPiece(key) === null) candidates.push(key);
+    if (await options.records.getPiece(key) === null) candidates.push(key);
   }
-  return candidates.filter((key) => options.records.getPiece(key) === null).sort();
+  const orphans: string[] = [];
+  for (const key of candidates) {
+    if (await options.records.getPiece(key) === null) orphans.push(key);
+  }
+  return orphans.sort();
 }

@@ -22,6 +22,8 @@ export interface TestServerOptions {
   storeProbeIntervalMs?: number;
   /** How often the TLS files are checked for a renewal (the server's default is 5 s). */
   tlsPollIntervalMs?: number;
+  /** Environment the config reads (e.g. the S3 keys, which no flag takes). */
+  env?: Record<string, string>;
 }
 
 export interface TestServer extends AsyncDisposable {
@@ -53,7 +55,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     "--shutdown-timeout",
     "5",
     ...(options.args ?? []),
-  ], {});
+  ], options.env ?? {});
   if (loaded.kind !== "config") throw new Error("unexpected --help");
   const logs: Record<string, unknown>[] = [];
   const server = await startServer({

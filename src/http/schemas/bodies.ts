@@ -207,7 +207,7 @@ export interface PieceCidInfo {
 export interface Health {
   status: "ok" | "degraded";
   storage: { ok: boolean; source: string; detail: string };
-  database: { ok: boolean; persistent: boolean; detail: string };
+  database: { ok: boolean; persistent: boolean; backend: "sqlite" | "postgres"; detail: string };
   digests: { backlog: number; failures: number };
   uploads: { inFlight: number };
   memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
@@ -451,7 +451,12 @@ export const COMPONENT_SCHEMAS = {
   Health: objectOf({
     status: enumOf(["ok", "degraded"]),
     storage: objectOf({ ok: booleanSchema, source: stringSchema, detail: stringSchema }),
-    database: objectOf({ ok: booleanSchema, persistent: booleanSchema, detail: stringSchema }),
+    database: objectOf({
+      ok: booleanSchema,
+      persistent: booleanSchema,
+      backend: enumOf(["sqlite", "postgres"]),
+      detail: stringSchema,
+    }),
     digests: objectOf({ backlog: integerSchema, failures: integerSchema }),
     uploads: objectOf({ inFlight: integerSchema }),
     memory: objectOf({

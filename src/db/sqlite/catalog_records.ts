@@ -1,3 +1,4 @@
+// deno-lint-ignore-file require-await -- the interface is async for networked databases; node:sqlite answers at once, and `async` still turns a throw into a rejection.
 /**
  * The catalog's tables: pieces (what is stored), deals (who stored what, for
  * how long) and daily usage counters. Typed access, statements prepared once
@@ -8,52 +9,15 @@
 import type { StatementSync } from "node:sqlite";
 import { transaction } from "./database.ts";
 import type { Database } from "./database.ts";
-import type { Tier } from "../domain.ts";
+import type {
+  CatalogRecords,
+  DealRecord,
+  PieceRecord,
+  RecordUploadInput,
+  UsageRecord,
+} from "../records.ts";
 
-export interface PieceRecord {
-  cid: string;
-  size: number;
-  /** Null until the stored bytes have been hashed (uploads do not wait for it). */
-  sha256: string | null;
-  contentType: string;
-  filename: string | null;
-  createdAt: string;
-  /** When a scrub found the stored bytes wrong or missing; null while they verify. */
-  corruptAt: string | null;
-}
-
-export interface DealRecord {
-  id: string;
-  cid: string;
-  tier: Tier;
-  ownerSub: string | null;
-  /** Who the deal belongs to as shown to people: an e-mail or an EIP-55 address. */
-  ownerName: string | null;
-  size: number;
-  contentType: string;
-  filename: string | null;
-  termDays: number;
-  createdAt: string;
-  termEndsAt: string;
-}
-
-export interface UsageRecord {
-  subject: string;
-  day: string;
-  bytes: number;
-  uploads: number;
-}
-
-export interface RecordUploadInput {
-  /** The piece to insert, or null when its bytes were already stored. */
-  newPiece: PieceRecord | null;
-  /** A piece marked corrupt whose bytes this upload rewrote: the mark goes, the digest is set. */
-  repairedPiece?: { cid: string; sha256: string } | null;
-  deal: DealRecord;
-  usage: { subject: string; day: string; bytes: number };
-}
-
-export class CatalogRecords {
+export class SqliteCatalogRecords implements CatalogRecords {
   readonly #db: Database;
   readonly #getPiece: StatementSync;
   readonly #insertPiece: StatementSync;
@@ -105,7 +69,7 @@ export class CatalogRecords {
     );
     this.#corruptPieceCids = db.prepare(`SELECT cid FROM corrupt_pieces ORDER BY cid`);
     this.#corruptMarksAfter = db.prepare(
-      `SELECT rowid AS mark, cid FROM corrupt_pieces WHERE rowid > ? ORDER BY rowid LIMIT 1000`,
+      `SELECT mark, cid FROM corrupt_pieces WHERE mark > ? ORDER BY mark LIMIT 1000`,
     );
     this.#repairPiece = db.prepare(`UPDATE pieces SET sha256 = ? WHERE cid = ?`);
     this.#unmarkPiece = db.prepare(`DELETE FROM corrupt_pieces WHERE cid = ?`);
@@ -147,23 +111,26 @@ export class CatalogRecords {
   }
 
   /** A user's deals, newest first, strictly older than beforeId when given. */
-  listDeals(ownerSub: string, options: { beforeId: string | null; limit: number }): DealRecord[] {
+  async listDeals(
+    ownerSub: string,
+    options: { beforeId: string | null; limit: number },
+  ): Promise<DealRecord[]> {
     const rows = options.beforeId === null
       ? this.#listDeals.all(ownerSub, options.limit)
       : this.#listDealsAfter.all(ownerSub, options.beforeId, options.limit);
     return rows as unknown as DealRecord[];
   }
 
-  getDeal(id: string): DealRecord | null {
+  async getDeal(id: string): Promise<DealRecord | null> {
     return (this.#getDeal.get(id) as DealRecord | undefined) ?? null;
   }
 
-  extendDeal(id: string, addDays: number, termEndsAt: string): void {
+  async extendDeal(id: string, addDays: number, termEndsAt: string): Promise<void> {
     this.#extendDeal.run(addDays, termEndsAt, id);
   }
 
   /** Usage rows of a subject between two days (inclusive); days without uploads are absent. */
-  usageBetween(subject: string, from: string, to: string): UsageRecord[] {
+  async usageBetween(subject: string, from: string, to: string): Promise<UsageRecord[]> {
     return (this.#usageRange.all(subject, from, to) as unknown as Omit<UsageRecord, "subject">[])
       .map((row) => ({
         subject,
@@ -173,46 +140,45 @@ export class CatalogRecords {
       }));
   }
 
-  getPiece(cid: string): PieceRecord | null {
+  async getPiece(cid: string): Promise<PieceRecord | null> {
     return (this.#getPiece.get(cid) as PieceRecord | undefined) ?? null;
   }
 
   /** Records a piece's digest once it is known; a digest already recorded is never replaced. */
-  setPieceSha256(cid: string, sha256: string): void {
+  async setPieceSha256(cid: string, sha256: string): Promise<void> {
     this.#setPieceSha256.run(sha256, cid);
   }
 
   /** Cids of pieces whose digest is still unknown (after a restart, say). */
-  piecesWithoutSha256(): string[] {
+  async piecesWithoutSha256(): Promise<string[]> {
     return (this.#piecesWithoutSha256.all() as { cid: string }[]).map((row) => row.cid);
   }
 
   /** Up to `limit` pieces with cids after `afterCid`, in cid order: a scrub's pages. */
-  piecesAfter(afterCid: string, limit: number): PieceRecord[] {
+  async piecesAfter(afterCid: string, limit: number): Promise<PieceRecord[]> {
     return this.#piecesAfter.all(afterCid, limit) as unknown as PieceRecord[];
   }
 
   /** Marks a piece's bytes as failing verification; false if it was marked already. */
-  markPieceCorrupt(cid: string, at: string, problem: string): boolean {
+  async markPieceCorrupt(cid: string, at: string, problem: string): Promise<boolean> {
     return Number(this.#markPieceCorrupt.run(cid, at, problem).changes) === 1;
   }
 
   /** Clears the mark set at `markedAt` (bytes verify again); false if it changed meanwhile. */
-  clearPieceCorrupt(cid: string, markedAt: string): boolean {
+  async clearPieceCorrupt(cid: string, markedAt: string): Promise<boolean> {
     return Number(this.#clearPieceCorrupt.run(cid, markedAt).changes) === 1;
   }
 
-  /** Cids of every piece marked corrupt (a table that is nearly always empty: cheap to poll). */
   /**
    * Marks made after `mark` (a row id from an earlier answer; 0 for all), oldest
    * first, at most 1000: a poller reads only what is new, however many there are.
    */
-  corruptMarksAfter(mark: number): { mark: number; cid: string }[] {
+  async corruptMarksAfter(mark: number): Promise<{ mark: number; cid: string }[]> {
     return (this.#corruptMarksAfter.all(mark) as { mark: number; cid: string }[])
       .map((row) => ({ mark: Number(row.mark), cid: row.cid }));
   }
 
-  corruptPieceCids(): string[] {
+  async corruptPieceCids(): Promise<string[]> {
     return (this.#corruptPieceCids.all() as { cid: string }[]).map((row) => row.cid);
   }
 
@@ -220,19 +186,26 @@ export class CatalogRecords {
    * How many pieces are stored and their bytes: a scan of the pieces table,
    * for the metrics gauges (which cache it).
    */
-  storedTotals(): { pieces: number; bytes: number } {
+  async storedTotals(): Promise<{ pieces: number; bytes: number }> {
     const row = this.#storedTotals.get() as { pieces: number; bytes: number };
     return { pieces: Number(row.pieces), bytes: Number(row.bytes) };
   }
 
-  /** Bytes a subject has uploaded on a UTC day (0 when nothing). */
-  usedBytes(subject: string, day: string): number {
+  async usedBytes(subject: string, day: string): Promise<number> {
+    return this.usedBytesNow(subject, day);
+  }
+
+  /**
+   * usedBytes, answered synchronously: the in-memory cap ledger checks and
+   * reserves in one synchronous step, which is what makes it exact.
+   */
+  usedBytesNow(subject: string, day: string): number {
     const row = this.#getUsage.get(subject, day) as UsageRecord | undefined;
     return row ? Number(row.bytes) : 0;
   }
 
   /** Inserts the piece (if new), the deal and the usage increment atomically. */
-  recordUpload(input: RecordUploadInput): void {
+  async recordUpload(input: RecordUploadInput): Promise<void> {
     transaction(this.#db, () => {
       const p = input.newPiece;
       if (p) this.#insertPiece.run(p.cid, p.size, p.sha256, p.contentType, p.filename, p.createdAt);

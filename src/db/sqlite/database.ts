@@ -7,23 +7,11 @@
 import { DatabaseSync } from "node:sqlite";
 import { MIGRATIONS } from "./migrations/mod.ts";
 import type { Migration } from "./migrations/mod.ts";
+import { DatabaseTooNewError } from "../too_new.ts";
+
+export { DatabaseTooNewError };
 
 export type Database = DatabaseSync;
-
-/**
- * The database was migrated by a newer build of this program: an older one
- * would read and write a schema it does not know (a renamed column, a rebuilt
- * table). It refuses to start instead.
- */
-export class DatabaseTooNewError extends Error {
-  constructor(found: number, known: number) {
-    super(
-      `The database's schema is version ${found}, newer than the ${known} this program knows: ` +
-        "run the newer build that migrated it (or restore a backup made before)",
-    );
-    this.name = "DatabaseTooNewError";
-  }
-}
 
 export interface OpenDatabaseOptions {
   /** File path, or ":memory:" when no data directory is bound. */

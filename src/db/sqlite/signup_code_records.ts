@@ -1,13 +1,15 @@
+// deno-lint-ignore-file require-await -- async interface (db/records.ts) over node:sqlite's synchronous answers.
 /** Pending signup codes (`--signup verify`): one per e-mail address. */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { SignupCodeRecord } from "../domain.ts";
+import type { SignupCodeRecord } from "../../domain.ts";
+import type { SignupCodeRecords } from "../records.ts";
 
 interface SignupCodeRow extends Omit<SignupCodeRecord, "scopes"> {
   scopes: string;
 }
 
-export class SignupCodeRecords {
+export class SqliteSignupCodeRecords implements SignupCodeRecords {
   readonly #put: StatementSync;
   readonly #get: StatementSync;
   readonly #countAttempt: StatementSync;
@@ -39,7 +41,7 @@ export class SignupCodeRecords {
   }
 
   /** Stores the pending code of an address, replacing any earlier one. */
-  put(record: SignupCodeRecord): void {
+  async put(record: SignupCodeRecord): Promise<void> {
     this.#put.run(
       record.email,
       record.codeHash,
@@ -52,7 +54,7 @@ export class SignupCodeRecords {
     );
   }
 
-  get(email: string): SignupCodeRecord | null {
+  async get(email: string): Promise<SignupCodeRecord | null> {
     const row = this.#get.get(email) as SignupCodeRow | undefined;
     if (!row) return null;
     return {
@@ -63,21 +65,21 @@ export class SignupCodeRecords {
     };
   }
 
-  countAttempt(email: string): void {
+  async countAttempt(email: string): Promise<void> {
     this.#countAttempt.run(email);
   }
 
-  delete(email: string): boolean {
+  async delete(email: string): Promise<boolean> {
     return Number(this.#delete.run(email).changes) > 0;
   }
 
   /** Removes this code only: a newer code sent to the address meanwhile stays. */
-  deleteCode(email: string, codeHash: string): void {
+  async deleteCode(email: string, codeHash: string): Promise<void> {
     this.#deleteCode.run(email, codeHash);
   }
 
   /** Forgets every code expired by `now` (RFC 3339), and so the addresses it was sent to. */
-  purgeExpired(now: string): void {
+  async purgeExpired(now: string): Promise<void> {
     this.#purgeExpired.run(now);
   }
 }

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file require-await -- async interface (db/records.ts) over node:sqlite's synchronous answers.
 /**
  * Sign-in nonces of the wallet tier. A nonce is handed out once, lives ten
  * minutes and is spent by the sign-in that uses it: consuming is one DELETE,
@@ -6,8 +7,9 @@
  */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
+import type { WalletNonceRecords } from "../records.ts";
 
-export class WalletNonceRecords {
+export class SqliteWalletNonceRecords implements WalletNonceRecords {
   readonly #insert: StatementSync;
   readonly #isLive: StatementSync;
   readonly #consume: StatementSync;
@@ -20,22 +22,22 @@ export class WalletNonceRecords {
     this.#pruneExpired = db.prepare(`DELETE FROM wallet_nonces WHERE expires_ms <= ?`);
   }
 
-  insert(nonce: string, expiresMs: number): void {
+  async insert(nonce: string, expiresMs: number): Promise<void> {
     this.#insert.run(nonce, expiresMs);
   }
 
   /** True while the nonce was issued, is unspent and has not expired. */
-  isLive(nonce: string, nowMs: number): boolean {
+  async isLive(nonce: string, nowMs: number): Promise<boolean> {
     return this.#isLive.get(nonce, nowMs) !== undefined;
   }
 
   /** Spends a live nonce; false when it was unknown, spent or expired. */
-  consume(nonce: string, nowMs: number): boolean {
+  async consume(nonce: string, nowMs: number): Promise<boolean> {
     return Number(this.#consume.run(nonce, nowMs).changes) === 1;
   }
 
   /** Forgets nonces that expired unspent; returns how many. */
-  pruneExpired(nowMs: number): number {
+  async pruneExpired(nowMs: number): Promise<number> {
     return Number(this.#pruneExpired.run(nowMs).changes);
   }
 }

@@ -8,6 +8,7 @@ import { sql as deferredSha256 } from "./0003_deferred_sha256.ts";
 import { sql as signupCodes } from "./0004_signup_codes.ts";
 import { sql as wallet } from "./0005_wallet.ts";
 import { sql as corruptPieces } from "./0006_corrupt_pieces.ts";
+import { sql as corruptMarkOrder } from "./0007_corrupt_mark_order.ts";
 
 export interface Migration {
   version: number;
@@ -28,4 +29,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: "signup_codes", sql: signupCodes },
   { version: 5, name: "wallet", sql: wallet, rebuildsTables: true },
   { version: 6, name: "corrupt_pieces", sql: corruptPieces },
+  { version: 7, name: "corrupt_mark_order", sql: corruptMarkOrder, rebuildsTables: true },
 ];

@@ -1,7 +1,9 @@
+// deno-lint-ignore-file require-await -- async interface (db/records.ts) over node:sqlite's synchronous answers.
 /** Token metadata rows: insert at signup, revocation state on every request. */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { TokenRecord } from "../domain.ts";
+import type { TokenRecord } from "../../domain.ts";
+import type { TokenRecords } from "../records.ts";
 
 interface TokenRow extends Omit<TokenRecord, "scopes"> {
   scopes: string;
@@ -10,7 +12,7 @@ interface TokenRow extends Omit<TokenRecord, "scopes"> {
 const COLUMNS = `jti, sub, email, wallet, label, scopes, quota_mb AS quotaMb,
   issued_at AS issuedAt, expires_at AS expiresAt, revoked_at AS revokedAt`;
 
-export class TokenRecords {
+export class SqliteTokenRecords implements TokenRecords {
   readonly #insert: StatementSync;
   readonly #get: StatementSync;
   readonly #revocation: StatementSync;
@@ -38,7 +40,7 @@ export class TokenRecords {
     );
   }
 
-  insert(token: Omit<TokenRecord, "revokedAt">): void {
+  async insert(token: Omit<TokenRecord, "revokedAt">): Promise<void> {
     this.#insert.run(
       token.jti,
       token.sub,
@@ -52,18 +54,13 @@ export class TokenRecords {
     );
   }
 
-  get(jti: string): TokenRecord | null {
+  async get(jti: string): Promise<TokenRecord | null> {
     const row = this.#get.get(jti) as TokenRow | undefined;
     return row ? { ...row, scopes: JSON.parse(row.scopes) } : null;
   }
 
-  /** Every token of a user, newest first. */
-  listBySub(sub: string): TokenRecord[] {
-    return this.list({ sub });
-  }
-
   /** Tokens newest first: a user's (sub), or every token (for the operator's `token list`). */
-  list(options: { sub?: string } = {}): TokenRecord[] {
+  async list(options: { sub?: string } = {}): Promise<TokenRecord[]> {
     const rows = options.sub === undefined ? this.#listAll.all() : this.#listBySub.all(options.sub);
     return (rows as unknown as TokenRow[]).map((row) => ({
       ...row,
@@ -72,13 +69,13 @@ export class TokenRecords {
   }
 
   /** "unknown" when this service never issued the jti; otherwise its revocation time or null. */
-  revocationOf(jti: string): "unknown" | string | null {
+  async revocationOf(jti: string): Promise<"unknown" | string | null> {
     const row = this.#revocation.get(jti) as { revokedAt: string | null } | undefined;
     return row === undefined ? "unknown" : row.revokedAt;
   }
 
   /** Marks a token revoked; a token revoked before keeps its first revocation time. */
-  revoke(jti: string, at: string): void {
+  async revoke(jti: string, at: string): Promise<void> {
     this.#revoke.run(at, jti);
   }
 }

@@ -1,0 +1,277 @@
+/**
+ * `main.ts migrate --from-data-dir DIR [target flags]` — moves a single-box
+ * data directory into the scale-out backends (storage/migrate.ts does the
+ * work and says what is copied, in which order, and why a rerun is safe).
+ *
+ * The target is given with the server's own flags, so the environment that
+ * configures the new instances configures the migration:
+ *
+ * - `--database URL`: the rows move into PostgreSQL, and the source's HMAC
+ *   key (DIR/hmac.key, or --hmac-key-file) into the database if it has none;
+ * - `--store s3 --s3-…`: the pieces move into the bucket;
+ * - `--store disk --data-dir NEWDIR` (with --database): the pieces move into
+ *   NEWDIR/pieces; without --data-dir (flag or STORAGE_DATA_DIR), or with
+ *   DIR itself, they stay where they are and only the rows move.
+ *
+ * At least one of --database and --store s3 is needed: without --database
+ * the rows stay in DIR/storage.db, where a disk store next to them is the
+ * source itself (copying a data directory to another disk is `main.ts
+ * backup`).
+ *
+ * The source may be read while its server serves it (SQLite's WAL lets a
+ * reader beside the writer), but what the server accepts after a run is not
+ * in that run: stop the server (or put it read-only) before the final run.
+ * Earlier runs can go while it serves; each later one copies only what is
+ * new. While it runs, the command holds DIR's serve lock when it is free, so
+ * the old server is not started under it by mistake. The source is opened as
+ * a server opens it (a database of an older build is brought to this build's
+ * schema first), so the command needs write access to DIR too.
+ *
+ * Prints one JSON summary on stdout. Exit status 0: everything moved; 1: some
+ * pieces could not be (named, with why; run again once fixed); 2 (one line
+ * `error: …`): a bad command line, a missing source, an unreachable target —
+ * found before anything is written — or a target that failed midway (what
+ * was done stays done; run again).
+ */
+import { resolve } from "node:path";
+import { KeyFileError, keyFilePath, parseKeyHex } from "../auth/hmac_key.ts";
+import { ConfigError } from "../config.ts";
+import type { Config } from "../config.ts";
+import { dataDirPaths, makePrivateDirectory } from "../data_dir.ts";
+import { isPostgresUnavailable } from "../db/postgres/connection.ts";
+import { PostgresDatabase } from "../db/postgres/postgres_database.ts";
+import { openDatabase } from "../db/sqlite/database.ts";
+import type { Database } from "../db/sqlite/database.ts";
+import { DirectoryLockedError, lockDirectory } from "../fs/dir_lock.ts";
+import type { DirectoryLock } from "../fs/dir_lock.ts";
+import { pathExists } from "../fs/files.ts";
+import { silentLogger } from "../log.ts";
+import { DiskStore } from "../storage/driver/disk/disk_store.ts";
+import { StoreError } from "../storage/driver/driver.ts";
+import type { PieceStore } from "../storage/driver/driver.ts";
+import { S3Store } from "../storage/driver/s3/s3_store.ts";
+import { DEFAULT_MIGRATE_CONCURRENCY, migrateDataDir } from "../storage/migrate.ts";
+import type { MigrationSummary } from "../storage/migrate.ts";
+import { parseCommandArgs } from "./command_args.ts";
+import type { OperatorCommandOptions } from "./command_args.ts";
+
+export const MIGRATE_USAGE = "main.ts migrate --from-data-dir DIR [--database URL] " +
+  "[--store s3 --s3-endpoint URL --s3-bucket NAME | --data-dir NEWDIR] " +
+  "[--hmac-key-file FILE] [--concurrency N]";
+
+const MIGRATE_HELP = [
+  "Copies DIR's rows into --database and its pieces into --store s3 (or --data-dir NEWDIR);",
+  "at least one of --database and --store s3. A rerun copies only what is new: run it while",
+  "the old server serves, then once more after stopping it. Prints one JSON summary;",
+  "exit 0 all moved, 1 some pieces failed (named), 2 bad input.",
+].join("\n");
+
+const MAX_CONCURRENCY = 64;
+
+/** Where the pieces go: a bucket, another directory, or nowhere (they stay in the source). */
+type PieceTarget =
+  | { kind: "s3" }
+  | { kind: "disk"; dataDir: string }
+  | { kind: "in place" };
+
+interface MigrationPlan {
+  fromDataDir: string;
+  databaseUrl: string | null;
+  pieces: PieceTarget;
+  /** The source's key (hex) when the rows move; null when they stay or it has none. */
+  sourceKeyHex: string | null;
+  concurrency: number;
+}
+
+export async function runMigrateCommand(options: OperatorCommandOptions): Promise<number> {
+  const parsed = parseCommandArgs({
+    ...options,
+    usage: MIGRATE_USAGE,
+    positionals: 0,
+    flags: { "from-data-dir": { type: "string" }, concurrency: { type: "string" } },
+  });
+  if (parsed.kind === "help") {
+    options.print(`Usage: ${MIGRATE_USAGE}\n\n${MIGRATE_HELP}`);
+    return 0;
+  }
+  const plan = await planMigration(parsed.config, parsed.flags, options.env);
+  const summary = await runPlan(plan, parsed.config);
+  options.print(JSON.stringify(summary, null, 2));
+  return summary.pieces.failed.length === 0 ? 0 : 1;
+}
+
+/** Every check that needs nothing opened or written: a refusal here leaves no trace. */
+async function planMigration(
+  config: Config,
+  flags: Record<string, string | boolean | undefined>,
+  env: OperatorCommandOptions["env"],
+): Promise<MigrationPlan> {
+  const fromDataDir = flags["from-data-dir"];
+  if (typeof fromDataDir !== "string" || fromDataDir === "") {
+    throw new ConfigError(`migrate needs --from-data-dir DIR; usage: ${MIGRATE_USAGE}`);
+  }
+  const source = dataDirPaths(fromDataDir);
+  for (const path of [source.database, source.pieces]) {
+    if (!await pathExists(path)) {
+      throw new ConfigError(`No ${path}: --from-data-dir must be a server's data directory`);
+    }
+  }
+  const pieces = await pieceTargetOf(config, flags, env, fromDataDir);
+  if (config.databaseUrl === null && pieces.kind !== "s3") {
+    throw new ConfigError(
+      pieces.kind === "disk"
+        ? "without --database the rows stay in the source directory, so the pieces can only " +
+          "move to --store s3 (a copy of a data directory onto another disk is main.ts backup)"
+        : "nothing to migrate: give --database URL (the rows to PostgreSQL) and/or --store s3 " +
+          "(the pieces to a bucket)",
+    );
+  }
+  return {
+    fromDataDir,
+    databaseUrl: config.databaseUrl,
+    pieces,
+    sourceKeyHex: config.databaseUrl === null
+      ? null
+      : await readSourceKey(keyFilePath({ dataDir: fromDataDir, keyFile: config.hmacKeyFile })!),
+    concurrency: parseConcurrency(flags.concurrency),
+  };
+}
+
+/** --data-dir names the disk target only when given (flag or environment), not by default. */
+async function pieceTargetOf(
+  config: Config,
+  flags: Record<string, string | boolean | undefined>,
+  env: OperatorCommandOptions["env"],
+  fromDataDir: string,
+): Promise<PieceTarget> {
+  if (config.store === "s3") return { kind: "s3" };
+  const given = flags["data-dir"] !== undefined || env.STORAGE_DATA_DIR !== undefined;
+  if (!given || config.dataDir === null) return { kind: "in place" };
+  if (await samePath(config.dataDir, fromDataDir)) return { kind: "in place" };
+  return { kind: "disk", dataDir: config.dataDir };
+}
+
+async function samePath(a: string, b: string): Promise<boolean> {
+  const canonical = (path: string) => Deno.realPath(path).catch(() => resolve(path));
+  return await canonical(a) === await canonical(b);
+}
+
+/** The key file's hex, checked as a server would check it; null when there is no file. */
+async function readSourceKey(path: string): Promise<string | null> {
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null;
+    throw new KeyFileError(`Cannot read HMAC key file ${path}: ${(error as Error).message}`);
+  }
+  parseKeyHex(text, path);
+  return text.trim();
+}
+
+function parseConcurrency(value: string | boolean | undefined): number {
+  if (value === undefined) return DEFAULT_MIGRATE_CONCURRENCY;
+  const n = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 1 && n <= MAX_CONCURRENCY)) {
+    throw new ConfigError(`--concurrency must be a whole number from 1 to ${MAX_CONCURRENCY}`);
+  }
+  return n;
+}
+
+/** What the command prints: the migration's summary, and what it moved from and to. */
+interface MigrateReport extends MigrationSummary {
+  source: string;
+  targets: { database: string; store: string };
+}
+
+/** Opens the source and the targets (the database first: unreachable means nothing written). */
+async function runPlan(plan: MigrationPlan, config: Config): Promise<MigrateReport> {
+  const source = dataDirPaths(plan.fromDataDir);
+  const warnings: string[] = [];
+  const postgres = plan.databaseUrl === null
+    ? null
+    : await PostgresDatabase.open({ url: plan.databaseUrl, logger: silentLogger });
+  let lock: DirectoryLock | null = null;
+  let db: Database | null = null;
+  try {
+    lock = await lockDirectory(plan.fromDataDir).catch((error) => {
+      if (!(error instanceof DirectoryLockedError)) throw error;
+      warnings.push(
+        `${error.message}: what that server accepts after this run is not copied; stop it ` +
+          "before the final run",
+      );
+      return null;
+    });
+    db = openDatabase({ path: source.database, busyTimeoutMs: config.dbBusyTimeoutMs });
+    const sourceStore = new DiskStore({ root: source.pieces });
+    const targetStore = await openTargetStore(plan.pieces, config, sourceStore);
+    if (plan.pieces.kind !== "in place") {
+      // A bucket that cannot be reached is found before the first row is written.
+      const health = await targetStore.check();
+      if (!health.ok) throw new ConfigError(`The target store is not usable: ${health.detail}`);
+    }
+    const summary = await migrateDataDir({
+      sourceDb: db,
+      sourceStore,
+      targetStore,
+      targetDatabase: postgres,
+      sourceKeyHex: plan.sourceKeyHex,
+      concurrency: plan.concurrency,
+    });
+    return {
+      source: plan.fromDataDir,
+      targets: {
+        database: postgres === null ? "unchanged (the source's SQLite)" : postgres.where,
+        store: describeTarget(plan.pieces, config),
+      },
+      ...summary,
+      warnings: [...warnings, ...summary.warnings],
+    };
+  } catch (error) {
+    throw asOperatorError(error, postgres);
+  } finally {
+    db?.close();
+    lock?.release();
+    await postgres?.close();
+  }
+}
+
+async function openTargetStore(
+  target: PieceTarget,
+  config: Config,
+  sourceStore: PieceStore,
+): Promise<PieceStore> {
+  if (target.kind === "in place") return sourceStore;
+  if (target.kind === "disk") {
+    // Made as a server makes its data directory: private, since rows name who stored what.
+    await makePrivateDirectory(target.dataDir, silentLogger);
+    return await DiskStore.create({ root: dataDirPaths(target.dataDir).pieces });
+  }
+  const s3 = config.s3!;
+  return new S3Store({
+    endpoint: s3.endpoint,
+    bucket: s3.bucket,
+    region: s3.region,
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    source: s3.sourceLabel,
+  });
+}
+
+function describeTarget(target: PieceTarget, config: Config): string {
+  if (target.kind === "in place") return "unchanged (the pieces stay in the source directory)";
+  if (target.kind === "disk") return `disk at ${dataDirPaths(target.dataDir).pieces}`;
+  return `s3 bucket ${config.s3!.bucket} at ${config.s3!.endpoint}`;
+}
+
+/** Failures of a target midway, as the one line main.ts prints (exit 2); others unchanged. */
+function asOperatorError(error: unknown, postgres: PostgresDatabase | null): unknown {
+  const again = "what was copied stays; run the migration again";
+  if (error instanceof StoreError) return new ConfigError(`${error.message}; ${again}`);
+  if (postgres !== null && isPostgresUnavailable(error)) {
+    return new ConfigError(
+      `PostgreSQL at ${postgres.where} failed: ${(error as Error).message}; ${again}`,
+    );
+  }
+  return error;
+}

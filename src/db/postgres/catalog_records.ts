@@ -1,0 +1,155 @@
+/**
+ * The catalog's tables in PostgreSQL: the same records and rules as
+ * db/sqlite/catalog_records.ts (see there), shared by every instance.
+ * `recordUpload` is one transaction, as in SQLite: a deal never exists
+ * without its piece row and its usage increment.
+ */
+import type { Sql } from "./connection.ts";
+import type {
+  CatalogRecords,
+  DealRecord,
+  PieceRecord,
+  RecordUploadInput,
+  UsageRecord,
+} from "../records.ts";
+
+const PIECE_COLUMNS = `p.cid, p.size, p.sha256, p.content_type AS "contentType", p.filename,
+  p.created_at AS "createdAt", c.marked_at AS "corruptAt"
+  FROM pieces p LEFT JOIN corrupt_pieces c ON c.cid = p.cid`;
+
+const DEAL_COLUMNS = `id, cid, tier, owner_sub AS "ownerSub", owner AS "ownerName", size,
+  content_type AS "contentType", filename, term_days AS "termDays", created_at AS "createdAt",
+  term_ends_at AS "termEndsAt"`;
+
+export class PostgresCatalogRecords implements CatalogRecords {
+  readonly #sql: Sql;
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  async listDeals(
+    ownerSub: string,
+    options: { beforeId: string | null; limit: number },
+  ): Promise<DealRecord[]> {
+    // Deal ids are time-ordered and unique: "id < cursor" pages newest-first without gaps.
+    const rows = options.beforeId === null
+      ? await this.#sql.unsafe(
+        `SELECT ${DEAL_COLUMNS} FROM deals WHERE owner_sub = $1 ORDER BY id DESC LIMIT $2`,
+        [ownerSub, options.limit],
+      )
+      : await this.#sql.unsafe(
+        `SELECT ${DEAL_COLUMNS} FROM deals WHERE owner_sub = $1 AND id < $2
+         ORDER BY id DESC LIMIT $3`,
+        [ownerSub, options.beforeId, options.limit],
+      );
+    return rows as unknown as DealRecord[];
+  }
+
+  async getDeal(id: string): Promise<DealRecord | null> {
+    const [row] = await this.#sql.unsafe(`SELECT ${DEAL_COLUMNS} FROM deals WHERE id = $1`, [id]);
+    return (row as unknown as DealRecord | undefined) ?? null;
+  }
+
+  async extendDeal(id: string, addDays: number, termEndsAt: string): Promise<void> {
+    await this.#sql`UPDATE deals SET term_days = term_days + ${addDays},
+      term_ends_at = ${termEndsAt} WHERE id = ${id}`;
+  }
+
+  async usageBetween(subject: string, from: string, to: string): Promise<UsageRecord[]> {
+    // A reservation makes a row before any upload lands: such rows are not usage.
+    const rows = await this.#sql`SELECT day, bytes, uploads FROM usage_daily
+      WHERE subject = ${subject} AND day >= ${from} AND day <= ${to} AND uploads > 0
+      ORDER BY day`;
+    return rows.map((row) => ({
+      subject,
+      day: row.day as string,
+      bytes: Number(row.bytes),
+      uploads: Number(row.uploads),
+    }));
+  }
+
+  async getPiece(cid: string): Promise<PieceRecord | null> {
+    const [row] = await this.#sql.unsafe(`SELECT ${PIECE_COLUMNS} WHERE p.cid = $1`, [cid]);
+    return (row as unknown as PieceRecord | undefined) ?? null;
+  }
+
+  async setPieceSha256(cid: string, sha256: string): Promise<void> {
+    await this.#sql`UPDATE pieces SET sha256 = ${sha256} WHERE cid = ${cid} AND sha256 IS NULL`;
+  }
+
+  async piecesWithoutSha256(): Promise<string[]> {
+    const rows = await this.#sql`SELECT cid FROM pieces WHERE sha256 IS NULL ORDER BY cid`;
+    return rows.map((row) => row.cid as string);
+  }
+
+  async piecesAfter(afterCid: string, limit: number): Promise<PieceRecord[]> {
+    const rows = await this.#sql.unsafe(
+      `SELECT ${PIECE_COLUMNS} WHERE p.cid > $1 ORDER BY p.cid LIMIT $2`,
+      [afterCid, limit],
+    );
+    return rows as unknown as PieceRecord[];
+  }
+
+  async markPieceCorrupt(cid: string, at: string, problem: string): Promise<boolean> {
+    // Marks change only from the state the scrub saw, so a repair in between is never undone.
+    const result = await this.#sql`INSERT INTO corrupt_pieces (cid, marked_at, problem)
+      VALUES (${cid}, ${at}, ${problem}) ON CONFLICT (cid) DO NOTHING`;
+    return result.count === 1;
+  }
+
+  async clearPieceCorrupt(cid: string, markedAt: string): Promise<boolean> {
+    const result = await this.#sql`DELETE FROM corrupt_pieces
+      WHERE cid = ${cid} AND marked_at = ${markedAt}`;
+    return result.count === 1;
+  }
+
+  async corruptMarksAfter(mark: number): Promise<{ mark: number; cid: string }[]> {
+    const rows = await this.#sql`SELECT mark, cid FROM corrupt_pieces
+      WHERE mark > ${mark} ORDER BY mark LIMIT 1000`;
+    return rows.map((row) => ({ mark: Number(row.mark), cid: row.cid as string }));
+  }
+
+  async corruptPieceCids(): Promise<string[]> {
+    const rows = await this.#sql`SELECT cid FROM corrupt_pieces ORDER BY cid`;
+    return rows.map((row) => row.cid as string);
+  }
+
+  async storedTotals(): Promise<{ pieces: number; bytes: number }> {
+    const [row] = await this.#sql`SELECT COUNT(*)::int8 AS pieces,
+      COALESCE(SUM(size), 0)::int8 AS bytes FROM pieces`;
+    return { pieces: Number(row.pieces), bytes: Number(row.bytes) };
+  }
+
+  async usedBytes(subject: string, day: string): Promise<number> {
+    const [row] = await this.#sql`SELECT bytes FROM usage_daily
+      WHERE subject = ${subject} AND day = ${day}`;
+    return row ? Number(row.bytes) : 0;
+  }
+
+  async recordUpload(input: RecordUploadInput): Promise<void> {
+    await this.#sql.begin(async (tx) => {
+      const p = input.newPiece;
+      if (p) {
+        await tx`INSERT INTO pieces (cid, size, sha256, content_type, filename, created_at)
+          VALUES (${p.cid}, ${p.size}, ${p.sha256}, ${p.contentType}, ${p.filename},
+                  ${p.createdAt})`;
+      }
+      const repaired = input.repairedPiece;
+      if (repaired) {
+        await tx`UPDATE pieces SET sha256 = ${repaired.sha256} WHERE cid = ${repaired.cid}`;
+        await tx`DELETE FROM corrupt_pieces WHERE cid = ${repaired.cid}`;
+      }
+      const d = input.deal;
+      await tx`INSERT INTO deals (id, cid, tier, owner_sub, owner, size, content_type, filename,
+                                 term_days, created_at, term_ends_at)
+        VALUES (${d.id}, ${d.cid}, ${d.tier}, ${d.ownerSub}, ${d.ownerName}, ${d.size},
+                ${d.contentType}, ${d.filename}, ${d.termDays}, ${d.createdAt}, ${d.termEndsAt})`;
+      const u = input.usage;
+      await tx`INSERT INTO usage_daily (subject, day, bytes, uploads)
+        VALUES (${u.subject}, ${u.day}, ${u.bytes}, 1)
+        ON CONFLICT (subject, day) DO UPDATE
+        SET bytes = usage_daily.bytes + excluded.bytes, uploads = usage_daily.uploads + 1`;
+    });
+  }
+}

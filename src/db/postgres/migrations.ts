@@ -1,0 +1,121 @@
+/**
+ * The PostgreSQL schema, as numbered migrations like SQLite's (db/sqlite/
+ * migrations/). Version 1 is the SQLite schema as of its migration 6, plus
+ * what sharing one database across instances needs: reserved bytes beside
+ * the usage counters, reservation rows owned by an instance, instance
+ * heartbeats, the shared HMAC key, and a sequence that orders corrupt marks.
+ *
+ * Timestamps stay RFC 3339 text, as in SQLite, so both backends hand the same
+ * records to the same code; sizes are BIGINT (parsed to numbers, see
+ * connection.ts). Keys that pages are cut by (cids, deal ids, days) compare
+ * bytewise (COLLATE "C"), as SQLite's do, whatever the server's locale.
+ */
+
+export interface PostgresMigration {
+  version: number;
+  sql: string;
+}
+
+const INITIAL = `
+CREATE TABLE pieces (
+  cid          TEXT COLLATE "C" PRIMARY KEY,
+  size         BIGINT NOT NULL CHECK (size > 0),
+  sha256       TEXT CHECK (sha256 IS NULL OR length(sha256) = 64),
+  content_type TEXT NOT NULL,
+  filename     TEXT,
+  created_at   TEXT NOT NULL
+);
+
+CREATE TABLE deals (
+  id           TEXT COLLATE "C" PRIMARY KEY,
+  cid          TEXT COLLATE "C" NOT NULL REFERENCES pieces (cid),
+  tier         TEXT NOT NULL CHECK (tier IN ('sponsored', 'token', 'wallet')),
+  owner_sub    TEXT,
+  owner        TEXT,
+  size         BIGINT NOT NULL,
+  content_type TEXT NOT NULL,
+  filename     TEXT,
+  term_days    INTEGER NOT NULL,
+  created_at   TEXT NOT NULL,
+  term_ends_at TEXT NOT NULL
+);
+CREATE INDEX deals_by_owner ON deals (owner_sub, id);
+CREATE INDEX deals_by_cid ON deals (cid);
+
+-- reserved_bytes: uploads in flight on any instance, each also a cap_reservations row.
+CREATE TABLE usage_daily (
+  subject        TEXT NOT NULL,
+  day            TEXT COLLATE "C" NOT NULL,
+  bytes          BIGINT NOT NULL DEFAULT 0,
+  uploads        BIGINT NOT NULL DEFAULT 0,
+  reserved_bytes BIGINT NOT NULL DEFAULT 0 CHECK (reserved_bytes >= 0),
+  PRIMARY KEY (subject, day)
+);
+
+CREATE TABLE instances (
+  id           TEXT PRIMARY KEY,
+  started_at   TIMESTAMPTZ NOT NULL DEFAULT now(),
+  heartbeat_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+
+CREATE TABLE cap_reservations (
+  id          TEXT PRIMARY KEY,
+  subject     TEXT NOT NULL,
+  day         TEXT NOT NULL,
+  bytes       BIGINT NOT NULL CHECK (bytes >= 0),
+  instance_id TEXT NOT NULL,
+  created_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+CREATE INDEX cap_reservations_by_instance ON cap_reservations (instance_id);
+
+CREATE TABLE tokens (
+  jti        TEXT COLLATE "C" PRIMARY KEY,
+  sub        TEXT NOT NULL,
+  email      TEXT,
+  wallet     TEXT,
+  label      TEXT NOT NULL,
+  scopes     TEXT NOT NULL,
+  quota_mb   INTEGER,
+  issued_at  TEXT COLLATE "C" NOT NULL,
+  expires_at TEXT NOT NULL,
+  revoked_at TEXT,
+  CHECK ((email IS NULL) <> (wallet IS NULL)),
+  CHECK ((quota_mb IS NULL) = (email IS NULL))
+);
+CREATE INDEX tokens_by_sub ON tokens (sub, issued_at);
+
+CREATE TABLE signup_codes (
+  email      TEXT PRIMARY KEY,
+  code_hash  TEXT NOT NULL,
+  label      TEXT NOT NULL,
+  scopes     TEXT NOT NULL,
+  quota_mb   INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  attempts   INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE wallet_nonces (
+  nonce      TEXT PRIMARY KEY,
+  expires_ms BIGINT NOT NULL
+);
+CREATE INDEX wallet_nonces_by_expiry ON wallet_nonces (expires_ms);
+
+-- mark orders marks for pollers and never repeats (SQLite: AUTOINCREMENT, migration 7).
+CREATE TABLE corrupt_pieces (
+  cid       TEXT COLLATE "C" PRIMARY KEY REFERENCES pieces (cid),
+  mark      BIGSERIAL NOT NULL UNIQUE,
+  marked_at TEXT NOT NULL,
+  problem   TEXT NOT NULL
+);
+
+CREATE TABLE hmac_key (
+  id         INTEGER PRIMARY KEY CHECK (id = 1),
+  key_hex    TEXT NOT NULL,
+  rotated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+`;
+
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
+  { version: 1, sql: INITIAL },
+];

@@ -1,0 +1,169 @@
+/**
+ * The PostgreSQL backend: connects, brings the schema up to date, registers
+ * this instance (instances.ts) and hands out the records, the cap ledger, the
+ * cid locks and the shared HMAC key, all over one connection pool (plus a
+ * small pool that only holds cid locks).
+ *
+ * Migrations run in one transaction under an advisory lock, so N instances
+ * starting at once migrate once; a schema newer than this build is refused
+ * (DatabaseTooNewError), as with SQLite.
+ */
+import { systemClock } from "../../clock.ts";
+import type { Clock } from "../../clock.ts";
+import type { Logger } from "../../log.ts";
+import { DatabaseTooNewError } from "../too_new.ts";
+import { PostgresCapLedger } from "./cap_ledger.ts";
+import { PostgresCatalogRecords } from "./catalog_records.ts";
+import { PostgresCidLocks } from "./cid_locks.ts";
+import { connect, whereOf } from "./connection.ts";
+import type { Sql } from "./connection.ts";
+import { PostgresHmacKeys } from "./hmac_keys.ts";
+import { InstanceHeartbeat } from "./instances.ts";
+import { POSTGRES_MIGRATIONS } from "./migrations.ts";
+import type { PostgresMigration } from "./migrations.ts";
+import { PostgresSignupCodeRecords } from "./signup_code_records.ts";
+import { PostgresTokenRecords } from "./token_records.ts";
+import { PostgresWalletNonceRecords } from "./wallet_nonce_records.ts";
+
+/** PostgreSQL could not be reached (or refused us) at start: the instance must not serve. */
+export class PostgresUnavailableError extends Error {
+  constructor(where: string, cause: unknown) {
+    super(`Cannot use PostgreSQL at ${where}: ${(cause as Error)?.message ?? String(cause)}`, {
+      cause,
+    });
+    this.name = "PostgresUnavailableError";
+  }
+}
+
+export interface PostgresDatabaseOptions {
+  url: string;
+  logger: Logger;
+  clock?: Clock;
+  /** Connections for queries (default 10). */
+  maxConnections?: number;
+  /** Connections that may hold cid locks at once (default 4). */
+  maxLockConnections?: number;
+  /** How often this instance says it is alive (default 5 s). */
+  heartbeatMs?: number;
+  /** Silence after which an instance is taken for dead and its reservations released (default 30 s). */
+  deadAfterMs?: number;
+  migrations?: readonly PostgresMigration[];
+}
+
+/** An arbitrary constant: the advisory lock that serialises migrations. */
+const MIGRATION_LOCK_KEY = 0x5354_4f52;
+const HEALTH_TIMEOUT_MS = 1000;
+
+export class PostgresDatabase {
+  readonly instanceId: string;
+  readonly catalog: PostgresCatalogRecords;
+  readonly tokens: PostgresTokenRecords;
+  readonly signupCodes: PostgresSignupCodeRecords;
+  readonly walletNonces: PostgresWalletNonceRecords;
+  readonly capLedger: PostgresCapLedger;
+  readonly cidLocks: PostgresCidLocks;
+  readonly hmacKeys: PostgresHmacKeys;
+  /** Host, port and database name (no credentials), for /healthz and logs. */
+  readonly where: string;
+  readonly #sql: Sql;
+  readonly #locks: Sql;
+  readonly #heartbeat: InstanceHeartbeat;
+  #closed: Promise<void> | null = null;
+
+  static async open(options: PostgresDatabaseOptions): Promise<PostgresDatabase> {
+    const where = whereOf(options.url);
+    const sql = connect({ url: options.url, max: options.maxConnections ?? 10 });
+    const locks = connect({ url: options.url, max: options.maxLockConnections ?? 4 });
+    const database = new PostgresDatabase(options, sql, locks, where);
+    try {
+      await migrate(sql, options.migrations ?? POSTGRES_MIGRATIONS);
+      await database.#heartbeat.start();
+    } catch (error) {
+      await database.close();
+      if (error instanceof DatabaseTooNewError) throw error;
+      throw new PostgresUnavailableError(where, error);
+    }
+    return database;
+  }
+
+  private constructor(options: PostgresDatabaseOptions, sql: Sql, locks: Sql, where: string) {
+    this.instanceId = crypto.randomUUID();
+    this.where = where;
+    this.#sql = sql;
+    this.#locks = locks;
+    this.catalog = new PostgresCatalogRecords(sql);
+    this.tokens = new PostgresTokenRecords(sql);
+    this.signupCodes = new PostgresSignupCodeRecords(sql);
+    this.walletNonces = new PostgresWalletNonceRecords(sql);
+    this.capLedger = new PostgresCapLedger({
+      sql,
+      clock: options.clock ?? systemClock,
+      instanceId: this.instanceId,
+    });
+    this.cidLocks = new PostgresCidLocks(locks);
+    this.hmacKeys = new PostgresHmacKeys(sql);
+    this.#heartbeat = new InstanceHeartbeat({
+      sql,
+      instanceId: this.instanceId,
+      heartbeatMs: options.heartbeatMs ?? 5_000,
+      deadAfterMs: options.deadAfterMs ?? 30_000,
+      logger: options.logger,
+      onBeat: () => this.capLedger.retryReleases(),
+    });
+  }
+
+  /** The query pool, for tests and the migrate command. */
+  get sql(): Sql {
+    return this.#sql;
+  }
+
+  /** Whether a trivial query answers within a second. */
+  async health(): Promise<{ ok: boolean; detail: string }> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      await Promise.race([
+        this.#sql`SELECT 1`,
+        new Promise((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`)),
+            HEALTH_TIMEOUT_MS,
+          );
+        }),
+      ]);
+      return { ok: true, detail: `postgres at ${this.where}` };
+    } catch (error) {
+      return { ok: false, detail: `postgres at ${this.where}: ${(error as Error).message}` };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Stops the heartbeat (releasing this instance's reservations) and closes both pools. */
+  close(): Promise<void> {
+    return this.#closed ??= (async () => {
+      await this.#heartbeat.stop();
+      await Promise.all([this.#sql.end({ timeout: 5 }), this.#locks.end({ timeout: 5 })]);
+    })();
+  }
+}
+
+/** Applies the migrations newer than the recorded version, all in one locked transaction. */
+async function migrate(sql: Sql, migrations: readonly PostgresMigration[]): Promise<void> {
+  const latest = migrations.at(-1)?.version ?? 0;
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`;
+    await tx`CREATE TABLE IF NOT EXISTS schema_version (
+      id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)`;
+    const [row] = await tx`SELECT version FROM schema_version WHERE id = 1`;
+    const current = Number(row?.version ?? 0);
+    if (current > latest) throw new DatabaseTooNewError(current, latest);
+    for (const migration of migrations) {
+      if (migration.version <= current) continue;
+      await tx.unsafe(migration.sql);
+    }
+    if (latest > current) {
+      await tx`INSERT INTO schema_version (id, version) VALUES (1, ${latest})
+        ON CONFLICT (id) DO UPDATE SET version = excluded.version`;
+    }
+  });
+}

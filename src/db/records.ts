@@ -1,0 +1,126 @@
+/**
+ * What the service keeps besides the bytes, as interfaces every metadata
+ * backend implements: SQLite (db/sqlite/, the single-box default) and
+ * PostgreSQL (db/postgres/, shared by N instances). Both pass the same
+ * conformance suite (tests/helpers/metadata_conformance.ts).
+ *
+ * Every method is async because a shared database is across a network. The
+ * SQLite implementation answers synchronously underneath, which is what lets
+ * its in-memory cap ledger stay exact (limits/daily_caps.ts).
+ */
+import type { SignupCodeRecord, Tier, TokenRecord } from "../domain.ts";
+
+export interface PieceRecord {
+  cid: string;
+  size: number;
+  /** Null until the stored bytes have been hashed (uploads do not wait for it). */
+  sha256: string | null;
+  contentType: string;
+  filename: string | null;
+  createdAt: string;
+  /** When a scrub found the stored bytes wrong or missing; null while they verify. */
+  corruptAt: string | null;
+}
+
+export interface DealRecord {
+  id: string;
+  cid: string;
+  tier: Tier;
+  ownerSub: string | null;
+  /** Who the deal belongs to as shown to people: an e-mail or an EIP-55 address. */
+  ownerName: string | null;
+  size: number;
+  contentType: string;
+  filename: string | null;
+  termDays: number;
+  createdAt: string;
+  termEndsAt: string;
+}
+
+export interface UsageRecord {
+  subject: string;
+  day: string;
+  bytes: number;
+  uploads: number;
+}
+
+export interface RecordUploadInput {
+  /** The piece to insert, or null when its bytes were already stored. */
+  newPiece: PieceRecord | null;
+  /** A piece marked corrupt whose bytes this upload rewrote: the mark goes, the digest is set. */
+  repairedPiece?: { cid: string; sha256: string } | null;
+  deal: DealRecord;
+  usage: { subject: string; day: string; bytes: number };
+}
+
+/** Pieces, deals and daily usage counters. */
+export interface CatalogRecords {
+  /** A user's deals, newest first, strictly older than beforeId when given. */
+  listDeals(ownerSub: string, options: { beforeId: string | null; limit: number }): Promise<
+    DealRecord[]
+  >;
+  getDeal(id: string): Promise<DealRecord | null>;
+  extendDeal(id: string, addDays: number, termEndsAt: string): Promise<void>;
+  /** Usage rows of a subject between two days (inclusive); days without uploads are absent. */
+  usageBetween(subject: string, from: string, to: string): Promise<UsageRecord[]>;
+  getPiece(cid: string): Promise<PieceRecord | null>;
+  /** Records a piece's digest once it is known; a digest already recorded is never replaced. */
+  setPieceSha256(cid: string, sha256: string): Promise<void>;
+  /** Cids of pieces whose digest is still unknown (after a restart, say). */
+  piecesWithoutSha256(): Promise<string[]>;
+  /** Up to `limit` pieces with cids after `afterCid`, in cid order: a scrub's (or a copy's) pages. */
+  piecesAfter(afterCid: string, limit: number): Promise<PieceRecord[]>;
+  /** Marks a piece's bytes as failing verification; false if it was marked already. */
+  markPieceCorrupt(cid: string, at: string, problem: string): Promise<boolean>;
+  /** Clears the mark set at `markedAt` (bytes verify again); false if it changed meanwhile. */
+  clearPieceCorrupt(cid: string, markedAt: string): Promise<boolean>;
+  /**
+   * Marks made after `mark` (a position from an earlier answer; 0 for all), oldest
+   * first, at most 1000: a poller reads only what is new, however many there are.
+   */
+  corruptMarksAfter(mark: number): Promise<{ mark: number; cid: string }[]>;
+  corruptPieceCids(): Promise<string[]>;
+  /** How many pieces are stored and their bytes (the metrics gauges cache it). */
+  storedTotals(): Promise<{ pieces: number; bytes: number }>;
+  /** Bytes a subject has uploaded on a UTC day (0 when nothing). */
+  usedBytes(subject: string, day: string): Promise<number>;
+  /** Inserts the piece (if new), the deal and the usage increment atomically. */
+  recordUpload(input: RecordUploadInput): Promise<void>;
+}
+
+/** Token metadata: inserted at signup, its revocation state read on every request. */
+export interface TokenRecords {
+  insert(token: Omit<TokenRecord, "revokedAt">): Promise<void>;
+  get(jti: string): Promise<TokenRecord | null>;
+  /** Tokens newest first: a user's (sub), or every token (for the operator's `token list`). */
+  list(options?: { sub?: string }): Promise<TokenRecord[]>;
+  /** "unknown" when this service never issued the jti; otherwise its revocation time or null. */
+  revocationOf(jti: string): Promise<"unknown" | string | null>;
+  /** Marks a token revoked; a token revoked before keeps its first revocation time. */
+  revoke(jti: string, at: string): Promise<void>;
+}
+
+/** Pending signup codes (`--signup verify`): one per e-mail address. */
+export interface SignupCodeRecords {
+  /** Stores the pending code of an address, replacing any earlier one. */
+  put(record: SignupCodeRecord): Promise<void>;
+  get(email: string): Promise<SignupCodeRecord | null>;
+  countAttempt(email: string): Promise<void>;
+  /** True when this call removed the code (so of two racing redemptions, one wins). */
+  delete(email: string): Promise<boolean>;
+  /** Removes this code only: a newer code sent to the address meanwhile stays. */
+  deleteCode(email: string, codeHash: string): Promise<void>;
+  /** Forgets every code expired by `now` (RFC 3339), and so the addresses it was sent to. */
+  purgeExpired(now: string): Promise<void>;
+}
+
+/** Sign-in nonces of the wallet tier: single use, consumed by one DELETE. */
+export interface WalletNonceRecords {
+  insert(nonce: string, expiresMs: number): Promise<void>;
+  /** True while the nonce was issued, is unspent and has not expired. */
+  isLive(nonce: string, nowMs: number): Promise<boolean>;
+  /** Spends a live nonce; false when it was unknown, spent or expired. */
+  consume(nonce: string, nowMs: number): Promise<boolean>;
+  /** Forgets nonces that expired unspent; returns how many. */
+  pruneExpired(nowMs: number): Promise<number>;
+}

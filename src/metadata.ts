@@ -1,0 +1,109 @@
+/**
+ * Everything the service keeps besides the bytes, behind one object the
+ * composition root builds: the records (db/records.ts), the daily-cap ledger,
+ * the per-cid commit locks, and the database's health. Two backends:
+ *
+ * - SQLite in the data directory (the default): one process owns it, so cap
+ *   reservations and cid locks live in that process's memory.
+ * - PostgreSQL (`--database postgres://…`): shared by N instances, so cap
+ *   reservations and cid locks live in the database too (db/postgres/).
+ */
+import type { Clock } from "./clock.ts";
+import type {
+  CatalogRecords,
+  SignupCodeRecords,
+  TokenRecords,
+  WalletNonceRecords,
+} from "./db/records.ts";
+import type { Database } from "./db/sqlite/database.ts";
+import { SqliteCatalogRecords } from "./db/sqlite/catalog_records.ts";
+import { SqliteSignupCodeRecords } from "./db/sqlite/signup_code_records.ts";
+import { SqliteTokenRecords } from "./db/sqlite/token_records.ts";
+import { SqliteWalletNonceRecords } from "./db/sqlite/wallet_nonce_records.ts";
+import type { PostgresDatabase } from "./db/postgres/postgres_database.ts";
+import type { DatabaseHealth } from "./http/health.ts";
+import { DailyCapLedger } from "./limits/daily_caps.ts";
+import type { CapLedger } from "./limits/daily_caps.ts";
+import { LocalCidLocks } from "./storage/cid_locks.ts";
+import type { CidLocks } from "./storage/cid_locks.ts";
+
+export type MetadataBackend = "sqlite" | "postgres";
+
+export interface Metadata {
+  readonly backend: MetadataBackend;
+  readonly catalog: CatalogRecords;
+  readonly tokens: TokenRecords;
+  readonly signupCodes: SignupCodeRecords;
+  readonly walletNonces: WalletNonceRecords;
+  readonly capLedger: CapLedger;
+  readonly cidLocks: CidLocks;
+  /** False for the in-memory SQLite a server without a usable data directory runs on. */
+  readonly persistent: boolean;
+  health(): Promise<DatabaseHealth>;
+  /** Stops background work (heartbeats) and closes connections. */
+  close(): Promise<void>;
+}
+
+export interface SqliteMetadataOptions {
+  db: Database;
+  clock: Clock;
+  /** The database file, stat'ed by health(): SQLite keeps writing to a deleted file. */
+  path: string | null;
+}
+
+export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
+  const { db, clock, path } = options;
+  const catalog = new SqliteCatalogRecords(db);
+  const persistent = path !== null;
+  return {
+    backend: "sqlite",
+    catalog,
+    tokens: new SqliteTokenRecords(db),
+    signupCodes: new SqliteSignupCodeRecords(db),
+    walletNonces: new SqliteWalletNonceRecords(db),
+    capLedger: new DailyCapLedger({
+      clock,
+      usedBytes: (subject, day) => catalog.usedBytesNow(subject, day),
+    }),
+    cidLocks: new LocalCidLocks(),
+    persistent,
+    // deno-lint-ignore require-await -- node:sqlite answers at once; async turns a throw into a rejection.
+    health: async () => {
+      try {
+        db.prepare("SELECT 1").get();
+        if (path) Deno.statSync(path);
+        return {
+          ok: true,
+          persistent,
+          backend: "sqlite",
+          detail: persistent ? "sqlite" : "in-memory: no data directory bound",
+        };
+      } catch (error) {
+        return { ok: false, persistent, backend: "sqlite", detail: (error as Error).message };
+      }
+    },
+    // deno-lint-ignore require-await -- closing node:sqlite is synchronous.
+    close: async () => db.close(),
+  };
+}
+
+/**
+ * Metadata in a PostgreSQL database that other instances share. Commits of
+ * one cid queue in this process first, so only one of them at a time waits
+ * for the database's lock.
+ */
+export function postgresMetadata(postgres: PostgresDatabase): Metadata {
+  const local = new LocalCidLocks();
+  return {
+    backend: "postgres",
+    catalog: postgres.catalog,
+    tokens: postgres.tokens,
+    signupCodes: postgres.signupCodes,
+    walletNonces: postgres.walletNonces,
+    capLedger: postgres.capLedger,
+    cidLocks: { run: (cid, fn) => local.run(cid, () => postgres.cidLocks.run(cid, fn)) },
+    persistent: true,
+    health: async () => ({ ...await postgres.health(), persistent: true, backend: "postgres" }),
+    close: () => postgres.close(),
+  };
+}

@@ -1,0 +1,31 @@
+/**
+ * One commit per cid at a time. The catalog decides "new piece, same bytes or
+ * conflict" from what the records say and then writes; two uploads of one cid
+ * deciding at once could both see "new" and the loser would delete the
+ * winner's bytes. Different cids never wait for each other.
+ *
+ * LocalCidLocks serialises within this process: enough when one process owns
+ * the records (the SQLite default). Processes that share a Postgres database
+ * also take a database lock per cid (db/postgres/cid_locks.ts).
+ */
+
+export interface CidLocks {
+  /** Runs fn while holding the cid's lock; the lock is released however fn ends. */
+  run<T>(cid: string, fn: () => Promise<T>): Promise<T>;
+}
+
+export class LocalCidLocks implements CidLocks {
+  /** Per-cid queue: the last commit queued for each cid that has one running. */
+  readonly #tails = new Map<string, Promise<unknown>>();
+
+  async run<T>(cid: string, fn: () => Promise<T>): Promise<T> {
+    const previous = this.#tails.get(cid) ?? Promise.resolve();
+    const run = previous.catch(() => {}).then(fn);
+    this.#tails.set(cid, run);
+    try {
+      return await run;
+    } finally {
+      if (this.#tails.get(cid) === run) this.#tails.delete(cid);
+    }
+  }
+}
