@@ -20,6 +20,10 @@
  *
  * Exits 1 when the cluster could not start after its tries, or when one of its
  * daemons dies while it runs (the tests would fail confusingly otherwise).
+ * It also stops when the process that started it is gone (its parent PID
+ * changes): then nobody is left to stop it. That covers a CI script that kills
+ * `$!` of a backgrounded shell function, which is a subshell, not this process;
+ * STORAGE_TEST_S3_PID is this process.
  */
 import { AwsClient } from "aws4fetch";
 import { scriptArgs } from "./lib/args.ts";
@@ -42,6 +46,11 @@ const stopping = new AbortController();
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   Deno.addSignalListener(signal, () => stopping.abort(new Error(`stopped by ${signal}`)));
 }
+const parentPid = Deno.ppid;
+const parentWatch = setInterval(() => {
+  if (Deno.ppid !== parentPid) stopping.abort(new Error(`its parent (PID ${parentPid}) is gone`));
+}, WATCH_MS);
+Deno.unrefTimer(parentWatch);
 
 let cluster: RadosgwCluster;
 try {
@@ -68,6 +77,7 @@ try {
     status = await runUntilStopped(cluster);
   }
 } finally {
+  if (stopping.signal.aborted) console.error(`radosgw: ${stopping.signal.reason.message}`);
   await cluster.stop();
   if (opts["env-file"]) await Deno.remove(opts["env-file"]).catch(() => {});
   console.error("radosgw: stopped");
