@@ -68,10 +68,8 @@ export async function benchS3(
   if (fromEnvironment === null) {
     const missing = missingRadosgwBinaries();
     if (missing.length > 0) {
-      return {
-        skipped: `${missing.join(", ")} not installed (apt-get install radosgw ceph-mon \
-ceph-osd ceph-common)`,
-      };
+      const install = "apt-get install radosgw ceph-mon ceph-osd ceph-common";
+      return { skipped: `${missing.join(", ")} not installed (${install})` };
     }
     try {
       cluster = await startRadosgw({ memstoreBytes: 16 * 1024 * MIB });

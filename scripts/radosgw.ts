@@ -6,13 +6,13 @@
  * or SIGTERM, when it stops every process it started, by PID, and removes
  * its directory. See scripts/lib/radosgw.ts for the cluster itself.
  *
- *   deno run -A scripts/radosgw.ts [--env-file s3.env] [--attempts 3]
+ *   deno run -A scripts/radosgw.ts [--write-env s3.env] [--attempts 3]
  *   deno run -A scripts/radosgw.ts --probe     # start, one PUT and GET, stop: exit 0 or 1
  *
- * --env-file also writes the export lines to a file, atomically once ready, so
+ * --write-env also writes the export lines to a file, atomically once ready, so
  * a CI script can start this in the background and wait for the file:
  *
- *   deno run -A scripts/radosgw.ts --env-file "$f" & pid=$!
+ *   deno run -A scripts/radosgw.ts --write-env "$f" & pid=$!
  *   while [ ! -s "$f" ] && kill -0 "$pid" 2>/dev/null; do sleep 1; done
  *   if [ -s "$f" ]; then . "$f"; else export STORAGE_TEST_S3=unavailable; fi
  *   …
@@ -30,11 +30,11 @@ import { scriptArgs } from "./lib/args.ts";
 import { startRadosgw } from "./lib/radosgw.ts";
 import type { RadosgwCluster } from "./lib/radosgw.ts";
 
-const USAGE = `Usage: deno run -A scripts/radosgw.ts [--env-file FILE] [--attempts 3] [--probe]
+const USAGE = `Usage: deno run -A scripts/radosgw.ts [--write-env FILE] [--attempts 3] [--probe]
   Starts a one-node Ceph cluster with radosgw on 127.0.0.1, prints STORAGE_TEST_S3_* as export
   lines and runs until SIGINT/SIGTERM. --probe: start, one PUT and GET, stop, exit 0 or 1.`;
 const opts = scriptArgs(USAGE, {
-  "env-file": { type: "string" },
+  "write-env": { type: "string" },
   attempts: { type: "number", default: 3, integer: true, min: 1 },
   probe: { type: "boolean" },
 });
@@ -79,12 +79,12 @@ try {
 } finally {
   if (stopping.signal.aborted) console.error(`radosgw: ${stopping.signal.reason.message}`);
   await cluster.stop();
-  if (opts["env-file"]) await Deno.remove(opts["env-file"]).catch(() => {});
+  if (opts["write-env"]) await Deno.remove(opts["write-env"]).catch(() => {});
   console.error("radosgw: stopped");
 }
 Deno.exit(status);
 
-/** Prints the export lines, and writes them to --env-file (a rename, so readers see all or none). */
+/** Prints the export lines, and writes them to --write-env (a rename, so readers see all or none). */
 async function publish(cluster: RadosgwCluster): Promise<void> {
   const lines = [
     `export STORAGE_TEST_S3_ENDPOINT=${cluster.endpoint}`,
@@ -96,7 +96,7 @@ async function publish(cluster: RadosgwCluster): Promise<void> {
     `export STORAGE_TEST_S3_DIR=${cluster.dir}`,
   ].join("\n") + "\n";
   console.log(lines);
-  const file = opts["env-file"];
+  const file = opts["write-env"];
   if (file) {
     await Deno.writeTextFile(`${file}.partial`, lines, { mode: 0o600 });
     await Deno.rename(`${file}.partial`, file);

@@ -92,8 +92,10 @@ export async function startRadosgw(options: RadosgwOptions = {}): Promise<Radosg
   const attempts = options.attempts ?? 3;
   const missing = missingRadosgwBinaries();
   if (missing.length > 0) {
-    throw new Error(`Cannot start radosgw: ${missing.join(", ")} not installed (Debian: radosgw \
-ceph-mon ceph-osd ceph-common)`);
+    throw new Error(
+      `Cannot start radosgw: ${missing.join(", ")} not installed ` +
+        "(Debian: radosgw ceph-mon ceph-osd ceph-common)",
+    );
   }
   const started = performance.now();
   const failures: string[] = [];
