@@ -51,6 +51,19 @@ export interface RecordUploadInput {
   repairedPiece?: { cid: string; sha256: string } | null;
   deal: DealRecord;
   usage: { subject: string; day: string; bytes: number };
+  /**
+   * The cap reservation this upload held. The same commit that adds the bytes
+   * to the counter settles it, so the bytes are never counted twice (which
+   * would refuse an upload that fits) nor not at all.
+   */
+  reservation?: SettledReservation | null;
+}
+
+/** What recordUpload needs of a cap reservation (limits/daily_caps.ts: Reservation). */
+export interface SettledReservation {
+  readonly id: string;
+  /** Called right after the commit, in the same synchronous step: forget it, release nothing. */
+  markSettled(): void;
 }
 
 /** Pieces, deals and daily usage counters. */

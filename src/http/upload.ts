@@ -147,11 +147,11 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         termDays: policy.termDays,
         usageSubject: policy.usageSubject,
         usageDay: reservation.day,
+        reservation,
       }).catch((error) => {
         throw apiErrorOfStoreFailure(error);
       });
-      // The bytes are in the persistent counter now; report what is left after them.
-      await reservation.release();
+      // The bytes are in the persistent counter now (the commit settled the reservation).
       const after = await deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
       const result: UploadResult = {
         cid: givenCid!, // not null: normalizeCid accepted it

@@ -17,11 +17,19 @@ import { nextUtcMidnight, utcDay } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 
 export interface Reservation {
+  /** Names the reservation to the commit that settles it (db/records.ts: recordUpload). */
+  readonly id: string;
   readonly subject: string;
   readonly day: string;
   readonly bytes: number;
   /** Gives the reserved bytes back. Idempotent; never rejects. */
   release(): Promise<void>;
+  /**
+   * The deal's commit moved the bytes into the persistent counter: the
+   * reservation is gone with it (a later release does nothing). Synchronous,
+   * so nobody sees the bytes counted twice in between.
+   */
+  markSettled(): void;
 }
 
 export interface CapStatus {
@@ -89,17 +97,21 @@ export class DailyCapLedger implements CapLedger {
     const key = keyOf(subject, status.day);
     this.#reserved.set(key, status.reservedBytes + bytes);
     let released = false;
+    const releaseNow = () => {
+      if (released) return;
+      released = true;
+      const left = (this.#reserved.get(key) ?? 0) - bytes;
+      if (left > 0) this.#reserved.set(key, left);
+      else this.#reserved.delete(key);
+    };
     const reservation: Reservation = {
+      id: crypto.randomUUID(),
       subject,
       day: status.day,
       bytes,
-      release: async () => {
-        if (released) return;
-        released = true;
-        const left = (this.#reserved.get(key) ?? 0) - bytes;
-        if (left > 0) this.#reserved.set(key, left);
-        else this.#reserved.delete(key);
-      },
+      release: async () => releaseNow(),
+      // In memory, settling is releasing: the counter in SQLite already has the bytes.
+      markSettled: releaseNow,
     };
     const after = { ...status, reservedBytes: status.reservedBytes + bytes };
     after.remainingBytes = Math.max(0, capBytes - after.usedBytes - after.reservedBytes);

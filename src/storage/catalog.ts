@@ -22,7 +22,7 @@
 import { addDays, toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { DealIdGenerator } from "./deal_id.ts";
-import type { CatalogRecords, DealRecord, PieceRecord } from "../db/records.ts";
+import type { CatalogRecords, DealRecord, PieceRecord, SettledReservation } from "../db/records.ts";
 import type { Tier } from "../domain.ts";
 import type { PieceStore, StagedPiece } from "./driver/driver.ts";
 import type { PieceDigests } from "./digests.ts";
@@ -49,6 +49,8 @@ export interface AcceptUploadInput {
   /** The counter this upload is charged to, e.g. "ip:v4:1.2.3.4" or "user:<sub>". */
   usageSubject: string;
   usageDay: string;
+  /** The cap reservation the deal's commit settles (db/records.ts: SettledReservation). */
+  reservation?: SettledReservation | null;
 }
 
 export interface CatalogOptions {
@@ -128,6 +130,7 @@ export class PieceCatalog {
           repairedPiece,
           deal,
           usage: { subject: input.usageSubject, day: input.usageDay, bytes: input.staged.size },
+          reservation: input.reservation,
         });
       } catch (error) {
         // The row never appeared, so the file must not outlive it.

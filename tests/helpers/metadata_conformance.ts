@@ -319,6 +319,28 @@ export function runMetadataConformance(
     await tomorrow.reservation.release();
   });
 
+  test("cap ledger: the deal's commit moves a reservation's bytes from reserved to used at once", async ({ metadata }) => {
+    const { capLedger: ledger, catalog } = metadata;
+    const first = await ledger.reserve("ip:settle", 1024, 2048);
+    const second = await ledger.reserve("ip:settle", 1024, 2048);
+    assertOk(first.ok && second.ok);
+    await catalog.recordUpload({
+      newPiece: pieceOf("bafksettle", 1024),
+      deal: dealOf("d001", "bafksettle", 1024),
+      usage: { subject: "ip:settle", day: DAY, bytes: 1024 },
+      reservation: first.reservation,
+    });
+    // Not counted twice: used 1 KiB, reserved only the other upload's 1 KiB.
+    const status = await ledger.status("ip:settle", 2048);
+    assertEquals([status.usedBytes, status.reservedBytes], [1024, 1024]);
+    assertEquals(await ledger.reservedTotal(), 1024);
+    // The release that follows every upload gives nothing back a second time.
+    await first.reservation.release();
+    assertEquals(await ledger.reservedTotal(), 1024);
+    await second.reservation.release();
+    assertEquals((await ledger.status("ip:settle", 2048)).remainingBytes, 1024);
+  });
+
   test("cid locks: one commit per cid at a time, different cids in parallel", async ({ metadata }) => {
     const { cidLocks } = metadata;
     const events: string[] = [];

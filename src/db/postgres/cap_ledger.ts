@@ -12,7 +12,9 @@
  *
  * Each reservation is also a row owned by its instance. Releasing deletes
  * that row and subtracts its bytes in one transaction, so a release counts
- * once however often it is called. An instance that dies (SIGKILL, lost host)
+ * once however often it is called. A successful upload's row goes in the
+ * deal's own transaction instead (catalog_records.ts: recordUpload), so its
+ * bytes move from reserved to used in one step. An instance that dies (SIGKILL, lost host)
  * cannot release: its heartbeat stops and a live instance releases its rows
  * (instances.ts). A release that fails because the database is briefly away
  * is retried by this instance's heartbeat.
@@ -81,10 +83,13 @@ export class PostgresCapLedger implements CapLedger {
     if (!counters.ok) return { ok: false, status };
     let released: Promise<void> | null = null;
     const reservation: Reservation = {
+      id,
       subject,
       day,
       bytes,
       release: () => released ??= this.#release(id),
+      // recordUpload deleted the row in the deal's transaction.
+      markSettled: () => void (released ??= Promise.resolve()),
     };
     return { ok: true, reservation, status };
   }

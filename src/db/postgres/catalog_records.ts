@@ -150,6 +150,16 @@ export class PostgresCatalogRecords implements CatalogRecords {
         VALUES (${u.subject}, ${u.day}, ${u.bytes}, 1)
         ON CONFLICT (subject, day) DO UPDATE
         SET bytes = usage_daily.bytes + excluded.bytes, uploads = usage_daily.uploads + 1`;
+      if (input.reservation) {
+        // From reserved to used in the same commit: never counted twice, never not at all.
+        const [held] = await tx`DELETE FROM cap_reservations WHERE id = ${input.reservation.id}
+          RETURNING subject, day, bytes`;
+        if (held) {
+          await tx`UPDATE usage_daily SET reserved_bytes = reserved_bytes - ${held.bytes}
+            WHERE subject = ${held.subject} AND day = ${held.day}`;
+        }
+      }
     });
+    input.reservation?.markSettled();
   }
 }

@@ -230,5 +230,7 @@ export class SqliteCatalogRecords implements CatalogRecords {
       );
       this.#addUsage.run(input.usage.subject, input.usage.day, input.usage.bytes);
     });
+    // In the commit's synchronous step: no request sees the bytes both used and reserved.
+    input.reservation?.markSettled();
   }
 }
