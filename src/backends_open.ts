@@ -55,7 +55,7 @@ export async function openBackends(
   clock: Clock,
 ): Promise<OpenedBackends> {
   const usesDataDir = config.databaseUrl === null || config.store === "disk";
-  if (!usesDataDir) return await openShared(config, logger, clock);
+  if (!usesDataDir) return await openShared(config, logger);
   const { dataDir } = config;
   if (dataDir === null) {
     logger.warn("no data directory configured: storage offline");
@@ -124,8 +124,7 @@ export async function openBackends(
 }
 
 /** PostgreSQL and a bucket: nothing on this machine, so any number of instances can run. */
-async function openShared(config: Config, logger: Logger, clock: Clock): Promise<OpenedBackends> {
-  void clock;
+async function openShared(config: Config, logger: Logger): Promise<OpenedBackends> {
   const postgres = await PostgresDatabase.open({ url: config.databaseUrl!, logger });
   try {
     return {
@@ -143,8 +142,11 @@ async function openShared(config: Config, logger: Logger, clock: Clock): Promise
   }
 }
 
-/** Loaded only when asked for: the single-box default never loads the S3 client. */
-async function openS3Store(config: Config): Promise<PieceStore> {
+/**
+ * The bucket of --store s3 (also the migrate command's target). Loaded only when
+ * asked for: the single-box default never loads the S3 client.
+ */
+export async function openS3Store(config: Config): Promise<PieceStore> {
   const { S3Store } = await import("./storage/driver/s3/s3_store.ts");
   const s3 = config.s3!;
   return new S3Store({

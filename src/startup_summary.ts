@@ -7,6 +7,7 @@
  * no tokens, no SMTP password, and of the wallet tier's RPC URL (which often
  * carries an API key) only its host.
  */
+import { whereOf } from "./db/postgres/connection.ts";
 import type { Config, TierConfig } from "./config.ts";
 import type { Logger } from "./log.ts";
 import type { CertificateSummary } from "./net/tls_files.ts";
@@ -36,7 +37,7 @@ export function logStartupSummary(logger: Logger, summary: StartupSummary): void
   logger.info("backends", {
     database: config.databaseUrl === null ? "sqlite" : "postgres",
     // Host and database name only: the URL's password stays out of logs.
-    databaseAt: config.databaseUrl === null ? undefined : postgresWhere(config.databaseUrl),
+    databaseAt: config.databaseUrl === null ? undefined : whereOf(config.databaseUrl),
     store: config.store,
     s3Endpoint: config.s3?.endpoint,
     s3Bucket: config.s3?.bucket,
@@ -78,12 +79,6 @@ export function logStartupSummary(logger: Logger, summary: StartupSummary): void
     enabled: config.metricsEnabled,
     access: config.metricsToken === null ? "public" : "bearer token",
   });
-}
-
-/** host:port/database of a PostgreSQL URL, without its user or password. */
-function postgresWhere(url: string): string {
-  const parsed = new URL(url);
-  return `${parsed.host}${parsed.pathname}`;
 }
 
 function tierFields(tier: TierConfig) {

@@ -49,7 +49,7 @@ import { silentLogger } from "../log.ts";
 import { DiskStore } from "../storage/driver/disk/disk_store.ts";
 import { StoreError } from "../storage/driver/driver.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
-import { S3Store } from "../storage/driver/s3/s3_store.ts";
+import { openS3Store } from "../backends_open.ts";
 import { DEFAULT_MIGRATE_CONCURRENCY, migrateDataDir } from "../storage/migrate.ts";
 import type { MigrationSummary } from "../storage/migrate.ts";
 import { parseCommandArgs } from "./command_args.ts";
@@ -247,15 +247,7 @@ async function openTargetStore(
     await makePrivateDirectory(target.dataDir, silentLogger);
     return await DiskStore.create({ root: dataDirPaths(target.dataDir).pieces });
   }
-  const s3 = config.s3!;
-  return new S3Store({
-    endpoint: s3.endpoint,
-    bucket: s3.bucket,
-    region: s3.region,
-    accessKeyId: s3.accessKeyId,
-    secretAccessKey: s3.secretAccessKey,
-    source: s3.sourceLabel,
-  });
+  return await openS3Store(config);
 }
 
 function describeTarget(target: PieceTarget, config: Config): string {
