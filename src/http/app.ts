@@ -14,6 +14,7 @@ import type { ErrorCode } from "../errors.ts";
 import type { Authenticator, Caller } from "../auth/caller.ts";
 import type { IpRange } from "../net/ip.ts";
 import { isDatabaseBusy } from "../db/sqlite/database.ts";
+import { isPostgresUnavailable } from "../db/postgres/connection.ts";
 import type { Logger } from "../log.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import { resolveClientKey } from "../net/ip.ts";
@@ -175,6 +176,12 @@ export function createApp(options: AppOptions): App {
         headers: { "retry-after": "1" },
       });
     }
+    if (isPostgresUnavailable(error)) {
+      options.logger.warn("database unreachable", { route: routeName, code: errorCode(error) });
+      return new ApiError("storage_offline", "The database cannot be reached; retry in a moment", {
+        headers: { "retry-after": "5" },
+      });
+    }
     // Anything we did not anticipate is our bug: log it whole, answer 500, never 400.
     options.logger.error("unhandled error", {
       route: routeName,
@@ -185,4 +192,10 @@ export function createApp(options: AppOptions): App {
   }
 
   return { fetch };
+}
+
+/** The code a driver error carries (an SQLSTATE, or a connection code like ECONNREFUSED). */
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
 }
