@@ -11,6 +11,7 @@ import type { ParseArgsOptionsConfig } from "node:util";
 import { getAddress, isAddress } from "viem";
 import { parseIpRanges } from "./net/ip.ts";
 import type { IpRange } from "./net/ip.ts";
+import type { TlsConfig } from "./net/tls_files.ts";
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
@@ -60,12 +61,6 @@ export interface S3Config {
   secretAccessKey: string;
   /** The X-Service-Source header of pieces served from the bucket. */
   sourceLabel: string;
-}
-
-/** Certificate and key files (PEM) when the server terminates TLS itself. */
-export interface TlsConfig {
-  certFile: string;
-  keyFile: string;
 }
 
 export interface Config {

@@ -11,7 +11,16 @@
  * as a failed bind or failed handshakes.
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
-import type { TlsConfig } from "../config.ts";
+
+/**
+ * Certificate and key files (PEM) when the server terminates TLS itself
+ * (--tls-cert, --tls-key). Defined here, beside the code that reads them, so
+ * net/ needs nothing from the config module that fills it in.
+ */
+export interface TlsConfig {
+  certFile: string;
+  keyFile: string;
+}
 
 /** A pair of files that cannot be served; the message names the flag and the file. */
 export class TlsFilesError extends Error {

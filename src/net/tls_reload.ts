@@ -10,11 +10,10 @@
  * while a server never idle must still switch in the end. HTTP/2 uploads
  * survive the switch either way.
  */
-import type { TlsConfig } from "../config.ts";
 import type { Logger } from "../log.ts";
 import { ListenerLostError } from "./swappable_server.ts";
 import type { SwappableServer } from "./swappable_server.ts";
-import type { TlsPair } from "./tls_files.ts";
+import type { TlsConfig, TlsPair } from "./tls_files.ts";
 import { watchTlsFiles } from "./tls_files.ts";
 
 export interface TlsReloadOptions {
