@@ -13,8 +13,8 @@
  * data directory another process serves, missing permissions) is one line
  * `error: …` on stderr and exit status 2, never a stack trace.
  */
-import { ConfigError, ENV_NAMES, loadConfig } from "./src/config.ts";
-import type { Config } from "./src/config.ts";
+import { ConfigError, ENV_NAMES, loadConfig } from "./src/config/mod.ts";
+import type { Config } from "./src/config/mod.ts";
 import { KeyFileError, keyFilePath, newKeyHex, rotateKeyFile } from "./src/auth/hmac_key.ts";
 import { PostgresDatabase, PostgresUnavailableError } from "./src/db/postgres/postgres_database.ts";
 import { runTokenCommand } from "./src/cli/token_command.ts";

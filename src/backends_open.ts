@@ -20,7 +20,7 @@
  * must not take traffic; the service manager restarts it).
  */
 import type { Clock } from "./clock.ts";
-import type { Config } from "./config.ts";
+import type { Config } from "./config/mod.ts";
 import { dataDirPaths, makePrivateDatabaseFiles, makePrivateDirectory } from "./data_dir.ts";
 import { DatabaseTooNewError, openDatabase } from "./db/sqlite/database.ts";
 import type { Database } from "./db/sqlite/database.ts";

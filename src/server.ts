@@ -9,7 +9,7 @@
 import { systemClock } from "./clock.ts";
 import { ApiError, errorResponse } from "./errors.ts";
 import type { Clock } from "./clock.ts";
-import type { Config } from "./config.ts";
+import type { Config } from "./config/mod.ts";
 import { openBackends } from "./backends_open.ts";
 import type { Metadata } from "./metadata.ts";
 import type { Database } from "./db/sqlite/database.ts";

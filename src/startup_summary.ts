@@ -8,7 +8,7 @@
  * carries an API key) only its host.
  */
 import { whereOf } from "./db/postgres/connection.ts";
-import type { Config, TierConfig } from "./config.ts";
+import type { Config, TierConfig } from "./config/mod.ts";
 import type { Logger } from "./log.ts";
 import type { CertificateSummary } from "./net/tls_files.ts";
 import { VERSION } from "./version.ts";

@@ -16,7 +16,7 @@ import type { TestServer } from "./helpers/server.ts";
 import { eventually, within } from "./helpers/wait.ts";
 import { modeOf, runMain } from "./helpers/main_process.ts";
 import { spawnServer } from "../scripts/lib/spawn_server.ts";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/config/mod.ts";
 import { createJsonLogger } from "../src/log.ts";
 import { pieceCidOfStream, sha256Cid } from "../src/piece_cid/mod.ts";
 import { startServer } from "../src/server.ts";

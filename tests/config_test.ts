@@ -1,6 +1,6 @@
 import { assertEquals, assertMatch, assertOk } from "./helpers/assert.ts";
-import { ConfigError, ENV_NAMES, loadConfig, OPTIONS } from "../src/config.ts";
-import type { Config } from "../src/config.ts";
+import { ConfigError, ENV_NAMES, loadConfig, OPTIONS } from "../src/config/mod.ts";
+import type { Config } from "../src/config/mod.ts";
 
 function configOf(args: string[], env: Record<string, string> = {}): Config {
   const loaded = loadConfig(args, env);
@@ -78,6 +78,15 @@ Deno.test("config: --help lists every flag and its variable", () => {
     assertMatch(loaded.text, new RegExp(`--${option.flag}\\b`));
     assertMatch(loaded.text, new RegExp(option.env));
   }
+});
+
+Deno.test("config: --help prints exactly the text in tests/fixtures/help.txt", async () => {
+  // Operators and packagers read this text; a change to it must be a decision, made here by
+  // updating the fixture in the same commit, never a side effect of moving code around.
+  const loaded = loadConfig(["--help"], {});
+  if (loaded.kind !== "help") throw new Error("expected help");
+  const expected = await Deno.readTextFile(new URL("./fixtures/help.txt", import.meta.url));
+  assertEquals(loaded.text, expected);
 });
 
 Deno.test("config: no flags and no environment give exactly these defaults", () => {

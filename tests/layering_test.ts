@@ -3,7 +3,9 @@
  * shortcut cannot creep back in: db/ and auth/ never import each other,
  * storage drivers know nothing of the domain code beside them (catalog,
  * digests) nor of HTTP, the wallet tier's chain code knows nothing of who
- * calls it, and domain.ts imports nothing.
+ * calls it, net/ (sockets, TLS files) takes plain values rather than the
+ * config module, config/ knows nothing of the HTTP, database or storage code
+ * that reads it, and domain.ts imports nothing.
  */
 import { assertEquals } from "./helpers/assert.ts";
 
@@ -34,6 +36,10 @@ Deno.test("layering: db/ and auth/ never import each other; drivers import no do
     },
     // The chain code answers balances and signatures; who asks, and over what, is not its business.
     { from: "wallet/", mayNotImport: ["http/", "db/", "auth/", "storage/"] },
+    // The listener and the TLS files are given what they need; a later owned accept loop too.
+    { from: "net/", mayNotImport: ["config/", "config.ts"] },
+    // Config is read by everyone, so it depends on none of its readers.
+    { from: "config/", mayNotImport: ["http/", "db/", "storage/"] },
     { from: "domain.ts", mayNotImport: [""] },
   ];
   const broken: string[] = [];

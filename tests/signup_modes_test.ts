@@ -9,7 +9,7 @@ import { bearer, errorOf, jtiOf, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
 import { startSmtpSink } from "./helpers/smtp_sink.ts";
 import type { SmtpSink } from "./helpers/smtp_sink.ts";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/config/mod.ts";
 import { spawnServer } from "../scripts/lib/spawn_server.ts";
 
 function post(server: TestServer, path: string, body: unknown) {

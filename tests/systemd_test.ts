@@ -12,7 +12,7 @@
  * service's own configuration code, so the example settings, the stop timeout and the addresses
  * nginx expects stay true to the service.
  */
-import { ENV_NAMES, loadConfig } from "../src/config.ts";
+import { ENV_NAMES, loadConfig } from "../src/config/mod.ts";
 import { resolveClientKey } from "../src/net/ip.ts";
 import { DEFAULT_DATA_DIR, runtimeFlags } from "../scripts/compile.ts";
 import { assertEquals, assertOk } from "./helpers/assert.ts";

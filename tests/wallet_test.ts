@@ -21,7 +21,7 @@ import {
   walletArgs,
   walletSignIn,
 } from "./helpers/wallet.ts";
-import { loadConfig } from "../src/config.ts";
+import { loadConfig } from "../src/config/mod.ts";
 import { privateKeyToAccount } from "viem/accounts";
 
 const KIB = 1024;

@@ -12,7 +12,7 @@
  * that is not new, and then nothing is left behind.
  */
 import { keyFilePath } from "../auth/hmac_key.ts";
-import { ConfigError } from "../config.ts";
+import { ConfigError } from "../config/mod.ts";
 import { dataDirPaths, makePrivateDirectory } from "../data_dir.ts";
 import { joinPath, removeQuietly } from "../fs/files.ts";
 import { silentLogger } from "../log.ts";

@@ -35,8 +35,8 @@
  */
 import { resolve } from "node:path";
 import { KeyFileError, keyFilePath, parseKeyHex } from "../auth/hmac_key.ts";
-import { ConfigError } from "../config.ts";
-import type { Config } from "../config.ts";
+import { ConfigError } from "../config/mod.ts";
+import type { Config } from "../config/mod.ts";
 import { dataDirPaths, makePrivateDirectory } from "../data_dir.ts";
 import { isPostgresUnavailable } from "../db/postgres/connection.ts";
 import { PostgresDatabase } from "../db/postgres/postgres_database.ts";

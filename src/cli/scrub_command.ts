@@ -12,7 +12,7 @@
  * `error: …`): a bad command line, or a data directory it cannot read.
  */
 import { systemClock } from "../clock.ts";
-import { ConfigError } from "../config.ts";
+import { ConfigError } from "../config/mod.ts";
 import { dataDirPaths } from "../data_dir.ts";
 import { openDatabase } from "../db/sqlite/database.ts";
 import { SqliteCatalogRecords } from "../db/sqlite/catalog_records.ts";

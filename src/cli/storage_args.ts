@@ -11,7 +11,7 @@
  */
 import { parseArgs } from "node:util";
 import type { ParseArgsOptionsConfig } from "node:util";
-import { ConfigError, parseSize } from "../config.ts";
+import { ConfigError, parseSize } from "../config/mod.ts";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8080";
 

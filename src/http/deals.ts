@@ -12,7 +12,7 @@ import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
 import { addDays, DAY_MS, toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/mod.ts";
 import type { CatalogRecords } from "../db/records.ts";
 import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";

@@ -11,7 +11,7 @@ import { formatUnits } from "viem";
 import { ApiError } from "../errors.ts";
 import { toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/mod.ts";
 import type { CapLedger } from "../limits/daily_caps.ts";
 import type { UploadPolicies, UploadPolicy } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";

@@ -8,7 +8,7 @@
  */
 import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/mod.ts";
 import { pieceCidV2 } from "../piece_cid/cid_codec.ts";
 import { ParallelPieceHasher } from "../piece_cid/parallel.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";

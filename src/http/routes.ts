@@ -7,7 +7,7 @@ import type { SignupVerification } from "../auth/signup_verification.ts";
 import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { Clock } from "../clock.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/mod.ts";
 import type { CatalogRecords, TokenRecords } from "../db/records.ts";
 import { ApiError } from "../errors.ts";
 import type { CapLedger } from "../limits/daily_caps.ts";

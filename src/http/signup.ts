@@ -17,7 +17,7 @@ import { parseSignupFields } from "../auth/signup_fields.ts";
 import { signupResultOf } from "../auth/signup_result.ts";
 import type { SignupVerification } from "../auth/signup_verification.ts";
 import type { TokenService } from "../auth/tokens.ts";
-import type { SignupMode } from "../config.ts";
+import type { SignupMode } from "../config/mod.ts";
 import type { WindowLimit } from "../limits/window_limit.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";

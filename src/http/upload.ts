@@ -15,7 +15,7 @@ import type { PieceStore, StageOptions } from "../storage/driver/driver.ts";
 import { parseCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createCidVerifier } from "../piece_cid/verify.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/mod.ts";
 import type { CapLedger } from "../limits/daily_caps.ts";
 import { notAdmitted } from "../limits/upload_admission.ts";
 import type { UploadAdmission } from "../limits/upload_admission.ts";

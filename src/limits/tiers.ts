@@ -9,7 +9,7 @@
  * RPC round trip (cached) and may fail with 503 wallet_unavailable.
  */
 import type { Caller } from "../auth/caller.ts";
-import type { Config } from "../config.ts";
+import type { Config } from "../config/mod.ts";
 import type { Tier } from "../domain.ts";
 import { ApiError } from "../errors.ts";
 import type { WalletBalance } from "../wallet/chain.ts";

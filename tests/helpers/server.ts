@@ -3,7 +3,7 @@
  * uses) on 127.0.0.1 port 0 with a fresh temp data directory. Dispose it with
  * `await using`, which shuts the server down and removes the directory.
  */
-import { loadConfig } from "../../src/config.ts";
+import { loadConfig } from "../../src/config/mod.ts";
 import { startServer } from "../../src/server.ts";
 import type { RunningServer } from "../../src/server.ts";
 import type { Clock } from "../../src/clock.ts";
