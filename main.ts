@@ -23,7 +23,7 @@ import { runScrubCommand } from "./src/cli/scrub_command.ts";
 import { runMigrateCommand } from "./src/cli/migrate_command.ts";
 import { DirectoryLockedError } from "./src/fs/dir_lock.ts";
 import { DatabaseTooNewError } from "./src/db/sqlite/database.ts";
-import { startServer } from "./src/server.ts";
+import { startServer } from "./src/server/start.ts";
 import { TlsFilesError } from "./src/net/tls_files.ts";
 import { silentLogger } from "./src/log.ts";
 

@@ -19,7 +19,7 @@ import { spawnServer } from "../scripts/lib/spawn_server.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { createJsonLogger } from "../src/log.ts";
 import { pieceCidOfStream, sha256Cid } from "../src/piece_cid/mod.ts";
-import { startServer } from "../src/server.ts";
+import { startServer } from "../src/server/start.ts";
 import { shardOf } from "../src/storage/driver/disk/layout.ts";
 import { RatePacer } from "../src/storage/rate_pacer.ts";
 

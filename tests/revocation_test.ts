@@ -4,7 +4,7 @@ import { bearer, errorOf, jtiOf, signup, startTestServer } from "./helpers/serve
 import type { TestServer } from "./helpers/server.ts";
 import { decodeToken, hmacSha256 } from "./helpers/jwt.ts";
 import { eventually } from "./helpers/wait.ts";
-import { startServer } from "../src/server.ts";
+import { startServer } from "../src/server/start.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { silentLogger } from "../src/log.ts";
 import { spawnServer, startTaskFlags } from "../scripts/lib/spawn_server.ts";

@@ -1,7 +1,7 @@
 /**
  * createApp returns the fetch handler of the whole service: the request
  * pipeline, and nothing else. Every long-lived object it uses is made by the
- * composition root (server.ts) and passed in, so tests build as many apps as
+ * composition root (server/) and passed in, so tests build as many apps as
  * they like, each with its own temp directory, clock and caps.
  *
  * The pipeline for every request: the fast path (a cached piece, answered

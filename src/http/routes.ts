@@ -1,6 +1,6 @@
 /**
  * The route table of the whole service: each row is a method, a path, the
- * handler built from the services the composition root (server.ts) made, and
+ * handler built from the services the composition root (server/) made, and
  * the row's API documentation. /openapi.json is generated from these rows.
  */
 import type { SignupVerification } from "../auth/signup_verification.ts";
@@ -45,7 +45,7 @@ import { createWalletNonceHandler, createWalletSignInHandler } from "./wallet.ts
 import { createWebHandlers } from "./web.ts";
 import type { WalletChain } from "../wallet/chain.ts";
 
-/** The long-lived objects handlers use; all constructed by server.ts. */
+/** The long-lived objects handlers use; all constructed by server/services.ts. */
 export interface RouteServices {
   config: Config;
   /** Public base URL without a trailing slash. */

@@ -1,7 +1,7 @@
 /**
  * The service's metric set in one object: the registry, the counters the
  * request pipeline feeds (request_metrics.ts), and the gauges read at scrape
- * time (scrape_gauges.ts). The composition root (server.ts) makes one per
+ * time (scrape_gauges.ts). The composition root (server/) makes one per
  * server when --metrics is on, and none otherwise, so a server without
  * metrics counts nothing at all.
  */

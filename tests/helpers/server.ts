@@ -4,8 +4,8 @@
  * `await using`, which shuts the server down and removes the directory.
  */
 import { loadConfig } from "../../src/config/mod.ts";
-import { startServer } from "../../src/server.ts";
-import type { RunningServer } from "../../src/server.ts";
+import { startServer } from "../../src/server/start.ts";
+import type { RunningServer } from "../../src/server/start.ts";
 import type { Clock } from "../../src/clock.ts";
 import { createJsonLogger } from "../../src/log.ts";
 import type { PieceStore } from "../../src/storage/driver/driver.ts";

@@ -5,13 +5,14 @@
  * whether /metrics is on. An operator checks a deployment by reading them, so
  * they show every setting that changes what users get, and nothing secret:
  * no tokens, no SMTP password, and of the wallet tier's RPC URL (which often
- * carries an API key) only its host.
+ * carries an API key) only its host. Then a warning for each setting that
+ * exposes something on a public address (open signup, public /metrics).
  */
-import { whereOf } from "./db/postgres/connection.ts";
-import type { Config, TierConfig } from "./config/mod.ts";
-import type { Logger } from "./log.ts";
-import type { CertificateSummary } from "./net/tls_files.ts";
-import { VERSION } from "./version.ts";
+import { whereOf } from "../db/postgres/connection.ts";
+import type { Config, TierConfig } from "../config/mod.ts";
+import type { Logger } from "../log.ts";
+import type { CertificateSummary } from "../net/tls_files.ts";
+import { VERSION } from "../version.ts";
 
 export interface StartupSummary {
   config: Config;
@@ -79,6 +80,33 @@ export function logStartupSummary(logger: Logger, summary: StartupSummary): void
     enabled: config.metricsEnabled,
     access: config.metricsToken === null ? "public" : "bearer token",
   });
+}
+
+/** Warns about what anyone who can reach a public listen address can do. */
+export function warnAboutPublicExposure(
+  logger: Logger,
+  { config, hostname }: { config: Config; hostname: string },
+): void {
+  if (isLoopback(hostname)) return;
+  if (config.signup === "open") {
+    logger.warn(
+      "signup is open on a public address: anyone can mint a token for any e-mail and read " +
+        "and revoke that user's files and tokens; use --signup verify or --signup closed",
+      { hostname },
+    );
+  }
+  if (config.metricsEnabled && config.metricsToken === null) {
+    logger.warn(
+      "/metrics is public on a public address: anyone can read traffic, disk and memory " +
+        "figures; set --metrics-token, keep /metrics behind the proxy, or --metrics false",
+      { hostname },
+    );
+  }
+}
+
+/** Loopback listen addresses: open signup there is reachable only from this machine. */
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "::1" || hostname.startsWith("127.");
 }
 
 function tierFields(tier: TierConfig) {

@@ -1,0 +1,91 @@
+/**
+ * Binding the listener: the one seam between the composition root and the
+ * socket. Behind it today: Deno.serve in a SwappableServer (plain HTTP, or
+ * HTTPS whose certificate is swapped in when its files are renewed, see
+ * net/tls_reload.ts). start.ts knows only `bindListener` and `Listener`, so an
+ * accept loop of our own in net/ (connection cap, header deadline, idle
+ * timeout) can take the place of what is behind them without touching it.
+ */
+import { ApiError, errorResponse } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import type { TlsConfig, TlsPair } from "../net/tls_files.ts";
+import { startTlsReload } from "../net/tls_reload.ts";
+import { SwappableServer } from "../net/swappable_server.ts";
+
+export interface ListenOptions {
+  hostname: string;
+  port: number;
+  /** Serve HTTPS with this pair, re-read when its files change; null = plain HTTP. */
+  tls: { files: TlsConfig; pair: TlsPair } | null;
+  handler: Deno.ServeHandler<Deno.NetAddr>;
+  logger: Logger;
+  /** How often the TLS files are checked for a renewal (default 5 s). */
+  tlsPollIntervalMs?: number;
+  /** Uploads in flight: a certificate switch waits for none, as it cuts HTTP/1.1 bodies off. */
+  uploadsInFlight(): number;
+  /** The longest a certificate switch waits for uploads to finish before switching anyway. */
+  maxUploadWaitMs: number;
+}
+
+export interface Listener {
+  /** The listen address as a URL, e.g. http://127.0.0.1:8080 (no trailing slash). */
+  readonly url: string;
+  /** The bound address (the real port when 0 was asked for). */
+  readonly addr: Deno.NetAddr;
+  /** Stops watching the TLS files, so no listener swap happens while the shutdown drains. */
+  stopCertificateReload(): Promise<void>;
+  /** Stops accepting and closes the connections; false if some were still open at the deadline. */
+  close(): Promise<boolean>;
+}
+
+/** Certificates renew weeks before they expire: a few seconds to notice is plenty. */
+const DEFAULT_TLS_POLL_INTERVAL_MS = 5_000;
+/** A client that holds an idle connection open must not hold the process hostage. */
+const SERVER_CLOSE_TIMEOUT_MS = 2_000;
+
+/** Binds at once (synchronously); throws AddrInUse and the like, with nothing left behind. */
+export function bindListener(options: ListenOptions): Listener {
+  const { logger, tls } = options;
+  const server = new SwappableServer({
+    hostname: options.hostname,
+    port: options.port,
+    tls: tls?.pair ?? null,
+    onError: (error) => {
+      // Our pipeline renders its own errors; this catches only what escapes it.
+      logger.error("unhandled server error", { error: String(error) });
+      return errorResponse(new ApiError("internal_error", "Internal server error"));
+    },
+    handler: options.handler,
+  });
+  const reload = tls === null ? null : startTlsReload({
+    files: tls.files,
+    server,
+    current: tls.pair,
+    pollIntervalMs: options.tlsPollIntervalMs ?? DEFAULT_TLS_POLL_INTERVAL_MS,
+    uploadsInFlight: options.uploadsInFlight,
+    maxUploadWaitMs: options.maxUploadWaitMs,
+    logger,
+  });
+  const host = server.addr.hostname.includes(":")
+    ? `[${server.addr.hostname}]`
+    : server.addr.hostname;
+  return {
+    url: `${server.scheme}://${host}:${server.addr.port}`,
+    addr: server.addr,
+    stopCertificateReload: async () => await reload?.stop(),
+    close: () => settlesWithin(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS),
+  };
+}
+
+/** True if the promise settled within ms. */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise.then(() => true),
+      new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), ms)),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,314 @@
+/**
+ * What the server is made of: every long-lived object the handlers use, built
+ * here from the configuration and the opened backends (start.ts adds the
+ * listener, the routes and the app). Read this file to learn what is built
+ * from what:
+ *
+ *   backends ─┬─ pieces:   hash workers, digests, catalog, reachability,
+ *             │            retrieval (with the small-piece cache), corrupt
+ *             │            watch, periodic scrub
+ *             ├─ accounts: token service (HMAC key), authenticator, signup
+ *             │            and nonce limits, wallet chain, upload policies, mailer
+ *             └─ uploads:  admission, drain, metrics
+ *
+ *   + the public base URL ── signup verification, wallet sign-in  (routeServicesOf)
+ *
+ * Two steps, because the base URL is known only once the listener is bound
+ * (with --port 0 the port is picked then): `buildServices` makes everything
+ * that can exist before it, `routeServicesOf` adds what needs it. start.ts
+ * calls both, in that order, around binding the listener.
+ */
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config/mod.ts";
+import type { Metadata } from "../metadata.ts";
+import { createRetrieval, RETRIEVAL_PATH } from "../http/pieces.ts";
+import { UPLOAD_PATH } from "../http/routes.ts";
+import type { RouteServices } from "../http/routes.ts";
+import { SmallPieceCache } from "../http/small_piece_cache.ts";
+import { UploadDrain } from "../http/upload_drain.ts";
+import { createAuthenticator } from "../auth/authenticator.ts";
+import type { Authenticator } from "../auth/caller.ts";
+import type { HmacKey } from "../auth/hmac_key.ts";
+import { SignupVerification } from "../auth/signup_verification.ts";
+import { TokenService } from "../auth/tokens.ts";
+import { WalletSignIn } from "../auth/wallet_sign_in.ts";
+import { createSmtpMailer } from "../mail/mailer.ts";
+import type { Mailer } from "../mail/mailer.ts";
+import { MIB, UploadPolicies } from "../limits/tiers.ts";
+import { UploadAdmission } from "../limits/upload_admission.ts";
+import { WindowLimit } from "../limits/window_limit.ts";
+import type { Logger } from "../log.ts";
+import { diskSpaceReader } from "../metrics/disk_space.ts";
+import { createServiceMetrics } from "../metrics/service_metrics.ts";
+import type { ServiceMetrics } from "../metrics/service_metrics.ts";
+import { StoredTotals } from "../metrics/stored_totals.ts";
+import { HashWorkerPool } from "../piece_cid/pool.ts";
+import { PieceCatalog } from "../storage/catalog.ts";
+import { CorruptPieceWatch } from "../storage/corrupt_watch.ts";
+import { DealIdGenerator } from "../storage/deal_id.ts";
+import { PieceDigests } from "../storage/digests.ts";
+import type { PieceStore } from "../storage/driver/driver.ts";
+import { PeriodicScrub } from "../storage/periodic_scrub.ts";
+import { StoreReachability } from "../storage/reachability.ts";
+import { scrubPieces } from "../storage/scrub.ts";
+import { WalletChain } from "../wallet/chain.ts";
+
+export interface ServiceDeps {
+  config: Config;
+  clock: Clock;
+  logger: Logger;
+  /** Where the records live (SQLite or PostgreSQL). */
+  metadata: Metadata;
+  /** The piece store, already wrapped by a test's fault injection if any. */
+  store: PieceStore;
+  hmacKey: HmacKey;
+  /** The SQLite database file, for the metrics' file sizes; null otherwise. */
+  dbPath: string | null;
+  /** How often cached retrievals and the corrupt watch look again. */
+  storeProbeIntervalMs: number;
+  /** Between two background scrubs; 0 = none. */
+  scrubIntervalMs: number;
+}
+
+/** Everything that exists before the listener is bound (see routeServicesOf for the rest). */
+export interface Services
+  extends Omit<RouteServices, "baseUrl" | "signupVerification" | "walletSignIn"> {
+  authenticator: Authenticator;
+  /** Sends signup codes; null without --smtp-url and --mail-from. */
+  mailer: Mailer | null;
+  /** Stops everything that runs by itself: key reload, probes, scrub, hashing, mail. */
+  stopBackgroundWork(): Promise<void>;
+}
+
+const SIGNUP_WINDOW_MS = 3_600_000;
+/** Sign-in nonces one client IP may ask for per hour (each is a row until spent or expired). */
+const WALLET_NONCES_PER_HOUR = 300;
+/** Pieces up to this size are served from memory once read. */
+const SMALL_PIECE_MAX_BYTES = 64 * 1024;
+
+/** Builds every long-lived object that does not need the public URL; starts their timers. */
+export async function buildServices(deps: ServiceDeps): Promise<Services> {
+  const { config, metadata } = deps;
+  const pieces = await buildPieceServices(deps);
+  const accounts = buildAccountServices(deps);
+  const uploadDrain = new UploadDrain();
+  return {
+    config,
+    clock: deps.clock,
+    store: deps.store,
+    records: metadata.catalog,
+    tokenRecords: metadata.tokens,
+    ledger: metadata.capLedger,
+    databaseHealth: () => metadata.health(),
+    databasePersistent: metadata.persistent,
+    catalog: pieces.catalog,
+    digests: pieces.digests,
+    hashPool: pieces.hashPool,
+    retrieval: pieces.retrieval,
+    tokens: accounts.tokens,
+    authenticator: accounts.authenticator,
+    policies: accounts.policies,
+    signupLimit: accounts.signupLimit,
+    walletChain: accounts.walletChain,
+    walletNonceLimit: accounts.walletNonceLimit,
+    mailer: accounts.mailer,
+    uploadDrain,
+    admission: new UploadAdmission({
+      maxPinnedBytes: config.uploadMemoryBytes,
+      maxPerClient: config.maxUploadsPerClient,
+    }),
+    // With --metrics false nothing is made, so nothing is counted.
+    metrics: config.metricsEnabled
+      ? buildServiceMetrics({
+        config,
+        metadata,
+        digests: pieces.digests,
+        hashPool: pieces.hashPool,
+        uploadDrain,
+        dbPath: deps.dbPath,
+      })
+      : null,
+    async stopBackgroundWork() {
+      accounts.stopWatchingKey();
+      await pieces.stop();
+      accounts.mailer?.close();
+    },
+  };
+}
+
+/** Adds what needs the public base URL (the links in signup mails, the SIWE domain). */
+export function routeServicesOf(
+  services: Services,
+  context: { baseUrl: string; metadata: Metadata },
+): RouteServices {
+  const { baseUrl, metadata } = context;
+  const { authenticator: _, mailer, stopBackgroundWork: _stop, ...shared } = services;
+  const { config, clock, walletChain } = services;
+  const { chainId } = config.wallet;
+  return {
+    ...shared,
+    baseUrl,
+    signupVerification: config.signup === "verify" && mailer
+      ? new SignupVerification({ records: metadata.signupCodes, mailer, clock, baseUrl })
+      : null,
+    walletSignIn: walletChain === null || chainId === null ? null : new WalletSignIn({
+      nonces: metadata.walletNonces,
+      tokens: services.tokens,
+      verifier: walletChain,
+      clock,
+      baseUrl,
+      chainId,
+    }),
+  };
+}
+
+/** Storing, hashing, serving and checking pieces; stop() ends their timers and workers. */
+async function buildPieceServices(deps: ServiceDeps) {
+  const { config, clock, logger, store, storeProbeIntervalMs } = deps;
+  const records = deps.metadata.catalog;
+  const hashPool = config.hashWorkers === 0
+    ? null
+    : new HashWorkerPool({ workers: config.hashWorkers ?? undefined });
+  const digests = new PieceDigests({ store, records, logger });
+  const resumed = await digests.resume();
+  if (resumed > 0) logger.info("hashing pieces stored before the last stop", { resumed });
+  const catalog = new PieceCatalog({
+    store,
+    records,
+    clock,
+    dealIds: new DealIdGenerator(clock),
+    digests,
+    cidLocks: deps.metadata.cidLocks,
+  });
+  const reachability = new StoreReachability({
+    store,
+    intervalMs: storeProbeIntervalMs,
+  });
+  const retrieval = createRetrieval({
+    store,
+    catalog,
+    logger,
+    reachability,
+    cache: new SmallPieceCache({
+      maxPieceBytes: SMALL_PIECE_MAX_BYTES,
+      maxTotalBytes: config.smallPieceCacheBytes,
+    }),
+  });
+  const corruptWatch = new CorruptPieceWatch({
+    marksAfter: (mark) => records.corruptMarksAfter(mark),
+    onCorrupt: (cid) => retrieval.distrust(cid),
+    intervalMs: storeProbeIntervalMs,
+    onError: (error) => logger.warn("cannot read corrupt-piece marks", { error: String(error) }),
+  });
+  const periodicScrub = deps.scrubIntervalMs > 0 && deps.metadata.persistent
+    ? new PeriodicScrub({
+      intervalMs: deps.scrubIntervalMs,
+      logger,
+      scrub: (signal, onFailure) =>
+        scrubPieces({
+          store,
+          records,
+          bytesPerSecond: config.scrubBytesPerSecond,
+          hashPool,
+          clock,
+          signal,
+          onFailure: (failure) => {
+            retrieval.distrust(failure.cid);
+            onFailure(failure);
+          },
+        }),
+    })
+    : null;
+  return {
+    hashPool,
+    digests,
+    catalog,
+    retrieval,
+    async stop() {
+      reachability.stop();
+      corruptWatch.stop();
+      await periodicScrub?.stop();
+      await digests.stop();
+      hashPool?.close();
+    },
+  };
+}
+
+/** Tokens, signup and the wallet tier: who may upload, and how much. */
+function buildAccountServices(deps: ServiceDeps) {
+  const { config, clock, logger, hmacKey } = deps;
+  const tokens = new TokenService({
+    hmacKey,
+    records: deps.metadata.tokens,
+    clock,
+    lifetimeDays: config.tokenLifetimeDays,
+    maxQuotaMb: Math.floor(config.token.dailyCapBytes / MIB),
+  });
+  const stopWatchingKey = hmacKey.watch(
+    config.hmacKeyReloadMs,
+    (error) => logger.error("cannot reload HMAC key", { error: String(error) }),
+  );
+  const { wallet } = config;
+  const walletChain = wallet.rpcUrl !== null && wallet.chainId !== null &&
+      wallet.usdcAddress !== null
+    ? new WalletChain({
+      rpcUrl: wallet.rpcUrl,
+      chainId: wallet.chainId,
+      usdcAddress: wallet.usdcAddress,
+      balanceTtlMs: wallet.balanceTtlMs,
+      clock,
+      logger,
+    })
+    : null;
+  return {
+    tokens,
+    stopWatchingKey,
+    authenticator: createAuthenticator(tokens),
+    walletChain,
+    policies: new UploadPolicies({ config, walletBalances: walletChain }),
+    signupLimit: new WindowLimit({
+      limit: config.signupsPerHour,
+      windowMs: SIGNUP_WINDOW_MS,
+      clock,
+    }),
+    walletNonceLimit: new WindowLimit({
+      limit: WALLET_NONCES_PER_HOUR,
+      windowMs: SIGNUP_WINDOW_MS,
+      clock,
+    }),
+    mailer: config.smtpUrl && config.mailFrom
+      ? createSmtpMailer({ url: config.smtpUrl, from: config.mailFrom })
+      : null,
+  };
+}
+
+/** What GET /metrics reads: counters, plus gauges read from the services when it is scraped. */
+function buildServiceMetrics(
+  deps: {
+    config: Config;
+    metadata: Metadata;
+    digests: PieceDigests;
+    hashPool: HashWorkerPool | null;
+    uploadDrain: UploadDrain;
+    dbPath: string | null;
+  },
+): ServiceMetrics {
+  const { config, metadata, dbPath } = deps;
+  return createServiceMetrics({
+    fastPathRoute: RETRIEVAL_PATH,
+    uploadRoute: UPLOAD_PATH,
+    digests: deps.digests,
+    hashPool: deps.hashPool,
+    uploads: deps.uploadDrain,
+    storedTotals: metadata.persistent
+      ? new StoredTotals({ count: () => metadata.catalog.storedTotals() })
+      : null,
+    databaseFiles: dbPath === null ? [] : [
+      { kind: "db", path: dbPath },
+      { kind: "wal", path: `${dbPath}-wal` },
+    ],
+    diskSpace: metadata.persistent && config.dataDir !== null && config.store === "disk"
+      ? diskSpaceReader(config.dataDir)
+      : null,
+  });
+}

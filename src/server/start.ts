@@ -1,0 +1,169 @@
+/**
+ * The composition root: config → backends (metadata in SQLite or PostgreSQL,
+ * pieces on disk or in a bucket, the HMAC key) → every long-lived object
+ * (services.ts) → the listener (listen.ts: plain or TLS, the certificate
+ * reloaded when its files change) → routes → app, and the shutdown that takes
+ * it all down again in order (shutdown.ts). Nothing outside src/server/
+ * constructs a long-lived object. main.ts and the integration tests both start
+ * the service through startServer, so tests run what production runs.
+ */
+import { systemClock } from "../clock.ts";
+import type { Clock } from "../clock.ts";
+import type { Config } from "../config/mod.ts";
+import { openBackends } from "../backends_open.ts";
+import type { Metadata } from "../metadata.ts";
+import type { Database } from "../db/sqlite/database.ts";
+import { createApp } from "../http/app.ts";
+import { createRoutes } from "../http/routes.ts";
+import type { RouteServices } from "../http/routes.ts";
+import type { Route } from "../http/router.ts";
+import { createStderrLogger, resolveLogFormat } from "../log.ts";
+import type { Logger } from "../log.ts";
+import { readTlsPair } from "../net/tls_files.ts";
+import type { PieceStore } from "../storage/driver/driver.ts";
+import { bindListener } from "./listen.ts";
+import type { Listener } from "./listen.ts";
+import { buildServices, routeServicesOf } from "./services.ts";
+import { orderedShutdown } from "./shutdown.ts";
+import type { Shutdown } from "./shutdown.ts";
+import { logStartupSummary, warnAboutPublicExposure } from "./startup_summary.ts";
+
+export interface StartServerOptions {
+  config: Config;
+  clock?: Clock;
+  logger?: Logger & { flush?(): Promise<void> };
+  /** Wraps the piece store (fault-injection tests); production passes nothing. */
+  wrapStore?: (store: PieceStore) => PieceStore;
+  /** How often cached retrievals re-check that the store is there (default 1 s). */
+  storeProbeIntervalMs?: number;
+  /** Overrides --scrub-interval (given in hours) for tests; 0 = no periodic scrub. */
+  scrubIntervalMs?: number;
+  /** How often the TLS files are checked for a renewal (default 5 s). */
+  tlsPollIntervalMs?: number;
+}
+
+export interface RunningServer {
+  /** The listen address as a URL, e.g. http://127.0.0.1:8080 (no trailing slash). */
+  url: string;
+  baseUrl: string;
+  port: number;
+  /** The long-lived objects, for tests that look inside (ledger, digests, …). */
+  services: RouteServices;
+  routes: readonly Route[];
+  store: PieceStore;
+  /** Where the records live (SQLite or PostgreSQL), for tests that look inside. */
+  metadata: Metadata;
+  /** The SQLite database, for tests that look inside; throws when the metadata is in PostgreSQL. */
+  readonly db: Database;
+  /** Stops accepting, lets in-flight requests finish (up to the timeout), then closes. */
+  shutdown: Shutdown;
+}
+
+const DEFAULT_STORE_PROBE_INTERVAL_MS = 1000;
+const HOUR_MS = 3_600_000;
+
+/**
+ * Starts the service, in this order: read the TLS files (bad ones stop the
+ * start before the data directory is touched), open the backends, build the
+ * services, bind the listener, log the summary, and only then make the routes
+ * and the app, which need the public URL the listener decides (--port 0).
+ */
+export async function startServer(options: StartServerOptions): Promise<RunningServer> {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ??
+    createStderrLogger({ format: resolveLogFormat(config.logFormat) });
+
+  const tlsPair = config.tls === null ? null : await readTlsPair(config.tls);
+  const backends = await openBackends(config, logger, clock);
+  const { metadata } = backends;
+  const closeStorage = async () => {
+    await metadata.close();
+    backends.lock?.release();
+  };
+  const store = options.wrapStore ? options.wrapStore(backends.store) : backends.store;
+  const cleaned = await store.cleanup();
+  if (cleaned.removedTemporaryFiles > 0) {
+    logger.info("removed leftovers of interrupted uploads", {
+      files: cleaned.removedTemporaryFiles,
+    });
+  }
+  const services = await buildServices({
+    config,
+    clock,
+    logger,
+    metadata,
+    store,
+    hmacKey: backends.hmacKey,
+    dbPath: backends.dbPath,
+    storeProbeIntervalMs: options.storeProbeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
+    scrubIntervalMs: options.scrubIntervalMs ?? config.scrubIntervalHours * HOUR_MS,
+  });
+
+  // With --port 0 the base URL is known only once bound. Requests are dispatched
+  // after this synchronous block ends, so `app` is assigned before the first one.
+  let listener: Listener;
+  try {
+    listener = bindListener({
+      hostname: config.hostname,
+      port: config.port,
+      tls: config.tls === null || tlsPair === null ? null : { files: config.tls, pair: tlsPair },
+      handler: (request, info) => app.fetch(request, info),
+      logger,
+      tlsPollIntervalMs: options.tlsPollIntervalMs,
+      uploadsInFlight: () => services.uploadDrain.inFlight,
+      maxUploadWaitMs: config.shutdownTimeoutMs,
+    });
+  } catch (error) {
+    // Nothing is served: take down what was started (a port in use must not leave the
+    // data directory locked, or timers and workers running).
+    await services.stopBackgroundWork();
+    await closeStorage();
+    throw error;
+  }
+  const baseUrl = config.baseUrl ?? listener.url;
+  logStartupSummary(logger, {
+    config,
+    url: listener.url,
+    baseUrl,
+    certificate: tlsPair?.certificate ?? null,
+    hmacKeyWhere: backends.hmacKeyWhere,
+  });
+  warnAboutPublicExposure(logger, { config, hostname: listener.addr.hostname });
+  const routeServices = routeServicesOf(services, { baseUrl, metadata });
+  const routes = createRoutes(routeServices);
+  const app = createApp({
+    routes,
+    fastPath: services.retrieval.fastPath,
+    authenticator: services.authenticator,
+    baseUrl,
+    trustedProxies: config.trustedProxies,
+    logger,
+    logRequests: config.logRequests,
+    bodyIdleTimeoutMs: config.bodyIdleTimeoutMs,
+    uploadDrain: services.uploadDrain,
+    metrics: services.metrics?.requests ?? null,
+  });
+
+  return {
+    url: listener.url,
+    baseUrl,
+    port: listener.addr.port,
+    services: routeServices,
+    routes,
+    store,
+    metadata,
+    get db(): Database {
+      if (backends.sqlite === null) throw new Error("This server keeps its metadata in PostgreSQL");
+      return backends.sqlite;
+    },
+    shutdown: orderedShutdown({
+      listener,
+      uploadDrain: services.uploadDrain,
+      stopBackgroundWork: services.stopBackgroundWork,
+      closeStorage,
+      defaultTimeoutMs: config.shutdownTimeoutMs,
+      logger,
+    }),
+  };
+}
