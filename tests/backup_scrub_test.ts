@@ -7,7 +7,7 @@
  * a repair. Commands run as real subprocesses with real permission flags.
  */
 import { assertEquals, assertMatch, assertOk, assertRejects } from "./helpers/assert.ts";
-import { scrubPieces } from "../src/storage/scrub.ts";
+import { scrubPieces } from "../src/ops/scrub.ts";
 import type { PieceStore } from "../src/storage/driver/driver.ts";
 import { systemClock } from "../src/clock.ts";
 import { KIB, MIB, sha256 } from "./helpers/bytes.ts";
@@ -21,7 +21,7 @@ import { createJsonLogger } from "../src/log.ts";
 import { pieceCidOfStream, sha256Cid } from "../src/piece_cid/mod.ts";
 import { startServer } from "../src/server/start.ts";
 import { shardOf } from "../src/storage/driver/disk/layout.ts";
-import { RatePacer } from "../src/storage/rate_pacer.ts";
+import { RatePacer } from "../src/ops/rate_pacer.ts";
 
 /** A backup may read the live directory and write only its own. */
 function backupFlags(source: string, destination: string): string[] {

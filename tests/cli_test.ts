@@ -15,7 +15,7 @@ import type { StagedPiece, StageOptions } from "../src/storage/driver/driver.ts"
 import { MANIFEST_CONTENT_TYPE } from "../src/client/types.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
-const CLI = `${ROOT}src/cli/storage.ts`;
+const CLI = `${ROOT}src/cli/storage/main.ts`;
 const KIB = 1024;
 
 /**

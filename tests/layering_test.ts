@@ -5,7 +5,9 @@
  * digests) nor of HTTP, the wallet tier's chain code knows nothing of who
  * calls it, net/ (sockets, TLS files) takes plain values rather than the
  * config module, config/ knows nothing of the HTTP, database or storage code
- * that reads it, and domain.ts imports nothing.
+ * that reads it, domain.ts and units.ts import nothing, the user's `storage`
+ * command knows nothing of the server, and the operator's work (ops/) is
+ * no HTTP.
  */
 import { assertEquals } from "./helpers/assert.ts";
 
@@ -41,6 +43,13 @@ Deno.test("layering: db/ and auth/ never import each other; drivers import no do
     // Config is read by everyone, so it depends on none of its readers.
     { from: "config/", mayNotImport: ["http/", "db/", "storage/"] },
     { from: "domain.ts", mayNotImport: [""] },
+    { from: "units.ts", mayNotImport: [""] },
+    // The user's CLI runs on the user's machine, against the SDK: nothing of the server.
+    {
+      from: "cli/storage/",
+      mayNotImport: ["config", "server", "http/", "db/", "storage/", "ops/", "cli/operator/"],
+    },
+    { from: "ops/", mayNotImport: ["http/", "cli/"] },
   ];
   const broken: string[] = [];
   let checked = 0;

@@ -26,7 +26,7 @@ import { openDatabase } from "../src/db/sqlite/database.ts";
 import { silentLogger } from "../src/log.ts";
 import { sha256Cid } from "../src/piece_cid/mod.ts";
 import { DiskStore } from "../src/storage/driver/disk/disk_store.ts";
-import { migrateDataDir } from "../src/storage/migrate.ts";
+import { migrateDataDir } from "../src/ops/migrate.ts";
 import { shardOf } from "../src/storage/driver/disk/layout.ts";
 
 const ignore = !postgresAvailable();

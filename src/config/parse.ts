@@ -8,6 +8,7 @@
 import { getAddress, isAddress } from "viem";
 import { parseIpRanges } from "../net/ip.ts";
 import type { IpRange } from "../net/ip.ts";
+import { parseSize as parseSizeOf } from "../units.ts";
 
 /** A setting that cannot be used; the message names the flag or variable and says why. */
 export class ConfigError extends Error {
@@ -17,31 +18,12 @@ export class ConfigError extends Error {
   }
 }
 
-const KIB = 1024;
-export const MIB = 1024 * KIB;
-const GIB = 1024 * MIB;
+/** Mebibytes: caps are whole MiB (load.ts checks it). */
+export { MIB } from "../units.ts";
 
-const SIZE_UNITS: Record<string, number> = {
-  "": 1,
-  b: 1,
-  kib: KIB,
-  mib: MIB,
-  gib: GIB,
-  tib: 1024 * GIB,
-};
-
-/** Parses "100MiB", "5GiB" or a bare byte count. */
+/** Parses "100MiB", "5GiB" or a bare byte count (units.ts); a bad one is a ConfigError. */
 export function parseSize(value: string, name: string): number {
-  const match = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(value);
-  const unit = match ? SIZE_UNITS[match[2].toLowerCase()] : undefined;
-  if (!match || unit === undefined) {
-    throw new ConfigError(`${name} must be a size like 100MiB or 1048576, got "${value}"`);
-  }
-  const bytes = Number(match[1]) * unit;
-  if (!Number.isSafeInteger(bytes) || bytes <= 0) {
-    throw new ConfigError(`${name} must be a positive size, got "${value}"`);
-  }
-  return bytes;
+  return parseSizeOf(value, name, (message) => new ConfigError(message));
 }
 
 export function parseInteger(

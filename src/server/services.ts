@@ -48,9 +48,9 @@ import { CorruptPieceWatch } from "../storage/corrupt_watch.ts";
 import { DealIdGenerator } from "../storage/deal_id.ts";
 import { PieceDigests } from "../storage/digests.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
-import { PeriodicScrub } from "../storage/periodic_scrub.ts";
+import { PeriodicScrub } from "../ops/periodic_scrub.ts";
 import { StoreReachability } from "../storage/reachability.ts";
-import { scrubPieces } from "../storage/scrub.ts";
+import { scrubPieces } from "../ops/scrub.ts";
 import { WalletChain } from "../wallet/chain.ts";
 
 export interface ServiceDeps {

@@ -13,7 +13,7 @@
  * it (see digests.ts), so a re-upload computes whichever side is missing.
  *
  * The one exception to "stored bytes never change" is a repair: when a scrub
- * marked a piece corrupt (storage/scrub.ts), an upload of the right bytes
+ * marked a piece corrupt (ops/scrub.ts), an upload of the right bytes
  * replaces the file and clears the mark. "Right" means the recorded size, and
  * either verified against the cid on the way in or equal to the recorded
  * SHA-256 (an opaque cid whose digest was never known takes the first

@@ -1,5 +1,5 @@
 /**
- * Pieces whose stored bytes failed a scrub (src/storage/scrub.ts): a wrong
+ * Pieces whose stored bytes failed a scrub (src/ops/scrub.ts): a wrong
  * size, SHA-256 or cid, or no file at all. Retrieval answers 503
  * piece_corrupt for them instead of serving wrong bytes; an upload of the
  * right bytes, or a scrub that finds them right again (restored from a

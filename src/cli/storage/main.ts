@@ -12,19 +12,19 @@
  * results, stderr for the progress bar (terminals only) and the one error
  * line, Ctrl-C as an abort signal, STORAGE_URL / STORAGE_TOKEN (and
  * STORAGE_WALLET_KEY for wallet login) from the environment, and the
- * documented exit status (src/cli/storage_errors.ts).
+ * documented exit status (src/cli/storage/errors.ts).
  */
-import { StorageClient } from "../client/mod.ts";
-import { nativeSha256 } from "../client/native_sha256.ts";
-import { ACCOUNT_COMMANDS } from "./storage_account.ts";
-import { parseCommandLine } from "./storage_args.ts";
-import type { CommandLine, GlobalOptions } from "./storage_args.ts";
-import { downloadCommand } from "./storage_download.ts";
-import { EXIT, failureOf, InterruptedError, LocalFileError } from "./storage_errors.ts";
-import type { CliIo } from "./storage_output.ts";
-import { terminalProgress } from "./storage_progress.ts";
-import { cidCommand, uploadCommand } from "./storage_upload.ts";
-import { WALLET_KEY_VARIABLE, walletLoginCommand } from "./storage_wallet.ts";
+import { StorageClient } from "../../client/mod.ts";
+import { nativeSha256 } from "../../client/native_sha256.ts";
+import { ACCOUNT_COMMANDS } from "./account.ts";
+import { parseCommandLine } from "./args.ts";
+import type { CommandLine, GlobalOptions } from "./args.ts";
+import { downloadCommand } from "./download.ts";
+import { EXIT, failureOf, InterruptedError, LocalFileError } from "./errors.ts";
+import type { CliIo } from "./output.ts";
+import { terminalProgress } from "./progress.ts";
+import { cidCommand, uploadCommand } from "./upload.ts";
+import { WALLET_KEY_VARIABLE, walletLoginCommand } from "./wallet.ts";
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -15,23 +15,23 @@
  */
 import { parseArgs } from "node:util";
 import type { ParseArgsOptionsConfig } from "node:util";
-import { HmacKey, keyFilePath } from "../auth/hmac_key.ts";
-import { TokenService, userIdOf } from "../auth/tokens.ts";
-import { systemClock, toRfc3339 } from "../clock.ts";
-import type { Clock } from "../clock.ts";
-import { ConfigError, loadConfig, OPTIONS } from "../config/mod.ts";
-import type { Config } from "../config/mod.ts";
-import { dataDirPaths, makePrivateDatabaseFiles, makePrivateDirectory } from "../data_dir.ts";
-import { openDatabase } from "../db/sqlite/database.ts";
-import { pathExists } from "../fs/files.ts";
-import { SqliteTokenRecords } from "../db/sqlite/token_records.ts";
-import type { TokenRecords } from "../db/records.ts";
-import { PostgresDatabase } from "../db/postgres/postgres_database.ts";
-import { ApiError } from "../errors.ts";
-import { signupResultOf } from "../auth/signup_result.ts";
-import { parseSignupFields } from "../auth/signup_fields.ts";
-import { MIB } from "../limits/tiers.ts";
-import { silentLogger } from "../log.ts";
+import { HmacKey, keyFilePath } from "../../auth/hmac_key.ts";
+import { TokenService, userIdOf } from "../../auth/tokens.ts";
+import { systemClock, toRfc3339 } from "../../clock.ts";
+import type { Clock } from "../../clock.ts";
+import { ConfigError, loadConfig, OPTIONS } from "../../config/mod.ts";
+import type { Config } from "../../config/mod.ts";
+import { dataDirPaths, makePrivateDatabaseFiles, makePrivateDirectory } from "../../data_dir.ts";
+import { openDatabase } from "../../db/sqlite/database.ts";
+import { pathExists } from "../../fs/files.ts";
+import { SqliteTokenRecords } from "../../db/sqlite/token_records.ts";
+import type { TokenRecords } from "../../db/records.ts";
+import { PostgresDatabase } from "../../db/postgres/postgres_database.ts";
+import { ApiError } from "../../errors.ts";
+import { signupResultOf } from "../../auth/signup_result.ts";
+import { parseSignupFields } from "../../auth/signup_fields.ts";
+import { MIB } from "../../limits/tiers.ts";
+import { silentLogger } from "../../log.ts";
 
 export const TOKEN_USAGE =
   `Usage: main.ts token mint --email EMAIL --label LABEL [--scopes put,get,list,pin] [--quota-mb N]

@@ -5,18 +5,18 @@
  *
  * The key comes from the environment only: on a command line it would stay
  * in shell history and show in `ps`, so the parser refuses it there
- * (storage_args.ts), and nothing here repeats it, not even in an error. It
+ * (args.ts), and nothing here repeats it, not even in an error. It
  * signs one message on this machine and is never sent.
  */
 import { privateKeyToAccount } from "viem/accounts";
-import { signInWithWallet } from "../client/wallet.ts";
-import type { WalletSignInResult } from "../client/wallet.ts";
-import { newTokenLines } from "./storage_account.ts";
-import { integerFlag, UsageError } from "./storage_args.ts";
-import type { Flags, GlobalOptions } from "./storage_args.ts";
-import { EXIT } from "./storage_errors.ts";
-import { printJson, printLines } from "./storage_output.ts";
-import type { CliIo } from "./storage_output.ts";
+import { signInWithWallet } from "../../client/wallet.ts";
+import type { WalletSignInResult } from "../../client/wallet.ts";
+import { newTokenLines } from "./account.ts";
+import { integerFlag, UsageError } from "./args.ts";
+import type { Flags, GlobalOptions } from "./args.ts";
+import { EXIT } from "./errors.ts";
+import { printJson, printLines } from "./output.ts";
+import type { CliIo } from "./output.ts";
 
 export const WALLET_KEY_VARIABLE = "STORAGE_WALLET_KEY";
 

@@ -10,16 +10,16 @@
  * download starts and again, atomically, at the end (a hard link refuses to
  * replace a file, where a rename would not).
  */
-import { parseCid } from "../piece_cid/mod.ts";
+import { parseCid } from "../../piece_cid/mod.ts";
 import { basename, dirname, join } from "node:path";
-import type { StorageClient } from "../client/mod.ts";
-import type { DownloadProgress } from "../client/types.ts";
-import type { Flags, GlobalOptions } from "./storage_args.ts";
-import { EXIT, InterruptedError, LocalFileError } from "./storage_errors.ts";
-import { fileErrorText } from "./storage_files.ts";
-import { printJson, printLines } from "./storage_output.ts";
-import type { CliIo } from "./storage_output.ts";
-import { formatBytes } from "./storage_progress.ts";
+import type { StorageClient } from "../../client/mod.ts";
+import type { DownloadProgress } from "../../client/types.ts";
+import type { Flags, GlobalOptions } from "./args.ts";
+import { EXIT, InterruptedError, LocalFileError } from "./errors.ts";
+import { fileErrorText } from "./files.ts";
+import { printJson, printLines } from "./output.ts";
+import type { CliIo } from "./output.ts";
+import { formatBytes } from "./progress.ts";
 
 export interface DownloadCommandOptions {
   io: CliIo;

@@ -5,7 +5,7 @@
  * Commands get this as an object, so the entry point decides the real
  * streams and nothing else touches Deno.stdout.
  */
-import type { Progress } from "./storage_progress.ts";
+import type { Progress } from "./progress.ts";
 
 export interface CliIo {
   /** Writes text to stdout, as is. */

@@ -1,6 +1,6 @@
 /**
  * `main.ts migrate --from-data-dir DIR [target flags]` — moves a single-box
- * data directory into the scale-out backends (storage/migrate.ts does the
+ * data directory into the scale-out backends (ops/migrate.ts does the
  * work and says what is copied, in which order, and why a rerun is safe).
  *
  * The target is given with the server's own flags, so the environment that
@@ -34,24 +34,24 @@
  * was done stays done; run again).
  */
 import { resolve } from "node:path";
-import { KeyFileError, keyFilePath, parseKeyHex } from "../auth/hmac_key.ts";
-import { ConfigError } from "../config/mod.ts";
-import type { Config } from "../config/mod.ts";
-import { dataDirPaths, makePrivateDirectory } from "../data_dir.ts";
-import { isPostgresUnavailable } from "../db/postgres/connection.ts";
-import { PostgresDatabase } from "../db/postgres/postgres_database.ts";
-import { openDatabase } from "../db/sqlite/database.ts";
-import type { Database } from "../db/sqlite/database.ts";
-import { DirectoryLockedError, lockDirectory } from "../fs/dir_lock.ts";
-import type { DirectoryLock } from "../fs/dir_lock.ts";
-import { pathExists } from "../fs/files.ts";
-import { silentLogger } from "../log.ts";
-import { DiskStore } from "../storage/driver/disk/disk_store.ts";
-import { StoreError } from "../storage/driver/driver.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
-import { openS3Store } from "../backends_open.ts";
-import { DEFAULT_MIGRATE_CONCURRENCY, migrateDataDir } from "../storage/migrate.ts";
-import type { MigrationSummary } from "../storage/migrate.ts";
+import { KeyFileError, keyFilePath, parseKeyHex } from "../../auth/hmac_key.ts";
+import { ConfigError } from "../../config/mod.ts";
+import type { Config } from "../../config/mod.ts";
+import { dataDirPaths, makePrivateDirectory } from "../../data_dir.ts";
+import { isPostgresUnavailable } from "../../db/postgres/connection.ts";
+import { PostgresDatabase } from "../../db/postgres/postgres_database.ts";
+import { openDatabase } from "../../db/sqlite/database.ts";
+import type { Database } from "../../db/sqlite/database.ts";
+import { DirectoryLockedError, lockDirectory } from "../../fs/dir_lock.ts";
+import type { DirectoryLock } from "../../fs/dir_lock.ts";
+import { pathExists } from "../../fs/files.ts";
+import { silentLogger } from "../../log.ts";
+import { DiskStore } from "../../storage/driver/disk/disk_store.ts";
+import { StoreError } from "../../storage/driver/driver.ts";
+import type { PieceStore } from "../../storage/driver/driver.ts";
+import { openS3Store } from "../../backends_open.ts";
+import { DEFAULT_MIGRATE_CONCURRENCY, migrateDataDir } from "../../ops/migrate.ts";
+import type { MigrationSummary } from "../../ops/migrate.ts";
 import { parseCommandArgs } from "./command_args.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
 

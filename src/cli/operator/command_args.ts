@@ -8,8 +8,8 @@
  */
 import { parseArgs } from "node:util";
 import type { ParseArgsOptionsConfig } from "node:util";
-import { ConfigError, loadConfig, OPTIONS } from "../config/mod.ts";
-import type { Config } from "../config/mod.ts";
+import { ConfigError, loadConfig, OPTIONS } from "../../config/mod.ts";
+import type { Config } from "../../config/mod.ts";
 
 /** What main.ts hands an operator command. */
 export interface OperatorCommandOptions {

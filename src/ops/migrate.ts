@@ -38,8 +38,8 @@ import type { Database } from "../db/sqlite/database.ts";
 import { SqliteCatalogRecords } from "../db/sqlite/catalog_records.ts";
 import type { Sql, TransactionSql } from "../db/postgres/connection.ts";
 import type { PieceRecord } from "../db/records.ts";
-import { StoreError } from "./driver/driver.ts";
-import type { PieceStore } from "./driver/driver.ts";
+import { StoreError } from "../storage/driver/driver.ts";
+import type { PieceStore } from "../storage/driver/driver.ts";
 
 /** Pieces copied at once by default: enough to overlap the target's round trips. */
 export const DEFAULT_MIGRATE_CONCURRENCY = 4;

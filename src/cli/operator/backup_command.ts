@@ -1,6 +1,6 @@
 /**
  * `main.ts backup DEST` — a consistent copy of the data directory while the
- * server runs (storage/backup.ts says why it is consistent). DEST must not
+ * server runs (ops/backup.ts says why it is consistent). DEST must not
  * exist or be empty; it becomes a data directory `main.ts --data-dir DEST`
  * serves as it is: 0700, the database and key file 0600, the key copied so
  * that tokens keep working. It takes no lock and writes nothing in the live
@@ -11,15 +11,15 @@
  * summary); 2 (one line `error: …`): a bad command line or a destination
  * that is not new, and then nothing is left behind.
  */
-import { keyFilePath } from "../auth/hmac_key.ts";
-import { ConfigError } from "../config/mod.ts";
-import { dataDirPaths, makePrivateDirectory } from "../data_dir.ts";
-import { joinPath, removeQuietly } from "../fs/files.ts";
-import { silentLogger } from "../log.ts";
-import { backupDataDir } from "../storage/backup.ts";
-import { DiskStore } from "../storage/driver/disk/disk_store.ts";
+import { keyFilePath } from "../../auth/hmac_key.ts";
+import { ConfigError } from "../../config/mod.ts";
+import { dataDirPaths, makePrivateDirectory } from "../../data_dir.ts";
+import { joinPath, removeQuietly } from "../../fs/files.ts";
+import { silentLogger } from "../../log.ts";
+import { backupDataDir } from "../../ops/backup.ts";
+import { DiskStore } from "../../storage/driver/disk/disk_store.ts";
 import { parseCommandArgs } from "./command_args.ts";
-import { pathExists } from "../fs/files.ts";
+import { pathExists } from "../../fs/files.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
 
 export const BACKUP_USAGE = "main.ts backup DEST [--data-dir DIR] [--hmac-key-file FILE]";

@@ -25,7 +25,7 @@ import type { CatalogRecords, PieceRecord } from "../db/records.ts";
 import { parseCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createCidVerifier } from "../piece_cid/verify.ts";
-import type { PieceStore } from "./driver/driver.ts";
+import type { PieceStore } from "../storage/driver/driver.ts";
 import { RatePacer } from "./rate_pacer.ts";
 
 /** Rows read from the database at a time, so a large catalog never sits in memory. */

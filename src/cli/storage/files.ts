@@ -6,7 +6,7 @@
  * .html or .png is served back with a useful type.
  */
 import { basename, extname } from "node:path";
-import { LocalFileError } from "./storage_errors.ts";
+import { LocalFileError } from "./errors.ts";
 
 export interface InputFile {
   /** As the user wrote it. */

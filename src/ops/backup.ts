@@ -28,9 +28,9 @@ import { SqliteCatalogRecords } from "../db/sqlite/catalog_records.ts";
 import type { CatalogRecords } from "../db/records.ts";
 import { writeFileAtomic } from "../fs/atomic_write.ts";
 import { joinPath, syncDirectory } from "../fs/files.ts";
-import { DiskStore } from "./driver/disk/disk_store.ts";
-import { StoreError } from "./driver/driver.ts";
-import type { PieceStore } from "./driver/driver.ts";
+import { DiskStore } from "../storage/driver/disk/disk_store.ts";
+import { StoreError } from "../storage/driver/driver.ts";
+import type { PieceStore } from "../storage/driver/driver.ts";
 
 /** Pieces copied at once: enough to overlap the fsyncs of small files. */
 const DEFAULT_CONCURRENCY = 8;

@@ -5,8 +5,8 @@
  * decided here and nowhere else. None of these prints a stack trace; only an
  * error nobody expected (a bug) does.
  */
-import { NetworkError, StorageError, VerificationError } from "../client/mod.ts";
-import { UsageError } from "./storage_args.ts";
+import { NetworkError, StorageError, VerificationError } from "../../client/mod.ts";
+import { UsageError } from "./args.ts";
 
 export const EXIT = {
   ok: 0,

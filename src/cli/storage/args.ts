@@ -11,7 +11,7 @@
  */
 import { parseArgs } from "node:util";
 import type { ParseArgsOptionsConfig } from "node:util";
-import { ConfigError, parseSize } from "../config/mod.ts";
+import { parseSize } from "../../units.ts";
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8080";
 
@@ -297,12 +297,7 @@ export function integerFlag(flag: string, raw: string, min: number, max: number)
 
 /** A size like 100MiB, 64KiB or 1048576 (bytes), or a UsageError naming the flag. */
 export function sizeFlag(flag: string, raw: string): number {
-  try {
-    return parseSize(raw, flag);
-  } catch (error) {
-    if (error instanceof ConfigError) throw new UsageError(error.message);
-    throw error;
-  }
+  return parseSize(raw, flag, (message) => new UsageError(message));
 }
 
 export function mainHelp(): string {

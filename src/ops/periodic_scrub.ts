@@ -1,6 +1,6 @@
 /**
  * The server's own scrub (`--scrub-interval`, off by default): one pass over
- * every piece (storage/scrub.ts), then a pause of the interval, then the
+ * every piece (ops/scrub.ts), then a pause of the interval, then the
  * next; a pass never overlaps the one before. What a pass finds is logged:
  * a line per failing piece as it is found (an error, for alerting) and a
  * summary at the end. Stopping aborts a pass in progress between two reads.

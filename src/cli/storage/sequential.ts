@@ -11,7 +11,7 @@
  * a normal upload. If the hash pass fails or is cancelled, the gate fails too,
  * so no uploader waits forever.
  */
-import type { ByteSource } from "../client/mod.ts";
+import type { ByteSource } from "../../client/mod.ts";
 
 export function hashThenUpload<S extends ByteSource>(source: S): S {
   const hashed = Promise.withResolvers<void>();

@@ -1,7 +1,7 @@
 /**
  * `main.ts scrub` — re-reads every stored piece and checks it against its
  * recorded size and SHA-256, and against its cid when the cid is verifiable
- * (storage/scrub.ts). Pieces that fail are marked corrupt in the database, so
+ * (ops/scrub.ts). Pieces that fail are marked corrupt in the database, so
  * a running server answers 503 piece_corrupt for them instead of their bytes;
  * pieces that verify again are unmarked. Files no row names are reported as
  * orphans. Reading is paced by --scrub-rate, so it can run beside a serving
@@ -11,17 +11,17 @@
  * 1: corrupt or missing pieces (named in the report); 2 (one line
  * `error: …`): a bad command line, or a data directory it cannot read.
  */
-import { systemClock } from "../clock.ts";
-import { ConfigError } from "../config/mod.ts";
-import { dataDirPaths } from "../data_dir.ts";
-import { openDatabase } from "../db/sqlite/database.ts";
-import { SqliteCatalogRecords } from "../db/sqlite/catalog_records.ts";
-import { HashWorkerPool } from "../piece_cid/pool.ts";
-import { DiskStore } from "../storage/driver/disk/disk_store.ts";
-import { StoreError } from "../storage/driver/driver.ts";
-import { scrubPieces } from "../storage/scrub.ts";
+import { systemClock } from "../../clock.ts";
+import { ConfigError } from "../../config/mod.ts";
+import { dataDirPaths } from "../../data_dir.ts";
+import { openDatabase } from "../../db/sqlite/database.ts";
+import { SqliteCatalogRecords } from "../../db/sqlite/catalog_records.ts";
+import { HashWorkerPool } from "../../piece_cid/pool.ts";
+import { DiskStore } from "../../storage/driver/disk/disk_store.ts";
+import { StoreError } from "../../storage/driver/driver.ts";
+import { scrubPieces } from "../../ops/scrub.ts";
 import { parseCommandArgs } from "./command_args.ts";
-import { pathExists } from "../fs/files.ts";
+import { pathExists } from "../../fs/files.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
 
 export const SCRUB_USAGE = "main.ts scrub [--scrub-rate SIZE] [--data-dir DIR] [--hash-workers N]";

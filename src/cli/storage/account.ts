@@ -1,19 +1,19 @@
 /**
  * The account commands: signup (and signup verify), tokens list / revoke,
  * files, usage, limits, extend (wallet login, which needs no client, is
- * storage_wallet.ts). Each is one SDK call; this module validates
+ * wallet.ts). Each is one SDK call; this module validates
  * the flags (exit 2 before any request), and prints the answer: the server's
  * JSON object as is with --json, a short table or a few lines otherwise.
  *
  * The one secret that is ever printed is a new token from signup (or wallet
  * login): shown once, as the server shows it. The token the command runs with never is.
  */
-import type { SignupResult, StorageClient } from "../client/mod.ts";
-import { integerFlag, sizeFlag, UsageError } from "./storage_args.ts";
-import type { Flags, GlobalOptions } from "./storage_args.ts";
-import { printJson, printLines, table } from "./storage_output.ts";
-import type { CliIo } from "./storage_output.ts";
-import { formatBytes } from "./storage_progress.ts";
+import type { SignupResult, StorageClient } from "../../client/mod.ts";
+import { integerFlag, sizeFlag, UsageError } from "./args.ts";
+import type { Flags, GlobalOptions } from "./args.ts";
+import { printJson, printLines, table } from "./output.ts";
+import type { CliIo } from "./output.ts";
+import { formatBytes } from "./progress.ts";
 
 export interface AccountCommandOptions {
   io: CliIo;

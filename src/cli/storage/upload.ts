@@ -5,18 +5,18 @@
  * checks the files first, turns SDK progress into the progress bar, and prints
  * the results: one file's object, or `{"files": [...]}` for several.
  */
-import { HashWorkerPool, pieceCid } from "../client/mod.ts";
-import type { StorageClient } from "../client/mod.ts";
-import { fileSource } from "../client/fs.ts";
-import type { UploadProgress, UploadResult } from "../client/types.ts";
-import { integerFlag, sizeFlag, UsageError } from "./storage_args.ts";
-import type { Flags, GlobalOptions } from "./storage_args.ts";
-import { checkInputFiles, contentTypeOf } from "./storage_files.ts";
-import type { InputFile } from "./storage_files.ts";
-import { printJson, printLines } from "./storage_output.ts";
-import type { CliIo } from "./storage_output.ts";
-import { formatBytes } from "./storage_progress.ts";
-import { hashThenUpload } from "./storage_sequential.ts";
+import { HashWorkerPool, pieceCid } from "../../client/mod.ts";
+import type { StorageClient } from "../../client/mod.ts";
+import { fileSource } from "../../client/fs.ts";
+import type { UploadProgress, UploadResult } from "../../client/types.ts";
+import { integerFlag, sizeFlag, UsageError } from "./args.ts";
+import type { Flags, GlobalOptions } from "./args.ts";
+import { checkInputFiles, contentTypeOf } from "./files.ts";
+import type { InputFile } from "./files.ts";
+import { printJson, printLines } from "./output.ts";
+import type { CliIo } from "./output.ts";
+import { formatBytes } from "./progress.ts";
+import { hashThenUpload } from "./sequential.ts";
 
 export interface CidCommandOptions {
   io: CliIo;
