@@ -27,6 +27,7 @@ import { silentLogger } from "../src/log.ts";
 import { sha256Cid } from "../src/piece_cid/mod.ts";
 import { DiskStore } from "../src/storage/driver/disk/disk_store.ts";
 import { migrateDataDir } from "../src/ops/migrate.ts";
+import { SqliteRowSource } from "../src/db/sqlite/row_copy.ts";
 import { shardOf } from "../src/storage/driver/disk/layout.ts";
 
 const ignore = !postgresAvailable();
@@ -531,7 +532,7 @@ Deno.test({
       const postgres = await PostgresDatabase.open({ url: pg.url, logger: silentLogger });
       try {
         const summary = await migrateDataDir({
-          sourceDb,
+          source: new SqliteRowSource(sourceDb),
           sourceStore: new DiskStore({ root: `${source.dir}/pieces` }),
           targetStore: await DiskStore.create({ root: `${target}/pieces` }),
           targetDatabase: postgres,

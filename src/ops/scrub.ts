@@ -26,6 +26,7 @@ import { parseCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createCidVerifier } from "../piece_cid/verify.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
+import { eachPiece } from "./piece_pages.ts";
 import { RatePacer } from "./rate_pacer.ts";
 
 /** Rows read from the database at a time, so a large catalog never sits in memory. */
@@ -97,15 +98,11 @@ export async function scrubPieces(options: ScrubOptions): Promise<ScrubReport> {
     cleared: [],
     orphans: [],
   };
-  let cursor = "";
-  for (let page; (page = await options.records.piecesAfter(cursor, PAGE_SIZE)).length > 0;) {
-    for (const piece of page) {
-      options.signal?.throwIfAborted();
-      const verdict = await checkPiece(piece, options, pacer, report);
-      report.pieces++;
-      await record(piece, verdict, options, report);
-    }
-    cursor = page.at(-1)!.cid;
+  for await (const piece of eachPiece(options.records, PAGE_SIZE)) {
+    options.signal?.throwIfAborted();
+    const verdict = await checkPiece(piece, options, pacer, report);
+    report.pieces++;
+    await record(piece, verdict, options, report);
   }
   report.orphans = await findOrphans(options);
   report.seconds = Math.round(performance.now() - started) / 1000;

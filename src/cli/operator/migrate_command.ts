@@ -42,6 +42,7 @@ import { isPostgresUnavailable } from "../../db/postgres/connection.ts";
 import { PostgresDatabase } from "../../db/postgres/postgres_database.ts";
 import { openDatabase } from "../../db/sqlite/database.ts";
 import type { Database } from "../../db/sqlite/database.ts";
+import { SqliteRowSource } from "../../db/sqlite/row_copy.ts";
 import { DirectoryLockedError, lockDirectory } from "../../fs/dir_lock.ts";
 import type { DirectoryLock } from "../../fs/dir_lock.ts";
 import { pathExists } from "../../fs/files.ts";
@@ -211,7 +212,7 @@ async function runPlan(plan: MigrationPlan, config: Config): Promise<MigrateRepo
       if (!health.ok) throw new ConfigError(`The target store is not usable: ${health.detail}`);
     }
     const summary = await migrateDataDir({
-      sourceDb: db,
+      source: new SqliteRowSource(db),
       sourceStore,
       targetStore,
       targetDatabase: postgres,

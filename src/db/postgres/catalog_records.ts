@@ -13,7 +13,8 @@ import type {
   UsageRecord,
 } from "../records.ts";
 
-const PIECE_COLUMNS = `p.cid, p.size, p.sha256, p.content_type AS "contentType", p.filename,
+/** A PieceRecord's columns with its corrupt mark, FROM the join (row_copy.ts reads it too). */
+export const PIECE_COLUMNS = `p.cid, p.size, p.sha256, p.content_type AS "contentType", p.filename,
   p.created_at AS "createdAt", c.marked_at AS "corruptAt"
   FROM pieces p LEFT JOIN corrupt_pieces c ON c.cid = p.cid`;
 

@@ -1,8 +1,8 @@
 /**
  * The PostgreSQL backend: connects, brings the schema up to date, registers
  * this instance (instances.ts) and hands out the records, the cap ledger, the
- * cid locks and the shared HMAC key, all over one connection pool (plus a
- * small pool that only holds cid locks).
+ * cid locks, the shared HMAC key and the operator's row copies, all over one
+ * connection pool (plus a small pool that only holds cid locks).
  *
  * Migrations run in one transaction under an advisory lock, so N instances
  * starting at once migrate once; a schema newer than this build is refused
@@ -21,6 +21,8 @@ import { PostgresHmacKeys } from "./hmac_keys.ts";
 import { InstanceHeartbeat } from "./instances.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import type { PostgresMigration } from "./migrations.ts";
+import { PostgresRowTarget, readSnapshot } from "./row_copy.ts";
+import type { RowSource, SnapshotSource } from "../row_copy.ts";
 import { PostgresSignupCodeRecords } from "./signup_code_records.ts";
 import { PostgresTokenRecords } from "./token_records.ts";
 import { PostgresWalletNonceRecords } from "./wallet_nonce_records.ts";
@@ -54,7 +56,7 @@ export interface PostgresDatabaseOptions {
 const MIGRATION_LOCK_KEY = 0x5354_4f52;
 const HEALTH_TIMEOUT_MS = 1000;
 
-export class PostgresDatabase {
+export class PostgresDatabase implements SnapshotSource {
   readonly instanceId: string;
   readonly catalog: PostgresCatalogRecords;
   readonly tokens: PostgresTokenRecords;
@@ -63,6 +65,8 @@ export class PostgresDatabase {
   readonly capLedger: PostgresCapLedger;
   readonly cidLocks: PostgresCidLocks;
   readonly hmacKeys: PostgresHmacKeys;
+  /** Where a migration writes the rows it copies (db/row_copy.ts). */
+  readonly rowTarget: PostgresRowTarget;
   /** Host, port and database name (no credentials), for /healthz and logs. */
   readonly where: string;
   readonly #sql: Sql;
@@ -102,6 +106,7 @@ export class PostgresDatabase {
     });
     this.cidLocks = new PostgresCidLocks(locks);
     this.hmacKeys = new PostgresHmacKeys(sql);
+    this.rowTarget = new PostgresRowTarget(sql);
     this.#heartbeat = new InstanceHeartbeat({
       sql,
       instanceId: this.instanceId,
@@ -115,6 +120,11 @@ export class PostgresDatabase {
   /** The query pool, for tests and the migrate command. */
   get sql(): Sql {
     return this.#sql;
+  }
+
+  /** Reads the copied tables as of one instant (a backup's source; db/row_copy.ts). */
+  snapshot<T>(read: (rows: RowSource) => Promise<T>): Promise<T> {
+    return readSnapshot(this.#sql, read);
   }
 
   /** Whether a trivial query answers within a second. */
