@@ -4,7 +4,7 @@
  *   main.ts [serve] [flags]     run the service (see --help)
  *   main.ts rotate-key [flags]  replace the HMAC key: every token issued so far stops working
  *   main.ts token mint|list|revoke …   the operator's tokens (see `main.ts token`)
- *   main.ts backup DEST [flags]  a consistent copy of the data directory, beside a running server
+ *   main.ts backup DEST [flags]  a consistent copy (a data directory), beside running servers
  *   main.ts scrub [flags]        re-hash every stored piece; mark the corrupt ones
  *   main.ts migrate --from-data-dir DIR [flags]  copy the data directory into PostgreSQL / a bucket
  *
@@ -15,43 +15,46 @@
  */
 import { ConfigError, ENV_NAMES, loadConfig } from "./src/config/mod.ts";
 import type { Config } from "./src/config/mod.ts";
-import { KeyFileError, keyFilePath, newKeyHex, rotateKeyFile } from "./src/auth/hmac_key.ts";
-import { PostgresDatabase, PostgresUnavailableError } from "./src/db/postgres/postgres_database.ts";
+import { KeyFileError } from "./src/auth/hmac_key.ts";
+import { PostgresUnavailableError } from "./src/db/postgres/postgres_database.ts";
+import type { OperatorCommandOptions } from "./src/cli/operator/command_args.ts";
 import { runTokenCommand } from "./src/cli/operator/token_command.ts";
 import { runBackupCommand } from "./src/cli/operator/backup_command.ts";
 import { runScrubCommand } from "./src/cli/operator/scrub_command.ts";
 import { runMigrateCommand } from "./src/cli/operator/migrate_command.ts";
+import { runRotateKeyCommand } from "./src/cli/operator/rotate_key_command.ts";
 import { DirectoryLockedError } from "./src/fs/dir_lock.ts";
 import { DatabaseTooNewError } from "./src/db/sqlite/database.ts";
 import { startServer } from "./src/server/start.ts";
 import { TlsFilesError } from "./src/net/tls_files.ts";
-import { silentLogger } from "./src/log.ts";
 
 type Env = Record<string, string | undefined>;
+
+/** The operator's commands (src/cli/operator/); anything else is `serve`. */
+const OPERATOR_COMMANDS: Record<string, (options: OperatorCommandOptions) => Promise<number>> = {
+  "rotate-key": runRotateKeyCommand,
+  token: runTokenCommand,
+  backup: runBackupCommand,
+  scrub: runScrubCommand,
+  migrate: runMigrateCommand,
+};
 
 export async function main(args: string[]): Promise<number> {
   const env: Env = {};
   for (const name of ENV_NAMES) env[name] = Deno.env.get(name);
-  const [command, rest] =
-    ["serve", "rotate-key", "token", "backup", "scrub", "migrate"].includes(args[0])
-      ? [args[0], args.slice(1)]
-      : ["serve", args];
+  const [command, rest] = args[0] === "serve" || Object.hasOwn(OPERATOR_COMMANDS, args[0] ?? "")
+    ? [args[0], args.slice(1)]
+    : ["serve", args];
   try {
-    if (command === "token") {
-      return await runTokenCommand({ args: rest, env, print: (text) => console.log(text) });
-    }
-    if (command === "backup" || command === "scrub" || command === "migrate") {
-      const run = { backup: runBackupCommand, scrub: runScrubCommand, migrate: runMigrateCommand }[
-        command
-      ];
-      return await run({ args: rest, env, print: (text) => console.log(text) });
+    if (command !== "serve") {
+      return await OPERATOR_COMMANDS[command]({ args: rest, env, print: (t) => console.log(t) });
     }
     const loaded = loadConfig(rest, env);
     if (loaded.kind === "help") {
       console.log(loaded.text);
       return 0;
     }
-    return command === "rotate-key" ? await rotateKey(loaded.config) : await serve(loaded.config);
+    return await serve(loaded.config);
   } catch (error) {
     const message = startupErrorMessage(error);
     if (message === null) throw error;
@@ -101,36 +104,6 @@ async function serve(config: Config): Promise<number> {
   await stopped.promise;
   Deno.removeSignalListener("SIGINT", onSignal);
   Deno.removeSignalListener("SIGTERM", onSignal);
-  return 0;
-}
-
-async function rotateKey(config: Config): Promise<number> {
-  if (config.databaseUrl !== null && config.hmacKeyFile === null) {
-    // The instances share the key in the database: one write rotates it for all of them.
-    const postgres = await PostgresDatabase.open({ url: config.databaseUrl, logger: silentLogger });
-    try {
-      await postgres.hmacKeys.rotate(newKeyHex());
-    } finally {
-      await postgres.close();
-    }
-    console.log(
-      `Rotated the HMAC key in the database at ${postgres.where}. Every token issued before now ` +
-        `is invalid; every instance picks the new key up within ${
-          config.hmacKeyReloadMs / 1000
-        } s.`,
-    );
-    return 0;
-  }
-  const path = keyFilePath({ dataDir: config.dataDir, keyFile: config.hmacKeyFile });
-  if (path === null) {
-    console.error("error: no key file: set --data-dir or --hmac-key-file");
-    return 2;
-  }
-  await rotateKeyFile(path);
-  console.log(
-    `Rotated the HMAC key in ${path}. Every token issued before now is invalid; ` +
-      `a running server picks the new key up within ${config.hmacKeyReloadMs / 1000} s.`,
-  );
   return 0;
 }
 

@@ -7,7 +7,7 @@
  * config module, config/ knows nothing of the HTTP, database or storage code
  * that reads it, domain.ts and units.ts import nothing, the user's `storage`
  * command knows nothing of the server, and the operator's work (ops/) is
- * no HTTP.
+ * no HTTP and holds no SQL (the dialects' SQL is db/'s).
  */
 import { assertEquals } from "./helpers/assert.ts";
 
@@ -66,4 +66,19 @@ Deno.test("layering: db/ and auth/ never import each other; drivers import no do
   }
   assertEquals(checked > 20, true, "the rules found the files they are about");
   assertEquals(broken, []);
+});
+
+Deno.test("layering: ops/ reaches the databases only through db/, never through a driver's client", async () => {
+  const clients = /^(?:import|export)[^;]*?from\s+"(node:sqlite|postgres)"/gms;
+  const found: string[] = [];
+  let checked = 0;
+  for await (const file of sourceFiles(new URL("ops/", SRC))) {
+    checked++;
+    const text = await Deno.readTextFile(file);
+    for (const [, client] of text.matchAll(clients)) {
+      found.push(`${file.pathname.slice(SRC.pathname.length)} imports ${client}`);
+    }
+  }
+  assertEquals(checked > 5, true, "ops/ has its files");
+  assertEquals(found, []);
 });

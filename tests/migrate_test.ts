@@ -17,8 +17,13 @@ import { runMain } from "./helpers/main_process.ts";
 import { bearer, jtiOf, patternBytes, signup, startTestServer } from "./helpers/server.ts";
 import type { TestServer } from "./helpers/server.ts";
 import { eventually } from "./helpers/wait.ts";
-import { s3ForTests, s3UnavailableReason, stopS3 } from "./helpers/s3.ts";
-import type { TestBucket } from "./helpers/s3.ts";
+import {
+  s3ForTests,
+  s3ServerFlags,
+  s3ServerKeys,
+  s3UnavailableReason,
+  stopS3,
+} from "./helpers/s3.ts";
 import { postgresAvailable, postgresClient, postgresForTests } from "./helpers/postgres.ts";
 import type { TestDatabase } from "./helpers/postgres.ts";
 import { PostgresDatabase } from "../src/db/postgres/postgres_database.ts";
@@ -440,11 +445,8 @@ Deno.test({
       const shared = await s3ForTests();
       const piecesOnly = await s3ForTests();
       // The keys come from the environment only (as for the server), which the command inherits.
-      const keys = {
-        STORAGE_S3_ACCESS_KEY_ID: shared.accessKeyId,
-        STORAGE_S3_SECRET_ACCESS_KEY: shared.secretAccessKey,
-      };
-      const args = ["--from-data-dir", source.dir, "--database", pg.url, ...s3Flags(shared)];
+      const keys = s3ServerKeys(shared);
+      const args = ["--from-data-dir", source.dir, "--database", pg.url, ...s3ServerFlags(shared)];
       try {
         for (const [name, value] of Object.entries(keys)) Deno.env.set(name, value);
         const first = await migrate(args, [source.dir]);
@@ -463,7 +465,7 @@ Deno.test({
         ]);
         {
           await using server = await startTestServer({
-            args: ["--database", pg.url, ...s3Flags(shared)],
+            args: ["--database", pg.url, ...s3ServerFlags(shared)],
             env: keys,
           });
           for (const [cid, bytes] of source.pieces) {
@@ -475,7 +477,7 @@ Deno.test({
         }
 
         // Without --database the rows stay in DIR/storage.db; only the bytes move.
-        const alone = await migrate(["--from-data-dir", source.dir, ...s3Flags(piecesOnly)], [
+        const alone = await migrate(["--from-data-dir", source.dir, ...s3ServerFlags(piecesOnly)], [
           source.dir,
         ]);
         assertEquals(alone.code, 0, alone.stderr);
@@ -490,7 +492,7 @@ Deno.test({
         assertEquals(alone.summary.hmacKey, "not moved");
         await using server = await startTestServer({
           dataDir: source.dir,
-          args: s3Flags(piecesOnly),
+          args: s3ServerFlags(piecesOnly),
           env: keys,
         });
         const [cid, bytes] = [...source.pieces][0];
@@ -506,20 +508,6 @@ Deno.test({
       }
     }),
 });
-
-/** The server's flags for a test bucket (its keys go in the environment). */
-function s3Flags(bucket: TestBucket): string[] {
-  return [
-    "--store",
-    "s3",
-    "--s3-endpoint",
-    bucket.endpoint,
-    "--s3-bucket",
-    bucket.bucket,
-    "--s3-region",
-    bucket.region,
-  ];
-}
 
 Deno.test({
   name: "migrate: rows read and written in small chunks come out the same (in-process)",

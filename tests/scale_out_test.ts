@@ -9,7 +9,16 @@
  */
 import { assertEquals, assertOk } from "./helpers/assert.ts";
 import { eventually, within } from "./helpers/wait.ts";
-import { objectKeys, s3Available, s3ForTests, startS3, stopS3, uploadKeys } from "./helpers/s3.ts";
+import {
+  objectKeys,
+  s3Available,
+  s3ForTests,
+  s3ServerFlags,
+  s3ServerKeys,
+  startS3,
+  stopS3,
+  uploadKeys,
+} from "./helpers/s3.ts";
 import type { TestBucket } from "./helpers/s3.ts";
 import { postgresInstalled, startPostgres } from "../scripts/lib/postgres_server.ts";
 import { spawnServer } from "../scripts/lib/spawn_server.ts";
@@ -32,28 +41,7 @@ function exists(path: string): boolean {
 }
 
 function instanceArgs(databaseUrl: string, s3: TestBucket, extra: string[] = []): string[] {
-  return [
-    "--database",
-    databaseUrl,
-    "--store",
-    "s3",
-    "--s3-endpoint",
-    s3.endpoint,
-    "--s3-bucket",
-    s3.bucket,
-    "--s3-region",
-    s3.region,
-    "--log-requests",
-    "false",
-    ...extra,
-  ];
-}
-
-function keysOf(s3: TestBucket): Record<string, string> {
-  return {
-    STORAGE_S3_ACCESS_KEY_ID: s3.accessKeyId,
-    STORAGE_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-  };
+  return ["--database", databaseUrl, ...s3ServerFlags(s3), "--log-requests", "false", ...extra];
 }
 
 /** nginx in front of the instances: round robin, a dead upstream skipped (idempotent requests retried). */
@@ -145,7 +133,7 @@ Deno.test({
     await using postgres = await startPostgres({ durable: false });
     const dirs = await Promise.all([0, 1].map(() => Deno.makeTempDir({ prefix: "scale-out-" })));
     const spawn = (dir: string, extra: string[] = []) =>
-      spawnServer(dir, instanceArgs(postgres.url, s3, extra), { env: keysOf(s3) });
+      spawnServer(dir, instanceArgs(postgres.url, s3, extra), { env: s3ServerKeys(s3) });
     const doomed: SpawnedServer = await spawn(dirs[0]);
     await using survivor = await spawn(dirs[1]);
     const balancer = await startBalancer([doomed.url, survivor.url]);
@@ -243,8 +231,8 @@ async function sharedCap(): Promise<void> {
   const dirs = await Promise.all([0, 1].map(() => Deno.makeTempDir({ prefix: "scale-out-" })));
   try {
     const args = instanceArgs(postgres.url, s3, ["--sponsored-daily-cap", "20KiB"]);
-    await using a = await spawnServer(dirs[0], args, { env: keysOf(s3) });
-    await using b = await spawnServer(dirs[1], args, { env: keysOf(s3) });
+    await using a = await spawnServer(dirs[0], args, { env: s3ServerKeys(s3) });
+    await using b = await spawnServer(dirs[1], args, { env: s3ServerKeys(s3) });
     // 40 different 1 KiB pieces from one client address, half to each instance, all at once.
     const results = await Promise.all(
       Array.from(

@@ -90,6 +90,67 @@ export interface KeySource {
   read(create: () => string): Promise<string>;
 }
 
+/** A shared source the operator's commands also read as it is, and replace. */
+export interface SharedKeySource extends KeySource {
+  /** The key's hex text, or null while there is none (nothing is created). */
+  current(): Promise<string | null>;
+  rotate(keyHex: string): Promise<void>;
+}
+
+/**
+ * Where the signing key is kept, as the operator's commands meet it: the
+ * server opens it, `token mint` signs with it, `backup` and `migrate` copy
+ * its text, `rotate-key` replaces it. A file, or a shared source.
+ */
+export interface HmacKeyPlace {
+  /** The file's path, or the source's label ("the database"), for messages. */
+  readonly where: string;
+  /** Whether every instance reads this one place (a rotation reaches them all). */
+  readonly shared: boolean;
+  /** The key in force, made first where the place makes one (see keyFilePlace). */
+  open(): Promise<HmacKey>;
+  /** The key's hex text (checked) as it is; null when there is none. Nothing is made. */
+  read(): Promise<string | null>;
+  /** Replaces the key with 32 new random bytes: every token signed before stops working. */
+  rotate(): Promise<void>;
+}
+
+/** A key file; `createIfMissing`: open() makes it (the data directory's default key). */
+export function keyFilePlace(path: string, options: { createIfMissing: boolean }): HmacKeyPlace {
+  return {
+    where: path,
+    shared: false,
+    open: () => HmacKey.open({ path, createIfMissing: options.createIfMissing }),
+    async read() {
+      let text: string;
+      try {
+        text = await Deno.readTextFile(path);
+      } catch (error) {
+        if (error instanceof Deno.errors.NotFound) return null;
+        throw new KeyFileError(`Cannot read HMAC key file ${path}: ${(error as Error).message}`);
+      }
+      parseKeyHex(text, path);
+      return text.trim();
+    },
+    rotate: () => rotateKeyFile(path),
+  };
+}
+
+/** A key every instance shares (the PostgreSQL database); open() makes one if there is none. */
+export function sharedKeyPlace(source: SharedKeySource): HmacKeyPlace {
+  return {
+    where: source.label,
+    shared: true,
+    open: () => HmacKey.fromSource(source),
+    async read() {
+      const text = await source.current();
+      if (text !== null) parseKeyHex(text, source.label);
+      return text?.trim() ?? null;
+    },
+    rotate: () => source.rotate(newKeyHex()),
+  };
+}
+
 /** Re-reads the key no more often than this when a signature fails to verify. */
 const RELOAD_ON_FAILURE_MIN_INTERVAL_MS = 1000;
 

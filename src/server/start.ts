@@ -10,7 +10,7 @@
 import { systemClock } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config/mod.ts";
-import { openBackends } from "../backends_open.ts";
+import { openBackends, SERVING } from "../backends_open.ts";
 import type { Metadata } from "../metadata.ts";
 import type { Database } from "../db/sqlite/database.ts";
 import { createApp } from "../http/app.ts";
@@ -75,7 +75,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     createStderrLogger({ format: resolveLogFormat(config.logFormat) });
 
   const tlsPair = config.tls === null ? null : await readTlsPair(config.tls);
-  const backends = await openBackends(config, logger, clock);
+  const backends = await openBackends(config, { ...SERVING, logger, clock });
   const { metadata } = backends;
   const closeStorage = async () => {
     await metadata.close();

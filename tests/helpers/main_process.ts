@@ -17,7 +17,7 @@ export interface MainRun {
 
 export async function runMain(
   args: string[],
-  options: { flags?: string[]; dataDir?: string } = {},
+  options: { flags?: string[]; dataDir?: string; env?: Record<string, string> } = {},
 ): Promise<MainRun> {
   const flags = options.flags ?? await startTaskFlags(options.dataDir ?? "./data");
   const child = new Deno.Command(Deno.execPath(), {
@@ -25,7 +25,7 @@ export async function runMain(
     cwd: ROOT,
     stdout: "piped",
     stderr: "piped",
-    env: { NO_COLOR: "1" },
+    env: { NO_COLOR: "1", ...options.env },
   }).spawn();
   const timer = setTimeout(() => child.kill("SIGKILL"), KILL_AFTER_MS);
   try {

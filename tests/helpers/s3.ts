@@ -146,6 +146,28 @@ export async function putObject(s3: TestBucket, key: string, body: Uint8Array<Ar
   await expectOk(await signed(s3, `/${s3.bucket}/${key}`, { method: "PUT", body }), `PUT ${key}`);
 }
 
+/** The server's flags for a test bucket (its keys go in the environment: s3ServerKeys). */
+export function s3ServerFlags(bucket: TestBucket): string[] {
+  return [
+    "--store",
+    "s3",
+    "--s3-endpoint",
+    bucket.endpoint,
+    "--s3-bucket",
+    bucket.bucket,
+    "--s3-region",
+    bucket.region,
+  ];
+}
+
+/** The environment that gives a server (or main.ts command) a test bucket's keys. */
+export function s3ServerKeys(bucket: TestBucket): Record<string, string> {
+  return {
+    STORAGE_S3_ACCESS_KEY_ID: bucket.accessKeyId,
+    STORAGE_S3_SECRET_ACCESS_KEY: bucket.secretAccessKey,
+  };
+}
+
 async function removeBucket(s3: S3Endpoint, bucket: string): Promise<void> {
   const xmlOf = async (query: string) =>
     await expectOk(await signed(s3, `/${bucket}?${query}`), `list ${bucket}`);

@@ -1,28 +1,33 @@
 /**
- * `main.ts backup DEST` — a consistent copy of the data directory while the
- * server runs (ops/backup.ts says why it is consistent). DEST must not
- * exist or be empty; it becomes a data directory `main.ts --data-dir DEST`
- * serves as it is: 0700, the database and key file 0600, the key copied so
- * that tokens keep working. It takes no lock and writes nothing in the live
- * directory, so it runs beside a serving process, or instead of one.
+ * `main.ts backup DEST` — a consistent copy of the deployment while its
+ * servers run (ops/backup.ts says why it is consistent), always written as a
+ * standalone data directory that `main.ts --data-dir DEST` serves as it is:
+ * 0700, the database and key file 0600, the key copied so that tokens keep
+ * working. The live side is opened as the server opens it
+ * (backends_open.ts), only to read: a data directory, or PostgreSQL and a
+ * bucket, or a mix. DEST must not exist or be empty. It takes no lock and
+ * writes nothing live, so it runs beside serving processes, or instead of
+ * them.
  *
  * Prints one JSON summary on stdout. Exit status 0: a complete copy; 1: a
- * copy that lacks pieces the live directory lacks too (named in the
- * summary); 2 (one line `error: …`): a bad command line or a destination
- * that is not new, and then nothing is left behind.
+ * copy that lacks pieces the live store lacks too, or whose bytes fail their
+ * check (named in the summary); 2 (one line `error: …`): a bad command line,
+ * a deployment it cannot read, or a destination that is not new, and then
+ * nothing is left behind.
  */
-import { keyFilePath } from "../../auth/hmac_key.ts";
 import { ConfigError } from "../../config/mod.ts";
-import { dataDirPaths, makePrivateDirectory } from "../../data_dir.ts";
+import type { OpenedBackends } from "../../backends_open.ts";
+import { makePrivateDirectory } from "../../data_dir.ts";
 import { joinPath, removeQuietly } from "../../fs/files.ts";
 import { silentLogger } from "../../log.ts";
-import { backupDataDir } from "../../ops/backup.ts";
-import { DiskStore } from "../../storage/driver/disk/disk_store.ts";
-import { parseCommandArgs } from "./command_args.ts";
-import { pathExists } from "../../fs/files.ts";
+import { backupDeployment } from "../../ops/backup.ts";
+import type { LiveMetadata } from "../../ops/backup.ts";
+import { StoreError } from "../../storage/driver/driver.ts";
+import { openCommandBackends, parseCommandArgs } from "./command_args.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
 
-export const BACKUP_USAGE = "main.ts backup DEST [--data-dir DIR] [--hmac-key-file FILE]";
+export const BACKUP_USAGE = "main.ts backup DEST [--data-dir DIR] [--hmac-key-file FILE] " +
+  "[--database URL] [--store s3 --s3-endpoint URL --s3-bucket NAME]";
 
 export async function runBackupCommand(options: OperatorCommandOptions): Promise<number> {
   const parsed = parseCommandArgs({ ...options, usage: BACKUP_USAGE, positionals: 1 });
@@ -31,25 +36,36 @@ export async function runBackupCommand(options: OperatorCommandOptions): Promise
     return 0;
   }
   const { config, positionals: [destination] } = parsed;
-  if (config.dataDir === null) throw new ConfigError("backup needs --data-dir");
-  const source = dataDirPaths(config.dataDir);
-  if (!await pathExists(source.database)) {
-    throw new ConfigError(`No database at ${source.database}: check --data-dir`);
-  }
-  const created = await prepareDestination(destination);
+  const backends = await openCommandBackends(config, {
+    needs: { metadata: "database", store: true, hmacKey: false },
+    dataDir: "read-only",
+  });
   try {
-    const summary = await backupDataDir({
-      databasePath: source.database,
-      source: new DiskStore({ root: source.pieces }),
-      keyFile: keyFilePath({ dataDir: config.dataDir, keyFile: config.hmacKeyFile }),
-      destination,
-    });
-    options.print(JSON.stringify(summary, null, 2));
-    return summary.missing.length + summary.failed.length === 0 ? 0 : 1;
-  } catch (error) {
-    await removeBackup(destination, created);
-    throw error;
+    const keyHex = await backends.keyPlace?.read() ?? null;
+    const created = await prepareDestination(destination);
+    try {
+      const summary = await backupDeployment({
+        metadata: liveMetadataOf(backends),
+        store: backends.store,
+        keyHex,
+        destination,
+      });
+      options.print(JSON.stringify(summary, null, 2));
+      return summary.missing.length + summary.failed.length === 0 ? 0 : 1;
+    } catch (error) {
+      await removeBackup(destination, created);
+      // The live store went away under the copy: one line, as for a bad start.
+      if (error instanceof StoreError) throw new ConfigError(error.message);
+      throw error;
+    }
+  } finally {
+    await backends.close();
   }
+}
+
+function liveMetadataOf(backends: OpenedBackends): LiveMetadata {
+  if (backends.sqlite !== null) return { kind: "sqlite", db: backends.sqlite };
+  return { kind: "rows", database: backends.postgres! };
 }
 
 /**

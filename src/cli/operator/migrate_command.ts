@@ -34,26 +34,19 @@
  * was done stays done; run again).
  */
 import { resolve } from "node:path";
-import { KeyFileError, keyFilePath, parseKeyHex } from "../../auth/hmac_key.ts";
+import { keyFilePath, keyFilePlace } from "../../auth/hmac_key.ts";
+import type { OpenedBackends } from "../../backends_open.ts";
 import { ConfigError } from "../../config/mod.ts";
 import type { Config } from "../../config/mod.ts";
-import { dataDirPaths, makePrivateDirectory } from "../../data_dir.ts";
+import { dataDirPaths } from "../../data_dir.ts";
 import { isPostgresUnavailable } from "../../db/postgres/connection.ts";
-import { PostgresDatabase } from "../../db/postgres/postgres_database.ts";
-import { openDatabase } from "../../db/sqlite/database.ts";
-import type { Database } from "../../db/sqlite/database.ts";
+import type { PostgresDatabase } from "../../db/postgres/postgres_database.ts";
 import { SqliteRowSource } from "../../db/sqlite/row_copy.ts";
-import { DirectoryLockedError, lockDirectory } from "../../fs/dir_lock.ts";
-import type { DirectoryLock } from "../../fs/dir_lock.ts";
 import { pathExists } from "../../fs/files.ts";
-import { silentLogger } from "../../log.ts";
-import { DiskStore } from "../../storage/driver/disk/disk_store.ts";
 import { StoreError } from "../../storage/driver/driver.ts";
-import type { PieceStore } from "../../storage/driver/driver.ts";
-import { openS3Store } from "../../backends_open.ts";
 import { DEFAULT_MIGRATE_CONCURRENCY, migrateDataDir } from "../../ops/migrate.ts";
 import type { MigrationSummary } from "../../ops/migrate.ts";
-import { parseCommandArgs } from "./command_args.ts";
+import { openCommandBackends, parseCommandArgs } from "./command_args.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
 
 export const MIGRATE_USAGE = "main.ts migrate --from-data-dir DIR [--database URL] " +
@@ -133,7 +126,10 @@ async function planMigration(
     pieces,
     sourceKeyHex: config.databaseUrl === null
       ? null
-      : await readSourceKey(keyFilePath({ dataDir: fromDataDir, keyFile: config.hmacKeyFile })!),
+      // Checked as a server would check it; null when there is no file.
+      : await keyFilePlace(keyFilePath({ dataDir: fromDataDir, keyFile: config.hmacKeyFile })!, {
+        createIfMissing: false,
+      }).read(),
     concurrency: parseConcurrency(flags.concurrency),
   };
 }
@@ -157,19 +153,6 @@ async function samePath(a: string, b: string): Promise<boolean> {
   return await canonical(a) === await canonical(b);
 }
 
-/** The key file's hex, checked as a server would check it; null when there is no file. */
-async function readSourceKey(path: string): Promise<string | null> {
-  let text: string;
-  try {
-    text = await Deno.readTextFile(path);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return null;
-    throw new KeyFileError(`Cannot read HMAC key file ${path}: ${(error as Error).message}`);
-  }
-  parseKeyHex(text, path);
-  return text.trim();
-}
-
 function parseConcurrency(value: string | boolean | undefined): number {
   if (value === undefined) return DEFAULT_MIGRATE_CONCURRENCY;
   const n = typeof value === "string" && /^\d+$/.test(value) ? Number(value) : NaN;
@@ -185,70 +168,64 @@ interface MigrateReport extends MigrationSummary {
   targets: { database: string; store: string };
 }
 
-/** Opens the source and the targets (the database first: unreachable means nothing written). */
+/**
+ * Opens the targets, then the source, as a server would open each
+ * (backends_open.ts): the database first, so one that cannot be reached means
+ * nothing written; the source's serve lock held when it is free.
+ */
 async function runPlan(plan: MigrationPlan, config: Config): Promise<MigrateReport> {
-  const source = dataDirPaths(plan.fromDataDir);
-  const warnings: string[] = [];
-  const postgres = plan.databaseUrl === null
-    ? null
-    : await PostgresDatabase.open({ url: plan.databaseUrl, logger: silentLogger });
-  let lock: DirectoryLock | null = null;
-  let db: Database | null = null;
+  const target = await openCommandBackends(config, {
+    needs: {
+      metadata: plan.databaseUrl === null ? false : "database",
+      store: plan.pieces.kind !== "in place",
+      hmacKey: false,
+    },
+    // Made as a server makes its data directory: private, since rows name who stored what.
+    dataDir: "create",
+  });
+  let source: OpenedBackends | null = null;
   try {
-    lock = await lockDirectory(plan.fromDataDir).catch((error) => {
-      if (!(error instanceof DirectoryLockedError)) throw error;
-      warnings.push(
-        `${error.message}: what that server accepts after this run is not copied; stop it ` +
-          "before the final run",
-      );
-      return null;
-    });
-    db = openDatabase({ path: source.database, busyTimeoutMs: config.dbBusyTimeoutMs });
-    const sourceStore = new DiskStore({ root: source.pieces });
-    const targetStore = await openTargetStore(plan.pieces, config, sourceStore);
+    source = await openCommandBackends(
+      { ...config, dataDir: plan.fromDataDir, databaseUrl: null, store: "disk", s3: null },
+      {
+        needs: { metadata: "database", store: true, hmacKey: false },
+        dataDir: "existing",
+        lock: "try",
+      },
+    );
+    const warnings = source.lockHeldElsewhere === null ? [] : [
+      `${source.lockHeldElsewhere}: what that server accepts after this run is not copied; ` +
+      "stop it before the final run",
+    ];
+    const targetStore = target.store ?? source.store!;
     if (plan.pieces.kind !== "in place") {
       // A bucket that cannot be reached is found before the first row is written.
       const health = await targetStore.check();
       if (!health.ok) throw new ConfigError(`The target store is not usable: ${health.detail}`);
     }
     const summary = await migrateDataDir({
-      source: new SqliteRowSource(db),
-      sourceStore,
+      source: new SqliteRowSource(source.sqlite!),
+      sourceStore: source.store!,
       targetStore,
-      targetDatabase: postgres,
+      targetDatabase: target.postgres,
       sourceKeyHex: plan.sourceKeyHex,
       concurrency: plan.concurrency,
     });
     return {
       source: plan.fromDataDir,
       targets: {
-        database: postgres === null ? "unchanged (the source's SQLite)" : postgres.where,
+        database: target.postgres?.where ?? "unchanged (the source's SQLite)",
         store: describeTarget(plan.pieces, config),
       },
       ...summary,
       warnings: [...warnings, ...summary.warnings],
     };
   } catch (error) {
-    throw asOperatorError(error, postgres);
+    throw asOperatorError(error, target.postgres);
   } finally {
-    db?.close();
-    lock?.release();
-    await postgres?.close();
+    await source?.close();
+    await target.close();
   }
-}
-
-async function openTargetStore(
-  target: PieceTarget,
-  config: Config,
-  sourceStore: PieceStore,
-): Promise<PieceStore> {
-  if (target.kind === "in place") return sourceStore;
-  if (target.kind === "disk") {
-    // Made as a server makes its data directory: private, since rows name who stored what.
-    await makePrivateDirectory(target.dataDir, silentLogger);
-    return await DiskStore.create({ root: dataDirPaths(target.dataDir).pieces });
-  }
-  return await openS3Store(config);
 }
 
 function describeTarget(target: PieceTarget, config: Config): string {

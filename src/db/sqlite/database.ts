@@ -4,7 +4,7 @@
  * synchronous=FULL makes a committed deal survive power loss, because a 200
  * to an upload is a promise that it was kept.
  */
-import { DatabaseSync } from "node:sqlite";
+import { backup as sqliteBackup, DatabaseSync } from "node:sqlite";
 import { MIGRATIONS } from "./migrations/mod.ts";
 import type { Migration } from "./migrations/mod.ts";
 import { DatabaseTooNewError } from "../too_new.ts";
@@ -34,6 +34,17 @@ export function openDatabase(options: OpenDatabaseOptions): Database {
     throw error;
   }
   return db;
+}
+
+/**
+ * One snapshot of a live database into the file at `target` (a backup's):
+ * SQLite's online backup with rate -1, every page in one step under one read
+ * transaction. In steps, a write by the server between two of them would
+ * restart the copy, over and over under load. What is still in the WAL is in
+ * the snapshot.
+ */
+export async function snapshotDatabase(db: Database, target: string): Promise<void> {
+  await sqliteBackup(db, target, { rate: -1 });
 }
 
 /** Applies every migration newer than the database's user_version, each in its own transaction. */
