@@ -1,17 +1,16 @@
 /**
  * The service's own vocabulary, shared by every layer: the database stores
  * these values and records, auth and limits decide with them, handlers render
- * them. It imports nothing, so no layer has to import another to name them
- * (db/ and auth/ in particular never import each other).
+ * them. It imports only the API's wire types (wire.ts, which imports nothing),
+ * so no layer has to import another to name them (db/ and auth/ in particular
+ * never import each other).
  */
 
-/** What a token may do (the interface's scope table). */
-export const SCOPES = ["put", "get", "list", "pin"] as const;
-export type Scope = typeof SCOPES[number];
+import type { Scope } from "./wire.ts";
 
-/** Upload tiers: per-file and daily caps and the deal term depend on the tier. */
-export const TIERS = ["sponsored", "token", "wallet"] as const;
-export type Tier = typeof TIERS[number];
+// Scopes and tiers are words of the API itself: defined with its bodies, named here too.
+export { SCOPES, TIERS } from "./wire.ts";
+export type { Scope, Tier } from "./wire.ts";
 
 /**
  * What the service keeps of a token it issued: never the token itself. A token

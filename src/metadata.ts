@@ -21,11 +21,11 @@ import { SqliteSignupCodeRecords } from "./db/sqlite/signup_code_records.ts";
 import { SqliteTokenRecords } from "./db/sqlite/token_records.ts";
 import { SqliteWalletNonceRecords } from "./db/sqlite/wallet_nonce_records.ts";
 import type { PostgresDatabase } from "./db/postgres/postgres_database.ts";
-import type { DatabaseHealth } from "./http/health.ts";
 import { DailyCapLedger } from "./limits/daily_caps.ts";
 import type { CapLedger } from "./limits/daily_caps.ts";
 import { LocalCidLocks } from "./storage/cid_locks.ts";
 import type { CidLocks } from "./storage/cid_locks.ts";
+import type { DatabaseHealth } from "./wire.ts";
 
 export type MetadataBackend = "sqlite" | "postgres";
 

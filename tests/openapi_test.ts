@@ -3,7 +3,8 @@
  * swagger-parser), says what the route table says and no less (operationIds,
  * required lists, error codes per status, response headers, security), and a
  * client generated from it by openapi-typescript type-checks against the
- * types the handlers build their answers as (src/http/schemas/bodies.ts).
+ * types the handlers build their answers as and the SDK returns (src/wire.ts,
+ * named per schema by src/http/schemas/bodies.ts).
  */
 import SwaggerParser from "@apidevtools/swagger-parser";
 import openapiTS, { astToString } from "openapi-typescript";
@@ -206,12 +207,13 @@ async function generateClientTypes(document: Json): Promise<string> {
 }
 
 const BODIES_MODULE = new URL("../src/http/schemas/bodies.ts", import.meta.url).href;
+const WIRE_MODULE = new URL("../src/wire.ts", import.meta.url).href;
 
 /** Type-level checks of the generated client: each line only compiles if the document is right. */
 function clientChecks(schemaNames: string[]): string {
-  const typeOf = (name: string) => name === "Error" ? "ErrorBody" : name;
   return `import type { components, operations, paths } from "./api.d.ts";
-import type * as Own from "${BODIES_MODULE}";
+import type { SchemaTypes } from "${BODIES_MODULE}";
+import type * as Own from "${WIRE_MODULE}";
 
 type NotAny<T> = 0 extends (1 & T) ? false : true;
 type Same<A, B> = NotAny<A> extends true ? NotAny<B> extends true
@@ -228,9 +230,7 @@ export type HeadIsNamed = Assert<Same<paths["/p/{cid}"]["head"], operations["hea
 // The client's type of every schema is the type the handlers build their answers as.
 ${
     schemaNames.map((name) =>
-      `export type Schema${name} = Assert<Same<components["schemas"]["${name}"], Own.${
-        typeOf(name)
-      }>>;`
+      `export type Schema${name} = Assert<Same<components["schemas"]["${name}"], SchemaTypes["${name}"]>>;`
     ).join("\n")
   }
 

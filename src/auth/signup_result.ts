@@ -3,18 +3,8 @@
  * by the operator's `token mint`: the token (shown this once, never stored),
  * who it is for, and the jti needed to revoke it later.
  */
-import type { Scope, TokenRecord } from "../domain.ts";
-
-export interface SignupResult {
-  token: string;
-  userId: string;
-  email: string;
-  scopes: Scope[];
-  quotaMb: number;
-  /** RFC 3339. */
-  expiresAt: string;
-  jti: string;
-}
+import type { TokenRecord } from "../domain.ts";
+import type { SignupResult } from "../wire.ts";
 
 /** A freshly minted token, as TokenService.mint returns it. */
 export interface MintedToken {

@@ -20,7 +20,7 @@ import { toRfc3339 } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import { siweLayoutProblem } from "./siwe_layout.ts";
 import type { TokenService } from "./tokens.ts";
-import type { WalletSignInResult } from "./wallet_sign_in_result.ts";
+import type { WalletNonce, WalletSignInResult } from "../wire.ts";
 
 /** How long a nonce may wait for its sign-in, and how far ahead a message may expire. */
 export const NONCE_LIFETIME_MS = 10 * 60_000;
@@ -48,12 +48,6 @@ export interface WalletSignInOptions {
   /** The server's public base URL, without a trailing slash. */
   baseUrl: string;
   chainId: number;
-}
-
-export interface WalletNonce {
-  nonce: string;
-  /** RFC 3339. */
-  expiresAt: string;
 }
 
 export class WalletSignIn {

@@ -23,6 +23,7 @@
  */
 import { getAddress } from "viem";
 import { createSiweMessage } from "viem/siwe";
+import type { Health } from "../wire.ts";
 import type { WalletNonce, WalletSignInResult } from "./api_types.ts";
 import { StorageError } from "./errors.ts";
 import { retryPolicyOf } from "./retry.ts";
@@ -71,11 +72,6 @@ const DEFAULT_STATEMENT = "Sign in to the storage staging service";
  * client clock somewhat behind the server's.
  */
 const MESSAGE_LIFETIME_MS = 5 * 60_000;
-
-/** The part of GET /healthz this module reads (src/http/schemas/bodies.ts has all of it). */
-interface WalletHealth {
-  wallet?: { enabled: boolean; chainId: number | null };
-}
 
 /**
  * Signs in as `account` and returns the new token (shown only this once) with
@@ -136,7 +132,8 @@ export async function signInWithWallet(options: WalletSignInOptions): Promise<Wa
 
 /** The chain the server's wallet tier is on; StorageError wallet_unavailable when it has none. */
 async function serverChainId(transport: Transport, signal?: AbortSignal): Promise<number> {
-  const health = await transport.json<WalletHealth>({
+  // Only the wallet part is read; absent, it counts as no wallet tier.
+  const health = await transport.json<Partial<Pick<Health, "wallet">>>({
     method: "GET",
     path: "/healthz",
     auth: false,

@@ -1,6 +1,6 @@
 /** How a deal is shown to its owner, in /api/files and by deal extension. */
 import type { DealRecord } from "../db/records.ts";
-import type { Deal } from "./schemas/bodies.ts";
+import type { Deal } from "../wire.ts";
 
 export function dealView(deal: DealRecord, baseUrl: string): Deal {
   return {

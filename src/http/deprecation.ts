@@ -5,7 +5,7 @@
  */
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { Deprecations } from "./schemas/bodies.ts";
+import type { Deprecations } from "../wire.ts";
 
 /** 2026-01-01T00:00:00Z: when the query-string token form was announced as deprecated. */
 const QUERY_TOKEN_DEPRECATED_AT = 1767225600;

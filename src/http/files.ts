@@ -9,7 +9,7 @@ import type { CatalogRecords } from "../db/records.ts";
 import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { FilesPage } from "./schemas/bodies.ts";
+import type { FilesPage } from "../wire.ts";
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;

@@ -9,17 +9,8 @@ import type { PieceDigests } from "../storage/digests.ts";
 import type { UploadDrain } from "./upload_drain.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { Health, WalletHealth } from "./schemas/bodies.ts";
+import type { DatabaseHealth, Health, WalletHealth } from "../wire.ts";
 import type { WalletChain } from "../wallet/chain.ts";
-
-export interface DatabaseHealth {
-  ok: boolean;
-  /** False when the database lives in memory because no data directory is bound. */
-  persistent: boolean;
-  /** Where the metadata lives: SQLite in the data directory, or a shared PostgreSQL. */
-  backend: "sqlite" | "postgres";
-  detail: string;
-}
 
 export interface HealthDeps {
   store: PieceStore;

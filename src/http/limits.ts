@@ -16,7 +16,7 @@ import type { CapLedger } from "../limits/daily_caps.ts";
 import type { UploadPolicies, UploadPolicy } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { Limits, TierInfo, WalletLimits } from "./schemas/bodies.ts";
+import type { Limits, TierInfo, WalletLimits } from "../wire.ts";
 
 export interface LimitsDeps {
   config: Config;

@@ -20,7 +20,7 @@ import type { UploadAdmission } from "../limits/upload_admission.ts";
 import { jsonResponse } from "./json.ts";
 import { apiErrorOfStoreFailure } from "./store_errors.ts";
 import type { Handler } from "./router.ts";
-import type { PieceCidForm, PieceCidInfo, PieceCidResult } from "./schemas/bodies.ts";
+import type { PieceCidForm, PieceCidInfo, PieceCidResult } from "../wire.ts";
 
 export const PIECE_CID_FORMS: PieceCidForm[] = [
   {

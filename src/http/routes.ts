@@ -24,7 +24,6 @@ import { createExtendDealHandler } from "./deals.ts";
 import { deprecationsHandler } from "./deprecation.ts";
 import { createFilesHandler } from "./files.ts";
 import { createHealthHandler } from "./health.ts";
-import type { DatabaseHealth } from "./health.ts";
 import { createLimitsHandler } from "./limits.ts";
 import { createMetricsHandler } from "./metrics.ts";
 import { createOpenApiHandler } from "./openapi.ts";
@@ -44,6 +43,7 @@ import { createUsageHandler } from "./usage.ts";
 import { createWalletNonceHandler, createWalletSignInHandler } from "./wallet.ts";
 import { createWebHandlers } from "./web.ts";
 import type { WalletChain } from "../wallet/chain.ts";
+import type { DatabaseHealth } from "../wire.ts";
 
 /** The long-lived objects handlers use; all constructed by server/services.ts. */
 export interface RouteServices {

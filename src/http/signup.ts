@@ -21,7 +21,7 @@ import type { SignupMode } from "../config/mod.ts";
 import type { WindowLimit } from "../limits/window_limit.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { SignupVerificationSent } from "./schemas/bodies.ts";
+import type { SignupVerificationSent } from "../wire.ts";
 
 export interface SignupDeps {
   mode: SignupMode;

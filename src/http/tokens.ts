@@ -16,7 +16,7 @@ import type { TokenRecords } from "../db/records.ts";
 import { requireScope, requireTokenCaller, requireTokenScope } from "../auth/scopes.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { RevokeResult, TokenInfo, TokenList } from "./schemas/bodies.ts";
+import type { RevokeResult, TokenInfo, TokenList } from "../wire.ts";
 
 export interface RevokeDeps {
   tokenRecords: TokenRecords;

@@ -28,7 +28,7 @@ import { jsonResponse } from "./json.ts";
 import { rateLimitHeaders } from "./rate_limit_headers.ts";
 import { apiErrorOfStoreFailure } from "./store_errors.ts";
 import type { Handler } from "./router.ts";
-import type { UploadResult } from "./schemas/bodies.ts";
+import type { UploadResult } from "../wire.ts";
 
 export interface UploadDeps {
   config: Config;

@@ -12,7 +12,7 @@ import type { CapLedger } from "../limits/daily_caps.ts";
 import type { UploadPolicies } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { Usage, UsageDay } from "./schemas/bodies.ts";
+import type { Usage, UsageDay } from "../wire.ts";
 
 const MAX_DAYS = 366;
 const DEFAULT_DAYS = 30;

@@ -9,11 +9,11 @@
  */
 import { ApiError } from "../errors.ts";
 import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
-import { MAX_MESSAGE_CHARS, MAX_SIGNATURE_CHARS } from "../auth/wallet_sign_in_result.ts";
+import { MAX_MESSAGE_CHARS, MAX_SIGNATURE_CHARS } from "../auth/wallet_sign_in_limits.ts";
 import type { WindowLimit } from "../limits/window_limit.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { WalletNonce } from "./schemas/bodies.ts";
+import type { WalletNonce } from "../wire.ts";
 import { requirePersistentTokens } from "./signup.ts";
 
 export interface WalletDeps {

@@ -8,13 +8,20 @@
 import type { ParsedCid } from "./cid_codec.ts";
 import { ParallelPieceHasher } from "./parallel.ts";
 import type { HashWorkerPool } from "./pool.ts";
-import type { StagedPiece } from "../storage/driver/driver.ts";
+
+/**
+ * What `matches` needs of the staged bytes: their SHA-256, computed on the way
+ * or read back (a store's StagedPiece is one; this folder knows no store).
+ */
+export interface StagedDigest {
+  computeSha256(): Promise<string>;
+}
 
 export interface CidVerifier {
   /** Sees every chunk in order (copies what it keeps); may ask the producer to wait. */
   onChunk(chunk: Uint8Array): Promise<void> | undefined;
   /** True when the staged bytes hash to the cid. */
-  matches(staged: Pick<StagedPiece, "computeSha256">): Promise<boolean>;
+  matches(staged: StagedDigest): Promise<boolean>;
   /** Whether `matches` needs the SHA-256 of the bytes (cheapest computed on the way). */
   readonly usesSha256: boolean;
 }

@@ -1,15 +1,17 @@
 /**
  * One JSON Schema per body the API reads or sends, published by /openapi.json
- * under components.schemas, and beside each the TypeScript type the handler
- * builds its answer as (`satisfies UploadResult`, …). tests/openapi_test.ts
- * generates a client from the served document and checks that the type it
- * gets for each schema is assignable both ways to the type written here, so
- * schema, handler and client cannot drift apart.
+ * under components.schemas. The TypeScript type of each is written once, in
+ * wire.ts (shared with the SDK); SchemaTypes below names it per schema, and
+ * tests/openapi_test.ts generates a client from the served document and
+ * checks that the type it gets for each schema is assignable both ways to
+ * that type, so schema, handler and client cannot drift apart.
  */
 import { SCOPES, TIERS } from "../../domain.ts";
-import type { Scope, Tier } from "../../domain.ts";
 import { ERROR_STATUS } from "../../errors.ts";
 import type { ErrorCode } from "../../errors.ts";
+import { MAX_MESSAGE_CHARS, MAX_SIGNATURE_CHARS } from "../../auth/wallet_sign_in_limits.ts";
+import { LIMIT_REFUSALS } from "../../wire.ts";
+import type * as Wire from "../../wire.ts";
 import {
   arrayOf,
   booleanSchema,
@@ -24,216 +26,42 @@ import {
   uriSchema,
 } from "./json_schema.ts";
 import type { JsonSchema } from "./json_schema.ts";
-import { MAX_MESSAGE_CHARS, MAX_SIGNATURE_CHARS } from "../../auth/wallet_sign_in_result.ts";
 
-/** The body of every error answer. */
-export interface ErrorBody {
-  error: ErrorCode;
-  message: string;
+/** Each published schema's TypeScript type: the handlers build their answers as these. */
+export interface SchemaTypes {
+  Error: Wire.ErrorBody<ErrorCode>;
+  UploadResult: Wire.UploadResult;
+  SignupRequest: Wire.SignupRequest;
+  SignupResult: Wire.SignupResult;
+  SignupVerificationSent: Wire.SignupVerificationSent;
+  SignupVerifyRequest: Wire.SignupVerifyRequest;
+  WalletNonce: Wire.WalletNonce;
+  WalletSignInRequest: Wire.WalletSignInRequest;
+  WalletSignInResult: Wire.WalletSignInResult;
+  RevokeRequest: Wire.RevokeRequest;
+  RevokeResult: Wire.RevokeResult;
+  TokenInfo: Wire.TokenInfo;
+  TokenList: Wire.TokenList;
+  Deal: Wire.Deal;
+  FilesPage: Wire.FilesPage;
+  UsageDay: Wire.UsageDay;
+  Usage: Wire.Usage;
+  TierInfo: Wire.TierInfo;
+  WalletLimits: Wire.WalletLimits;
+  Limits: Wire.Limits;
+  PieceCidResult: Wire.PieceCidResult;
+  PieceCidForm: Wire.PieceCidForm;
+  PieceCidInfo: Wire.PieceCidInfo;
+  Health: Wire.Health;
+  Deprecation: Wire.Deprecation;
+  Deprecations: Wire.Deprecations;
+  OpenApiDocument: Wire.OpenApiDocument;
 }
 
-export interface UploadResult {
-  cid: string;
-  dealId: string;
-  size: number;
-  retrievalUrl: string;
-  term: string;
-  sponsored: boolean;
-  owner: string | null;
-}
+export type SchemaName = keyof SchemaTypes;
 
-export interface SignupRequest {
-  email: string;
-  label: string;
-  scopes?: Scope[];
-  quotaMb?: number;
-}
-
-export type { SignupResult } from "../../auth/signup_result.ts";
-
-export interface SignupVerificationSent {
-  status: "verification_sent";
-  email: string;
-}
-
-export interface SignupVerifyRequest {
-  email: string;
-  code: string;
-}
-
-export interface WalletNonce {
-  nonce: string;
-  expiresAt: string;
-}
-
-export interface WalletSignInRequest {
-  message: string;
-  signature: string;
-}
-
-export type { WalletSignInResult } from "../../auth/wallet_sign_in_result.ts";
-
-export interface RevokeRequest {
-  jti: string;
-}
-
-export interface RevokeResult {
-  jti: string;
-  revoked: true;
-  revokedAt: string;
-}
-
-export interface TokenInfo {
-  jti: string;
-  label: string;
-  scopes: Scope[];
-  quotaMb: number | null;
-  issuedAt: string;
-  expiresAt: string;
-  revoked: boolean;
-  revokedAt: string | null;
-  current: boolean;
-}
-
-export interface TokenList {
-  tokens: TokenInfo[];
-}
-
-/** A deal as its owner sees it (GET /api/files, POST /api/deals/{dealId}/extend). */
-export interface Deal {
-  cid: string;
-  dealId: string;
-  size: number;
-  contentType: string;
-  filename: string | null;
-  createdAt: string;
-  term: string;
-  termEndsAt: string;
-  retrievalUrl: string;
-}
-
-export interface FilesPage {
-  files: Deal[];
-  nextCursor: string | null;
-}
-
-export interface UsageDay {
-  date: string;
-  bytes: number;
-  uploads: number;
-}
-
-export interface Usage {
-  from: string;
-  to: string;
-  days: UsageDay[];
-  quotaBytes: number;
-  remainingTodayBytes: number;
-}
-
-/** Why /api/limits?size= says an upload would be refused: the code the upload would get. */
-export const LIMIT_REFUSALS = [
-  "too_large",
-  "rate_limited",
-  "quota_exceeded",
-  "insufficient_scope",
-] as const satisfies readonly ErrorCode[];
-export type LimitRefusal = typeof LIMIT_REFUSALS[number];
-
-/** One upload tier this server offers (GET /api/limits lists them). */
-export interface TierInfo {
-  tier: Tier;
-  /** How a caller gets into the tier. */
-  auth: "none" | "token" | "wallet";
-  maxFileBytes: number | null;
-  /** Per IP (sponsored) or the most a token may carry; null: from the wallet's balance. */
-  dailyCapBytes: number | null;
-  termDays: number;
-  /** Wallet tier only: daily bytes per 1 USDC of balance. */
-  bytesPerUsdc?: number;
-}
-
-/** The balance a wallet caller's cap comes from. */
-export interface WalletLimits {
-  address: string;
-  usdcBalance: string;
-  bytesPerUsdc: number;
-  balanceReadAt: string;
-  stale: boolean;
-}
-
-export interface Limits {
-  tier: Tier;
-  maxFileBytes: number | null;
-  dailyCapBytes: number;
-  usedTodayBytes: number;
-  remainingTodayBytes: number;
-  resetsAt: string;
-  resetSeconds: number;
-  /** Every tier this server offers. */
-  tiers: TierInfo[];
-  /** Only for a wallet token's caller. */
-  wallet?: WalletLimits;
-  /** The three below only when ?size= was given. */
-  size?: number;
-  accepted?: boolean;
-  reason?: LimitRefusal | null;
-}
-
-export interface PieceCidResult {
-  cid: string;
-  size: number;
-}
-
-export interface PieceCidForm {
-  name: string;
-  example: string;
-  spec?: string;
-  cid: string;
-  multihash?: string;
-  digest?: string;
-  howToCompute: string;
-  verified: boolean;
-}
-
-export interface PieceCidInfo {
-  pattern: string;
-  caseInsensitive: boolean;
-  opaqueAccepted: boolean;
-  forms: PieceCidForm[];
-  compute: string;
-}
-
-export interface Health {
-  status: "ok" | "degraded";
-  storage: { ok: boolean; source: string; detail: string };
-  database: { ok: boolean; persistent: boolean; backend: "sqlite" | "postgres"; detail: string };
-  digests: { backlog: number; failures: number };
-  uploads: { inFlight: number };
-  memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
-  wallet: WalletHealth;
-}
-
-/** The wallet tier's chain as /healthz reports it (its state never makes the server degraded). */
-export interface WalletHealth {
-  enabled: boolean;
-  ok: boolean;
-  chainId: number | null;
-  rpcChainId: number | null;
-  lastError: string | null;
-  lastSuccessAt: string | null;
-}
-
-export interface Deprecation {
-  feature: string;
-  deprecatedAt: string;
-  removedIn: string;
-  instead: string;
-}
-
-export interface Deprecations {
-  deprecations: Deprecation[];
-}
+// What /api/limits?size= names as a refusal is a code of the error table.
+LIMIT_REFUSALS satisfies readonly ErrorCode[];
 
 const dealSchema = objectOf({
   cid: stringSchema,
@@ -286,17 +114,8 @@ const deprecationSchema = objectOf({
   instead: stringSchema,
 });
 
-/** What GET /openapi.json serves (its outline; the rest is OpenAPI 3.1's). */
-export interface OpenApiDocument {
-  openapi: string;
-  info: { title: string; version: string; description: string };
-  servers: { url: string }[];
-  paths: { [path: string]: unknown };
-  components: { [kind: string]: unknown };
-}
-
-/** Published as components.schemas; each name is also the TypeScript type above. */
-export const COMPONENT_SCHEMAS = {
+/** Published as components.schemas: exactly one schema per name of SchemaTypes. */
+export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = {
   Error: objectOf({
     error: enumOf(Object.keys(ERROR_STATUS), {
       description: "Stable code to match on; each response lists the codes it can carry",
@@ -483,6 +302,4 @@ export const COMPONENT_SCHEMAS = {
     paths: { type: "object", additionalProperties: true },
     components: { type: "object", additionalProperties: true },
   }, { description: "An OpenAPI 3.1 document" }),
-} satisfies Record<string, JsonSchema>;
-
-export type SchemaName = keyof typeof COMPONENT_SCHEMAS;
+};
