@@ -17,6 +17,9 @@ import type { CatalogRecords } from "../db/records.ts";
 import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
+import { TOKEN_ERRORS } from "./route_doc.ts";
+import type { RouteDoc } from "./route_doc.ts";
+import { stringSchema } from "./schemas/json_schema.ts";
 
 export interface DealDeps {
   records: CatalogRecords;
@@ -24,6 +27,22 @@ export interface DealDeps {
   clock: Clock;
   baseUrl: string;
 }
+
+export const extendDealDoc: RouteDoc = {
+  operationId: "extendDeal",
+  summary: "Extend a deal's term by one term of its tier",
+  description: "Another user's deal, a sponsored deal and an unknown id are all 404.",
+  auth: "token",
+  scope: "pin",
+  parameters: [{
+    name: "dealId",
+    in: "path",
+    description: "dealId of an upload",
+    schema: stringSchema,
+  }],
+  responses: [{ status: 200, description: "The extended deal", body: { json: "Deal" } }],
+  errors: [...TOKEN_ERRORS, "insufficient_scope", "not_found"],
+};
 
 export function createExtendDealHandler(deps: DealDeps): Handler {
   return async (_request, context) => {

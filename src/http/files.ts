@@ -10,6 +10,9 @@ import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 import type { FilesPage } from "../wire.ts";
+import { TOKEN_ERRORS } from "./route_doc.ts";
+import type { RouteDoc } from "./route_doc.ts";
+import { integerSchema, stringSchema } from "./schemas/json_schema.ts";
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
@@ -18,6 +21,29 @@ export interface FilesDeps {
   records: CatalogRecords;
   baseUrl: string;
 }
+
+export const listFilesDoc: RouteDoc = {
+  operationId: "listFiles",
+  summary: "List the caller's uploads, newest first",
+  auth: "token",
+  scope: "list",
+  parameters: [
+    {
+      name: "limit",
+      in: "query",
+      description: "Files per page",
+      schema: { ...integerSchema, minimum: 1, maximum: 1000, default: 100 },
+    },
+    {
+      name: "cursor",
+      in: "query",
+      description: "nextCursor of the previous page",
+      schema: stringSchema,
+    },
+  ],
+  responses: [{ status: 200, description: "One page", body: { json: "FilesPage" } }],
+  errors: [...TOKEN_ERRORS, "insufficient_scope", "invalid_request"],
+};
 
 export function createFilesHandler(deps: FilesDeps): Handler {
   return async (_request, context) => {

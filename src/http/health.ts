@@ -11,6 +11,7 @@ import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 import type { DatabaseHealth, Health, WalletHealth } from "../wire.ts";
 import type { WalletChain } from "../wallet/chain.ts";
+import type { RouteDoc } from "./route_doc.ts";
 
 export interface HealthDeps {
   store: PieceStore;
@@ -20,6 +21,17 @@ export interface HealthDeps {
   /** null: this server has no wallet tier. */
   walletChain: Pick<WalletChain, "health"> | null;
 }
+
+export const getHealthDoc: RouteDoc = {
+  operationId: "getHealth",
+  summary: "Whether storage and database can be used",
+  auth: "public",
+  responses: [
+    { status: 200, description: "Healthy", body: { json: "Health" } },
+    { status: 503, description: "Degraded (see the body)", body: { json: "Health" } },
+  ],
+  errors: [],
+};
 
 export function createHealthHandler(deps: HealthDeps): Handler {
   return async () => {

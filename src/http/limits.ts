@@ -17,6 +17,9 @@ import type { UploadPolicies, UploadPolicy } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 import type { Limits, TierInfo, WalletLimits } from "../wire.ts";
+import { TOKEN_ERRORS } from "./route_doc.ts";
+import type { RouteDoc } from "./route_doc.ts";
+import { integerSchema } from "./schemas/json_schema.ts";
 
 export interface LimitsDeps {
   config: Config;
@@ -24,6 +27,20 @@ export interface LimitsDeps {
   ledger: CapLedger;
   clock: Clock;
 }
+
+export const getLimitsDoc: RouteDoc = {
+  operationId: "getLimits",
+  summary: "The caller's tier, caps and what is left today",
+  auth: "optional",
+  parameters: [{
+    name: "size",
+    in: "query",
+    description: "Also answer whether an upload of this many bytes would be accepted now",
+    schema: { ...integerSchema, minimum: 1 },
+  }],
+  responses: [{ status: 200, description: "The caller's limits", body: { json: "Limits" } }],
+  errors: [...TOKEN_ERRORS, "invalid_request", "wallet_unavailable"],
+};
 
 export function createLimitsHandler(deps: LimitsDeps): Handler {
   const tiers = tiersOf(deps.config);

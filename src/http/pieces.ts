@@ -31,6 +31,10 @@ import { applyCorsHeaders } from "./cors.ts";
 import { CachedPiece } from "./small_piece_cache.ts";
 import type { SmallPieceCache } from "./small_piece_cache.ts";
 import type { Handler } from "./router.ts";
+import { CID_DESCRIPTION, CID_SCHEMA } from "./route_doc.ts";
+import type { RouteDoc } from "./route_doc.ts";
+import type { HeaderUse } from "./schemas/headers.ts";
+import { stringSchema } from "./schemas/json_schema.ts";
 
 export interface RetrievalDeps {
   store: PieceStore;
@@ -50,6 +54,50 @@ export interface Retrieval {
 }
 
 export const RETRIEVAL_PATH = "/p/:cid";
+
+/** What a retrieval answer carries besides its body. */
+const PIECE_HEADERS: HeaderUse = {
+  "Content-Type": "always",
+  "Content-Length": "always",
+  "Content-Disposition": "always",
+  "Cache-Control": "always",
+  ETag: "always",
+  "Accept-Ranges": "always",
+  "X-Service-Piece-Cid": "always",
+  "X-Service-Source": "always",
+  "X-Content-Type-Options": "always",
+  "Content-Security-Policy": "always",
+};
+const { "Content-Length": _noLengthWithoutBody, ...NOT_MODIFIED_HEADERS } = PIECE_HEADERS;
+
+export const getPieceDoc: RouteDoc = {
+  operationId: "getPiece",
+  summary: "Retrieve a piece's bytes (public)",
+  auth: "public",
+  parameters: [
+    { name: "cid", in: "path", description: CID_DESCRIPTION, schema: CID_SCHEMA },
+    {
+      name: "If-None-Match",
+      in: "header",
+      description: "An ETag of an earlier answer (or *): a match answers 304 without a body",
+      schema: stringSchema,
+    },
+  ],
+  responses: [
+    {
+      status: 200,
+      description: "The stored bytes, with the Content-Type given at upload",
+      body: { binary: true },
+      headers: PIECE_HEADERS,
+    },
+    {
+      status: 304,
+      description: "Not modified: If-None-Match named this piece's ETag",
+      headers: NOT_MODIFIED_HEADERS,
+    },
+  ],
+  errors: ["invalid_cid", "not_found", "storage_offline", "piece_corrupt"],
+};
 
 export function createRetrieval(deps: RetrievalDeps): Retrieval {
   const handler: Handler = async (request, context) => {

@@ -1,13 +1,16 @@
 /**
- * What a route row says about itself for the API document (/openapi.json is
- * generated from these, see openapi.ts). Kept beside the handler wiring in
- * routes.ts so a new route cannot be served undocumented, and so what a route
- * reads, sends and refuses is written once.
+ * What a route says about itself for the API document (/openapi.json is
+ * generated from these, see openapi.ts). Each handler's file exports its
+ * route's doc beside the handler (`uploadDoc` in upload.ts, …), so what a
+ * route reads, sends and refuses is written once, next to the code that does
+ * it; a row of the route table (routes.ts) cannot be served without one.
+ * Below the shapes: the parts several routes' docs share.
  */
 import type { Scope } from "../domain.ts";
 import type { ErrorCode } from "../errors.ts";
 import type { SchemaName } from "./schemas/bodies.ts";
 import type { HeaderUse } from "./schemas/headers.ts";
+import { stringSchema } from "./schemas/json_schema.ts";
 import type { JsonSchema } from "./schemas/json_schema.ts";
 
 export interface ParameterDoc {
@@ -59,3 +62,29 @@ export interface RouteDoc {
    */
   errorHeaders?: { readonly [status: number]: HeaderUse };
 }
+
+/** The cid format of every endpoint (cid_format.ts). */
+export const CID_SCHEMA: JsonSchema = { ...stringSchema, pattern: "^[a-zA-Z0-9]{8,80}$" };
+export const CID_DESCRIPTION = "8 to 80 letters or digits, any case (see GET /api/piece-cids)";
+
+/** What POST bodies of bytes need, said where a client reads the request body's doc. */
+export const BYTES_BODY_FRAMING = "Sent with a Content-Length, which every HTTP client sets " +
+  "from the body (chunked transfer-encoding is refused with 411 length_required; 0 bytes with " +
+  "400 empty_bodyy).";
+
+/** Codes of any route that reads the caller's token. */
+export const TOKEN_ERRORS = ["invalid_token", "revoked_token"] as const satisfies ErrorCode[];
+/** Codes of any route whose body is bytes framed by a Content-Length (body.ts). */
+export const CONTENT_LENGTH_ERRORS = [
+  "no_body",
+  "empty_bodyy",
+  "invalid_request",
+  "length_required",
+] as const satisfies ErrorCode[];
+/** Codes of any route that reads a JSON body. */
+export const JSON_BODY_ERRORS = [
+  "invalid_json",
+  "too_large",
+  "incomplete_body",
+  "request_timeout",
+] as const satisfies ErrorCode[];

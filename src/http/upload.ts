@@ -29,6 +29,16 @@ import { rateLimitHeaders } from "./rate_limit_headers.ts";
 import { apiErrorOfStoreFailure } from "./store_errors.ts";
 import type { Handler } from "./router.ts";
 import type { UploadResult } from "../wire.ts";
+import {
+  BYTES_BODY_FRAMING,
+  CID_DESCRIPTION,
+  CID_SCHEMA,
+  CONTENT_LENGTH_ERRORS,
+  TOKEN_ERRORS,
+} from "./route_doc.ts";
+import type { RouteDoc } from "./route_doc.ts";
+import type { HeaderUse } from "./schemas/headers.ts";
+import { stringSchema } from "./schemas/json_schema.ts";
 
 export interface UploadDeps {
   config: Config;
@@ -49,6 +59,69 @@ export interface UploadDeps {
  * and a second fsynced database write).
  */
 const HASH_AFTERWARDS_ABOVE_BYTES = 4 * 1024 * 1024;
+
+/** The caller's daily cap, sent by uploads, accepted or refused at the cap. */
+const RATE_LIMIT_HEADERS: HeaderUse = { RateLimit: "always", "RateLimit-Policy": "always" };
+
+export const uploadDoc: RouteDoc = {
+  operationId: "upload",
+  summary: "Stage a file under its cid (sponsored without a token)",
+  description: "PieceCIDv2, PieceCIDv1 and sha2-256 CIDv1 cids are checked against the " +
+    "bytes; other cids are stored as given unless the server requires verifiable cids. " +
+    "Size and caps are decided from Content-Length before a byte is read. Bytes under " +
+    "a stored cid never change: the same bytes again answer 200, others 409.",
+  auth: "optional",
+  scope: "put",
+  parameters: [
+    {
+      name: "cid",
+      in: "query",
+      required: true,
+      description: CID_DESCRIPTION,
+      schema: CID_SCHEMA,
+    },
+    {
+      name: "X-Filename",
+      in: "header",
+      description: "The file's name, URL-encoded UTF-8, at most 255 bytes decoded, no " +
+        "control characters; served back in Content-Disposition",
+      schema: stringSchema,
+    },
+  ],
+  requestBody: {
+    description: `The file's bytes. ${BYTES_BODY_FRAMING} Its Content-Type (required; ` +
+      "any media type but a form: multipart/form-data and " +
+      "application/x-www-form-urlencoded are refused) is stored and served back.",
+    body: { binary: true },
+  },
+  responses: [{
+    status: 200,
+    description: "Stored (or already stored with the same bytes)",
+    body: { json: "UploadResult" },
+    headers: RATE_LIMIT_HEADERS,
+  }],
+  errorHeaders: { 429: RATE_LIMIT_HEADERS },
+  errors: [
+    "invalid_cid",
+    ...TOKEN_ERRORS,
+    "insufficient_scope",
+    ...CONTENT_LENGTH_ERRORS,
+    "invalid_content_type",
+    "invalid_filename",
+    "cid_mismatch",
+    "too_large",
+    "rate_limited",
+    "quota_exceeded",
+    "incomplete_body",
+    "request_timeout",
+    "cid_conflict",
+    "stage_failed",
+    "storage_offline",
+    "server_busy",
+    "wallet_unavailable",
+    "insufficient_storage",
+  ],
+};
 
 export function createUploadHandler(deps: UploadDeps): Handler {
   return async (request, context) => {

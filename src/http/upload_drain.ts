@@ -5,6 +5,9 @@
  * (`draining`), then wait for the running ones, and after a timeout abort
  * them (`signal`), which removes their temp files and releases their caps.
  */
+import { ApiError } from "../errors.ts";
+import type { Handler } from "./router.ts";
+
 export class UploadDrain {
   #count = 0;
   #idle: PromiseWithResolvers<void> | null = null;
@@ -35,6 +38,18 @@ export class UploadDrain {
       this.#count--;
       if (this.#count === 0) this.#idle?.resolve();
     }
+  }
+
+  /** The upload handler as a drain needs it: refused once a shutdown has begun, counted meanwhile. */
+  guard(upload: Handler): Handler {
+    return (request, context) => {
+      if (this.#draining) {
+        throw new ApiError("storage_offline", "Server is shutting down; retry shortly", {
+          headers: { "retry-after": "5" },
+        });
+      }
+      return this.track(async () => await upload(request, context));
+    };
   }
 
   /**

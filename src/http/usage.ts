@@ -13,6 +13,9 @@ import type { UploadPolicies } from "../limits/tiers.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 import type { Usage, UsageDay } from "../wire.ts";
+import { TOKEN_ERRORS } from "./route_doc.ts";
+import type { RouteDoc } from "./route_doc.ts";
+import { dateSchema } from "./schemas/json_schema.ts";
 
 const MAX_DAYS = 366;
 const DEFAULT_DAYS = 30;
@@ -23,6 +26,29 @@ export interface UsageDeps {
   clock: Clock;
   policies: UploadPolicies;
 }
+
+export const getUsageDoc: RouteDoc = {
+  operationId: "getUsage",
+  summary: "The caller's uploads per UTC day and today's quota",
+  auth: "token",
+  scope: "list",
+  parameters: [
+    {
+      name: "from",
+      in: "query",
+      description: "First day (UTC); default: 29 days before `to`",
+      schema: dateSchema,
+    },
+    {
+      name: "to",
+      in: "query",
+      description: "Last day (UTC); default: today. At most 366 days in all",
+      schema: dateSchema,
+    },
+  ],
+  responses: [{ status: 200, description: "Usage per day", body: { json: "Usage" } }],
+  errors: [...TOKEN_ERRORS, "insufficient_scope", "invalid_request", "wallet_unavailable"],
+};
 
 export function createUsageHandler(deps: UsageDeps): Handler {
   return async (_request, context) => {

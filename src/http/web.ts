@@ -16,6 +16,8 @@ import { ApiError } from "../errors.ts";
 import { hashWorkerSource } from "../piece_cid/worker_source.ts";
 import { WEB_ASSETS } from "../web/assets.gen.ts";
 import type { Handler } from "./router.ts";
+import type { ParameterDoc, RouteDoc, SuccessDoc } from "./route_doc.ts";
+import { stringSchema } from "./schemas/json_schema.ts";
 
 /** The page's policy; img-src blob: for previews of files picked on this machine. */
 export const PAGE_CSP = [
@@ -52,6 +54,55 @@ function appFiles(): Map<string, Asset> {
   files.set("hash-worker.js", assetOf("text/javascript; charset=utf-8", hashWorkerSource()));
   return files;
 }
+
+/** The web page's files revalidate by ETag. */
+const WEB_IF_NONE_MATCH: ParameterDoc = {
+  name: "If-None-Match",
+  in: "header",
+  description: "The ETag of an earlier answer: a match answers 304 without a body",
+  schema: stringSchema,
+};
+const WEB_RESPONSES: SuccessDoc[] = [
+  {
+    status: 200,
+    description: "The file",
+    body: { binary: true },
+    headers: { "X-Content-Type-Options": "always" },
+  },
+  {
+    status: 304,
+    description: "Not modified: If-None-Match named this file's ETag",
+    headers: { "X-Content-Type-Options": "always" },
+  },
+];
+
+export const getWebPageDoc: RouteDoc = {
+  operationId: "getWebPage",
+  summary: "The web page: upload, files, tokens and usage in a browser",
+  description: "HTML under a strict Content-Security-Policy; everything it loads comes " +
+    "from /app/ on this server.",
+  auth: "public",
+  parameters: [WEB_IF_NONE_MATCH],
+  responses: WEB_RESPONSES,
+  errors: [],
+};
+
+export const getWebAssetDoc: RouteDoc = {
+  operationId: "getWebAsset",
+  summary: "A file of the web page (app.js, app.css, hash-worker.js)",
+  auth: "public",
+  parameters: [
+    {
+      name: "file",
+      in: "path",
+      description: "app.js, app.css or hash-worker.js",
+      schema: stringSchema,
+    },
+    WEB_IF_NONE_MATCH,
+  ],
+  responses: WEB_RESPONSES,
+  errors: ["not_found"],
+};
 
 export function createWebHandlers(): { page: Handler; asset: Handler } {
   const page = assetOf(WEB_ASSETS["index.html"].type, WEB_ASSETS["index.html"].body);
