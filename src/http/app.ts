@@ -13,8 +13,6 @@ import { ApiError, errorResponse } from "../errors.ts";
 import type { ErrorCode } from "../errors.ts";
 import type { Authenticator, Caller } from "../auth/caller.ts";
 import type { IpRange } from "../net/ip.ts";
-import { isDatabaseBusy } from "../db/sqlite/database.ts";
-import { isPostgresUnavailable } from "../db/postgres/connection.ts";
 import type { Logger } from "../log.ts";
 import type { RequestMetrics } from "../metrics/request_metrics.ts";
 import { resolveClientKey } from "../net/ip.ts";
@@ -22,6 +20,7 @@ import { applyDeprecationHeaders, usesQueryToken } from "./deprecation.ts";
 import { readJsonObject } from "./body.ts";
 import { applyCorsHeaders, preflightResponse } from "./cors.ts";
 import type { RequestContext } from "./context.ts";
+import { apiErrorOf } from "./pipeline_errors.ts";
 import { createRequestLog } from "./request_log.ts";
 import { Router } from "./router.ts";
 import type { Route } from "./router.ts";
@@ -82,7 +81,7 @@ export function createApp(options: AppOptions): App {
     try {
       response = await route(request, url, info, logFields, (name) => routeName = name);
     } catch (error) {
-      const apiError = apiErrorOf(error, routeName);
+      const apiError = apiErrorOf(error, routeName, options.logger);
       code = apiError.code;
       response = errorResponse(apiError, request.method);
     }
@@ -126,30 +125,11 @@ export function createApp(options: AppOptions): App {
       });
     }
     setRouteName(match.route.path);
-    let clientKey: string | null = null;
-    const clientKeyOfRequest = () =>
-      clientKey ??= resolveClientKey(
-        info.remoteAddr.hostname,
-        request.headers.get("x-forwarded-for"),
-        options.trustedProxies,
-      );
-    let caller: Promise<Caller> | null = null;
-    const context: RequestContext = {
-      url,
-      params: match.params,
-      get clientKey() {
-        return clientKeyOfRequest();
-      },
-      signal: uploadDrain.signal,
-      bodyIdleTimeoutMs: options.bodyIdleTimeoutMs,
-      readJson: () => readJsonObject(request, { idleTimeoutMs: options.bodyIdleTimeoutMs }),
-      logFields,
-      caller: () =>
-        caller ??= options.authenticator.authenticate(request, url).then((token) => {
-          logFields.caller = token ? "token" : "sponsored";
-          return token ?? { kind: "sponsored", clientKey: clientKeyOfRequest() };
-        }),
-    };
+    const context = requestContextOf(
+      request,
+      { url, info, params: match.params, logFields },
+      options,
+    );
     const response = await match.route.handler(request, context);
     if (request.method === "HEAD" && response.body) {
       await response.body.cancel();
@@ -158,44 +138,45 @@ export function createApp(options: AppOptions): App {
     return response;
   }
 
-  /** What a thrown error answers; the unexpected ones are logged. */
-  function apiErrorOf(error: unknown, routeName: string): ApiError {
-    if (error instanceof ApiError) {
-      if (error.status >= 500) {
-        options.logger.error("request failed", {
-          route: routeName,
-          code: error.code,
-          cause: String(error.cause ?? error.message),
-        });
-      }
-      return error;
-    }
-    if (isDatabaseBusy(error)) {
-      options.logger.warn("database busy", { route: routeName });
-      return new ApiError("storage_offline", "The database is busy; retry in a moment", {
-        headers: { "retry-after": "1" },
-      });
-    }
-    if (isPostgresUnavailable(error)) {
-      options.logger.warn("database unreachable", { route: routeName, code: errorCode(error) });
-      return new ApiError("storage_offline", "The database cannot be reached; retry in a moment", {
-        headers: { "retry-after": "5" },
-      });
-    }
-    // Anything we did not anticipate is our bug: log it whole, answer 500, never 400.
-    options.logger.error("unhandled error", {
-      route: routeName,
-      error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-      stack: error instanceof Error ? error.stack : undefined,
-    });
-    return new ApiError("internal_error", "Internal server error");
-  }
-
   return { fetch };
 }
 
-/** The code a driver error carries (an SQLSTATE, or a connection code like ECONNREFUSED). */
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
+/**
+ * What the handler of a matched route gets besides the request: the caller
+ * and the client's key are worked out on first use, and once.
+ */
+function requestContextOf(
+  request: Request,
+  { url, info, params, logFields }: {
+    url: URL;
+    info: Deno.ServeHandlerInfo<Deno.NetAddr>;
+    params: Record<string, string>;
+    logFields: RequestContext["logFields"];
+  },
+  options: AppOptions,
+): RequestContext {
+  let clientKey: string | null = null;
+  const clientKeyOfRequest = () =>
+    clientKey ??= resolveClientKey(
+      info.remoteAddr.hostname,
+      request.headers.get("x-forwarded-for"),
+      options.trustedProxies,
+    );
+  let caller: Promise<Caller> | null = null;
+  return {
+    url,
+    params,
+    get clientKey() {
+      return clientKeyOfRequest();
+    },
+    signal: options.uploadDrain.signal,
+    bodyIdleTimeoutMs: options.bodyIdleTimeoutMs,
+    readJson: () => readJsonObject(request, { idleTimeoutMs: options.bodyIdleTimeoutMs }),
+    logFields,
+    caller: () =>
+      caller ??= options.authenticator.authenticate(request, url).then((token) => {
+        logFields.caller = token ? "token" : "sponsored";
+        return token ?? { kind: "sponsored", clientKey: clientKeyOfRequest() };
+      }),
+  };
 }
