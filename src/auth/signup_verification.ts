@@ -14,7 +14,7 @@ import { Buffer } from "node:buffer";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
-import type { SignupCodeRecord } from "../domain.ts";
+import type { SignupCodeRecords } from "../domain.ts";
 import { ApiError } from "../errors.ts";
 import { MailUnavailableError } from "../mail/mailer.ts";
 import type { Mailer } from "../mail/mailer.ts";
@@ -26,21 +26,9 @@ export const MAX_CODE_ATTEMPTS = 5;
 /** Least time between two codes for one address. */
 export const RESEND_AFTER_MS = 60_000;
 
-/** Where pending codes are kept (db/records.ts: SignupCodeRecords). */
-export interface SignupCodeStore {
-  /** Stores the pending code of an address, replacing any earlier one. */
-  put(record: SignupCodeRecord): Promise<void>;
-  get(email: string): Promise<SignupCodeRecord | null>;
-  countAttempt(email: string): Promise<void>;
-  /** True when this call removed the code (so of two racing redemptions, one wins). */
-  delete(email: string): Promise<boolean>;
-  /** Removes this code only, not a newer one sent meanwhile. */
-  deleteCode(email: string, codeHash: string): Promise<void>;
-  purgeExpired(now: string): Promise<void>;
-}
-
 export interface SignupVerificationOptions {
-  records: SignupCodeStore;
+  /** Where pending codes are kept. */
+  records: SignupCodeRecords;
   mailer: Mailer;
   clock: Clock;
   /** Named in the mail, so the reader knows which service sent the code. */

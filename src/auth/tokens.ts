@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import { ApiError } from "../errors.ts";
 import type { Clock } from "../clock.ts";
 import { toRfc3339 } from "../clock.ts";
-import type { TokenRecord } from "../domain.ts";
+import type { TokenRecord, TokenRecords } from "../domain.ts";
 import type { TokenCaller } from "./caller.ts";
 import { SCOPES } from "../domain.ts";
 import type { Scope } from "../domain.ts";
@@ -61,13 +61,8 @@ export interface MintInput {
   quotaMb: number;
 }
 
-/** Where token metadata is kept (db/records.ts: TokenRecords). */
-export interface TokenStore {
-  insert(token: Omit<TokenRecord, "revokedAt">): Promise<void>;
-  get(jti: string): Promise<TokenRecord | null>;
-  /** "unknown" when the jti was never issued; otherwise its revocation time or null. */
-  revocationOf(jti: string): Promise<"unknown" | string | null>;
-}
+/** What minting and checking tokens needs of where token metadata is kept. */
+export type TokenStore = Pick<TokenRecords, "insert" | "get" | "revocationOf">;
 
 export interface TokenServiceOptions {
   hmacKey: HmacKey;

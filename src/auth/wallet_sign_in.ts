@@ -17,6 +17,7 @@ import type { Address, Hex } from "viem";
 import { parseSiweMessage } from "viem/siwe";
 import type { Clock } from "../clock.ts";
 import { toRfc3339 } from "../clock.ts";
+import type { WalletNonceRecords } from "../domain.ts";
 import { ApiError } from "../errors.ts";
 import { siweLayoutProblem } from "./siwe_layout.ts";
 import type { TokenService } from "./tokens.ts";
@@ -27,21 +28,14 @@ export const NONCE_LIFETIME_MS = 10 * 60_000;
 /** A wallet's clock may run this far ahead of ours (issuedAt, notBefore). */
 const CLOCK_SKEW_MS = 60_000;
 
-/** Where nonces are kept (db/records.ts: WalletNonceRecords). */
-export interface NonceStore {
-  insert(nonce: string, expiresMs: number): Promise<void>;
-  isLive(nonce: string, nowMs: number): Promise<boolean>;
-  consume(nonce: string, nowMs: number): Promise<boolean>;
-  pruneExpired(nowMs: number): Promise<number>;
-}
-
 /** Who decides whether a signature is the address's (wallet/chain.ts). */
 export interface SignatureVerifier {
   verifySignature(input: { address: Address; message: string; signature: Hex }): Promise<boolean>;
 }
 
 export interface WalletSignInOptions {
-  nonces: NonceStore;
+  /** Where nonces are kept. */
+  nonces: WalletNonceRecords;
   tokens: TokenService;
   verifier: SignatureVerifier;
   clock: Clock;

@@ -8,7 +8,11 @@
  * SQLite implementation answers synchronously underneath, which is what lets
  * its in-memory cap ledger stay exact (limits/daily_caps.ts).
  */
-import type { SignupCodeRecord, Tier, TokenRecord } from "../domain.ts";
+import type { Tier } from "../domain.ts";
+
+// The records auth/ keeps through (tokens, signup codes, sign-in nonces) are declared in
+// domain.ts, which both auth/ and db/ import; named here too, beside the catalog's.
+export type { SignupCodeRecords, TokenRecords, WalletNonceRecords } from "../domain.ts";
 
 export interface PieceRecord {
   cid: string;
@@ -99,41 +103,4 @@ export interface CatalogRecords {
   usedBytes(subject: string, day: string): Promise<number>;
   /** Inserts the piece (if new), the deal and the usage increment atomically. */
   recordUpload(input: RecordUploadInput): Promise<void>;
-}
-
-/** Token metadata: inserted at signup, its revocation state read on every request. */
-export interface TokenRecords {
-  insert(token: Omit<TokenRecord, "revokedAt">): Promise<void>;
-  get(jti: string): Promise<TokenRecord | null>;
-  /** Tokens newest first: a user's (sub), or every token (for the operator's `token list`). */
-  list(options?: { sub?: string }): Promise<TokenRecord[]>;
-  /** "unknown" when this service never issued the jti; otherwise its revocation time or null. */
-  revocationOf(jti: string): Promise<"unknown" | string | null>;
-  /** Marks a token revoked; a token revoked before keeps its first revocation time. */
-  revoke(jti: string, at: string): Promise<void>;
-}
-
-/** Pending signup codes (`--signup verify`): one per e-mail address. */
-export interface SignupCodeRecords {
-  /** Stores the pending code of an address, replacing any earlier one. */
-  put(record: SignupCodeRecord): Promise<void>;
-  get(email: string): Promise<SignupCodeRecord | null>;
-  countAttempt(email: string): Promise<void>;
-  /** True when this call removed the code (so of two racing redemptions, one wins). */
-  delete(email: string): Promise<boolean>;
-  /** Removes this code only: a newer code sent to the address meanwhile stays. */
-  deleteCode(email: string, codeHash: string): Promise<void>;
-  /** Forgets every code expired by `now` (RFC 3339), and so the addresses it was sent to. */
-  purgeExpired(now: string): Promise<void>;
-}
-
-/** Sign-in nonces of the wallet tier: single use, consumed by one DELETE. */
-export interface WalletNonceRecords {
-  insert(nonce: string, expiresMs: number): Promise<void>;
-  /** True while the nonce was issued, is unspent and has not expired. */
-  isLive(nonce: string, nowMs: number): Promise<boolean>;
-  /** Spends a live nonce; false when it was unknown, spent or expired. */
-  consume(nonce: string, nowMs: number): Promise<boolean>;
-  /** Forgets nonces that expired unspent; returns how many. */
-  pruneExpired(nowMs: number): Promise<number>;
 }
