@@ -1,6 +1,8 @@
 /**
  * Time, injected: every component takes a Clock instead of calling Date.now,
- * so tests can cross UTC midnight without sleeping.
+ * so tests can cross UTC midnight without sleeping. Also the one abortable
+ * sleep the server's and the SDK's retries wait with. Imports nothing, so
+ * the SDK (src/client/) may use it.
  */
 export interface Clock {
   /** Milliseconds since the Unix epoch. */
@@ -8,6 +10,22 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
+
+/** Resolves after ms, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
 
 export const DAY_MS = 86_400_000;
 

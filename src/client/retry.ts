@@ -10,6 +10,7 @@
  * used, or rolled back). The wait is exponential backoff with jitter, and
  * never shorter than the server's Retry-After.
  */
+import { sleep } from "../clock.ts";
 import type { RetryOptions } from "./types.ts";
 import { NetworkError, StorageError } from "./errors.ts";
 
@@ -113,20 +114,4 @@ export function parseRetryAfter(value: string | null, nowMs = Date.now()): numbe
   const date = Date.parse(text);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, Math.ceil((date - nowMs) / 1000));
-}
-
-/** Resolves after ms, or rejects with the signal's reason as soon as it aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

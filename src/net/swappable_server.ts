@@ -20,6 +20,7 @@
  */
 import type { TlsPair } from "./tls_files.ts";
 import { TlsFilesError } from "./tls_files.ts";
+import { sleep } from "../clock.ts";
 
 export interface SwappableServerOptions {
   hostname: string;
@@ -162,7 +163,7 @@ async function bindWhenFree<T>(bind: () => T): Promise<T> {
     } catch (error) {
       if (!(error instanceof Deno.errors.AddrInUse) || Date.now() >= deadline) throw error;
       if (tries < QUICK_TRIES) await crypto.subtle.digest("SHA-256", EMPTY);
-      else await new Promise((resolve) => setTimeout(resolve, 10));
+      else await sleep(10);
     }
   }
 }

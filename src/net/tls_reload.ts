@@ -15,6 +15,7 @@ import { ListenerLostError } from "./swappable_server.ts";
 import type { SwappableServer } from "./swappable_server.ts";
 import type { TlsConfig, TlsPair } from "./tls_files.ts";
 import { watchTlsFiles } from "./tls_files.ts";
+import { sleep } from "../clock.ts";
 
 export interface TlsReloadOptions {
   files: TlsConfig;
@@ -83,7 +84,7 @@ async function quietMoment(options: TlsReloadOptions, signal: AbortSignal): Prom
   options.logger.info("new TLS certificate waits for uploads in flight", { uploads: inFlight });
   const deadline = Date.now() + options.maxUploadWaitMs;
   while (inFlight > 0 && Date.now() < deadline && !signal.aborted) {
-    await new Promise((resolve) => setTimeout(resolve, UPLOAD_CHECK_MS));
+    await sleep(UPLOAD_CHECK_MS);
     inFlight = options.uploadsInFlight();
   }
   return inFlight;

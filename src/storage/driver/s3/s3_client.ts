@@ -18,6 +18,7 @@
  * cleanup() aborts once stale. aws4fetch's own retries (10 by default) are off.
  */
 import { AwsClient } from "aws4fetch";
+import { sleep } from "../../../clock.ts";
 import { errorOfAnswer, errorOfNoAnswer, S3RequestError } from "./s3_errors.ts";
 
 export interface S3ClientOptions {
@@ -175,7 +176,7 @@ export class S3Client {
       } finally {
         clearTimeout(timer);
       }
-      await pause(RETRY_BASE_MS * 4 ** (n - 1) * (0.5 + Math.random() / 2), call.signal);
+      await sleep(RETRY_BASE_MS * 4 ** (n - 1) * (0.5 + Math.random() / 2), call.signal);
     }
   }
 }
@@ -191,18 +192,4 @@ export async function deleteQuietly(client: S3Client, key: string): Promise<void
 /** Each path segment percent-encoded; the slashes of "pieces/…" kept. */
 function encodeKey(key: string): string {
   return key.split("/").map(encodeURIComponent).join("/");
-}
-
-function pause(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
