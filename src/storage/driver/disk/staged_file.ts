@@ -4,7 +4,7 @@
  * step failing removes the temp file, so nothing half-written is ever left.
  */
 import { removeQuietly, sha256OfFile, syncDirectory } from "../../../fs/files.ts";
-import type { StagedPiece } from "../driver.ts";
+import { SettlingStagedPiece } from "../staged_piece.ts";
 import { toStoreError } from "./fs_errors.ts";
 
 export interface StagedFileOptions {
@@ -16,26 +16,15 @@ export interface StagedFileOptions {
   prepareTarget(key: string): Promise<{ path: string; directory: string }>;
 }
 
-export class StagedFile implements StagedPiece {
+export class StagedFile extends SettlingStagedPiece {
   readonly #options: StagedFileOptions;
-  /** Committed or discarded: the temp file is gone (renamed or removed). */
-  #settled = false;
 
   constructor(options: StagedFileOptions) {
+    super(options);
     this.#options = options;
   }
 
-  get size(): number {
-    return this.#options.size;
-  }
-
-  get sha256(): string | null {
-    return this.#options.sha256;
-  }
-
-  async computeSha256(): Promise<string> {
-    if (this.#options.sha256 !== null) return this.#options.sha256;
-    if (this.#settled) throw new Error("Cannot hash a staged piece after commit or discard");
+  protected async readSha256(): Promise<string> {
     try {
       return await sha256OfFile(this.#options.tempPath);
     } catch (error) {
@@ -43,9 +32,7 @@ export class StagedFile implements StagedPiece {
     }
   }
 
-  async commit(key: string): Promise<void> {
-    if (this.#settled) throw new Error("Cannot commit a staged piece twice");
-    this.#settled = true;
+  protected async moveInto(key: string): Promise<void> {
     const { tempPath } = this.#options;
     try {
       const target = await this.#options.prepareTarget(key);
@@ -57,9 +44,7 @@ export class StagedFile implements StagedPiece {
     }
   }
 
-  async discard(): Promise<void> {
-    if (this.#settled) return;
-    this.#settled = true;
+  protected async remove(): Promise<void> {
     await removeQuietly(this.#options.tempPath);
   }
 }

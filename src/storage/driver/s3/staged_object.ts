@@ -6,7 +6,7 @@
  * does not fail the commit (the piece is in place), and cleanup() removes the
  * leftover once stale.
  */
-import type { StagedPiece } from "../driver.ts";
+import { SettlingStagedPiece } from "../staged_piece.ts";
 import { deleteQuietly } from "./s3_client.ts";
 import type { S3Client } from "./s3_client.ts";
 import { copyObject } from "./server_side_copy.ts";
@@ -24,40 +24,27 @@ export interface StagedObjectOptions {
   copyLimits: CopyLimits;
 }
 
-export class StagedObject implements StagedPiece {
+export class StagedObject extends SettlingStagedPiece {
   readonly #options: StagedObjectOptions;
-  /** Committed or discarded: the staging object is gone (or left to cleanup). */
-  #settled = false;
 
   constructor(options: StagedObjectOptions) {
+    super(options);
     this.#options = options;
   }
 
-  get size(): number {
-    return this.#options.size;
-  }
-
-  get sha256(): string | null {
-    return this.#options.sha256;
-  }
-
-  async computeSha256(): Promise<string> {
-    if (this.#options.sha256 !== null) return this.#options.sha256;
-    if (this.#settled) throw new Error("Cannot hash a staged piece after commit or discard");
+  protected async readSha256(): Promise<string> {
     const digest = await sha256OfObject(this.#options.client, this.#options.stagingKey);
     if (digest === null) throw new Error("Cannot hash a staged piece: its staging object is gone");
     return digest;
   }
 
-  async commit(key: string): Promise<void> {
-    if (this.#settled) throw new Error("Cannot commit a staged piece twice");
-    this.#settled = true;
+  protected async moveInto(key: string): Promise<void> {
     const { client, stagingKey } = this.#options;
     try {
       await copyObject(client, {
         from: stagingKey,
         to: this.#options.pieceKeyOf(key),
-        size: this.#options.size,
+        size: this.size,
         limits: this.#options.copyLimits,
       });
     } finally {
@@ -65,9 +52,7 @@ export class StagedObject implements StagedPiece {
     }
   }
 
-  async discard(): Promise<void> {
-    if (this.#settled) return;
-    this.#settled = true;
+  protected async remove(): Promise<void> {
     await deleteQuietly(this.#options.client, this.#options.stagingKey);
   }
 }

@@ -1,0 +1,45 @@
+/**
+ * What every driver's staged piece shares: its size and digest, and that it
+ * settles once. Committed or discarded, its staged bytes are gone (moved into
+ * place, removed, or left for cleanup), so it can be neither hashed nor
+ * committed again, and a second discard does nothing. A driver says only how
+ * to read the digest back, how to move the bytes into place, and how to throw
+ * them away.
+ */
+import type { StagedPiece } from "./driver.ts";
+
+export abstract class SettlingStagedPiece implements StagedPiece {
+  readonly size: number;
+  readonly sha256: string | null;
+  #settled = false;
+
+  constructor(staged: { size: number; sha256: string | null }) {
+    this.size = staged.size;
+    this.sha256 = staged.sha256;
+  }
+
+  async computeSha256(): Promise<string> {
+    if (this.sha256 !== null) return this.sha256;
+    if (this.#settled) throw new Error("Cannot hash a staged piece after commit or discard");
+    return await this.readSha256();
+  }
+
+  async commit(key: string): Promise<void> {
+    if (this.#settled) throw new Error("Cannot commit a staged piece twice");
+    this.#settled = true;
+    await this.moveInto(key);
+  }
+
+  async discard(): Promise<void> {
+    if (this.#settled) return;
+    this.#settled = true;
+    await this.remove();
+  }
+
+  /** The SHA-256 of the staged bytes, read back (it was not computed on the way). */
+  protected abstract readSha256(): Promise<string>;
+  /** Makes the bytes durable and visible under key; a failure leaves no staged bytes behind. */
+  protected abstract moveInto(key: string): Promise<void>;
+  /** Throws the staged bytes away. */
+  protected abstract remove(): Promise<void>;
+}
