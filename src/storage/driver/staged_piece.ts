@@ -8,14 +8,28 @@
  */
 import type { StagedPiece } from "./driver.ts";
 
-export abstract class SettlingStagedPiece implements StagedPiece {
-  readonly size: number;
-  readonly sha256: string | null;
+/** What every driver knows of the bytes it staged. */
+export interface StagedBytes {
+  size: number;
+  /** The digest computed while staging, or null when it was not asked for. */
+  sha256: string | null;
+}
+
+export abstract class SettlingStagedPiece<Options extends StagedBytes> implements StagedPiece {
+  /** The driver's own description of where the staged bytes are, and how to commit them. */
+  protected readonly options: Options;
   #settled = false;
 
-  constructor(staged: { size: number; sha256: string | null }) {
-    this.size = staged.size;
-    this.sha256 = staged.sha256;
+  constructor(options: Options) {
+    this.options = options;
+  }
+
+  get size(): number {
+    return this.options.size;
+  }
+
+  get sha256(): string | null {
+    return this.options.sha256;
   }
 
   async computeSha256(): Promise<string> {

@@ -5,37 +5,28 @@
  */
 import { removeQuietly, sha256OfFile, syncDirectory } from "../../../fs/files.ts";
 import { SettlingStagedPiece } from "../staged_piece.ts";
+import type { StagedBytes } from "../staged_piece.ts";
 import { toStoreError } from "./fs_errors.ts";
 
-export interface StagedFileOptions {
+export interface StagedFileOptions extends StagedBytes {
   tempPath: string;
-  size: number;
-  /** The digest computed while staging, or null when it was not asked for. */
-  sha256: string | null;
   /** Where a committed key lives, its directory created (and made durable) if needed. */
   prepareTarget(key: string): Promise<{ path: string; directory: string }>;
 }
 
-export class StagedFile extends SettlingStagedPiece {
-  readonly #options: StagedFileOptions;
-
-  constructor(options: StagedFileOptions) {
-    super(options);
-    this.#options = options;
-  }
-
+export class StagedFile extends SettlingStagedPiece<StagedFileOptions> {
   protected async readSha256(): Promise<string> {
     try {
-      return await sha256OfFile(this.#options.tempPath);
+      return await sha256OfFile(this.options.tempPath);
     } catch (error) {
       throw toStoreError(error, { missingMeansOffline: true });
     }
   }
 
   protected async moveInto(key: string): Promise<void> {
-    const { tempPath } = this.#options;
+    const { tempPath } = this.options;
     try {
-      const target = await this.#options.prepareTarget(key);
+      const target = await this.options.prepareTarget(key);
       await Deno.rename(tempPath, target.path);
       await syncDirectory(target.directory);
     } catch (error) {
@@ -45,6 +36,6 @@ export class StagedFile extends SettlingStagedPiece {
   }
 
   protected async remove(): Promise<void> {
-    await removeQuietly(this.#options.tempPath);
+    await removeQuietly(this.options.tempPath);
   }
 }

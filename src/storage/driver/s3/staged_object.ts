@@ -7,45 +7,36 @@
  * leftover once stale.
  */
 import { SettlingStagedPiece } from "../staged_piece.ts";
+import type { StagedBytes } from "../staged_piece.ts";
 import { deleteQuietly } from "./s3_client.ts";
 import type { S3Client } from "./s3_client.ts";
 import { copyObject } from "./server_side_copy.ts";
 import type { CopyLimits } from "./server_side_copy.ts";
 import { sha256OfObject } from "./object_sha256.ts";
 
-export interface StagedObjectOptions {
+export interface StagedObjectOptions extends StagedBytes {
   client: S3Client;
   stagingKey: string;
-  size: number;
-  /** The digest computed while staging, or null when it was not asked for. */
-  sha256: string | null;
   /** The object key a piece key is committed to. */
   pieceKeyOf(key: string): string;
   copyLimits: CopyLimits;
 }
 
-export class StagedObject extends SettlingStagedPiece {
-  readonly #options: StagedObjectOptions;
-
-  constructor(options: StagedObjectOptions) {
-    super(options);
-    this.#options = options;
-  }
-
+export class StagedObject extends SettlingStagedPiece<StagedObjectOptions> {
   protected async readSha256(): Promise<string> {
-    const digest = await sha256OfObject(this.#options.client, this.#options.stagingKey);
+    const digest = await sha256OfObject(this.options.client, this.options.stagingKey);
     if (digest === null) throw new Error("Cannot hash a staged piece: its staging object is gone");
     return digest;
   }
 
   protected async moveInto(key: string): Promise<void> {
-    const { client, stagingKey } = this.#options;
+    const { client, stagingKey } = this.options;
     try {
       await copyObject(client, {
         from: stagingKey,
-        to: this.#options.pieceKeyOf(key),
+        to: this.options.pieceKeyOf(key),
         size: this.size,
-        limits: this.#options.copyLimits,
+        limits: this.options.copyLimits,
       });
     } finally {
       await deleteQuietly(client, stagingKey);
@@ -53,6 +44,6 @@ export class StagedObject extends SettlingStagedPiece {
   }
 
   protected async remove(): Promise<void> {
-    await deleteQuietly(this.#options.client, this.#options.stagingKey);
+    await deleteQuietly(this.options.client, this.options.stagingKey);
   }
 }
