@@ -96,25 +96,20 @@ export class Transport {
 
   /** HEAD /p/{cid}, retried; a missing piece is StorageError not_found. */
   async headPiece(cid: string, signal?: AbortSignal): Promise<Response> {
-    return await this.#retrying(
-      "safe",
-      signal,
-      () =>
-        this.#send(this.retrievalUrl(cid), { method: "HEAD", headers: this.#headers(false) }, {
-          signal,
-        }),
-    );
+    return await this.#retrieve("HEAD", cid, signal);
   }
 
   /** GET /p/{cid}, retried until the status line is in; the caller owns the body. */
   async getPiece(cid: string, signal?: AbortSignal): Promise<Response> {
+    return await this.#retrieve("GET", cid, signal);
+  }
+
+  async #retrieve(method: "GET" | "HEAD", cid: string, signal?: AbortSignal): Promise<Response> {
+    const init = { method, headers: this.#headers(false) };
     return await this.#retrying(
       "safe",
       signal,
-      () =>
-        this.#send(this.retrievalUrl(cid), { method: "GET", headers: this.#headers(false) }, {
-          signal,
-        }),
+      () => this.#send(this.retrievalUrl(cid), init, { signal }),
     );
   }
 

@@ -187,18 +187,18 @@ export async function upload(
   );
 
   const deals = pieces.flatMap((piece) => piece.dealId === null ? [] : [piece.dealId]);
-  if (!split) {
+  const done = (cid: string, manifest: Manifest | null): UploadResult => {
     progress.phase("done");
-    const cid = pieces[0].cid;
     return {
       cid,
       retrievalUrl: transport.retrievalUrl(cid),
       size: file.size,
       pieces,
       deals,
-      manifest: null,
+      manifest,
     };
-  }
+  };
+  if (!split) return done(pieces[0].cid, null);
 
   progress.phase("manifest");
   const manifest: Manifest = {
@@ -221,15 +221,7 @@ export async function upload(
     signal,
   });
   if (answer) deals.push(answer.dealId);
-  progress.phase("done");
-  return {
-    cid,
-    retrievalUrl: transport.retrievalUrl(cid),
-    size: file.size,
-    pieces,
-    deals,
-    manifest,
-  };
+  return done(cid, manifest);
 }
 
 /** Streams one piece's range through the piece hasher (and the whole-file SHA-256). */
