@@ -14,7 +14,7 @@
  * environment does not already set. So `--data-dir` and STORAGE_DATA_DIR still win, and the
  * operator's commands (`storage-service token mint …`, `rotate-key`) find the same directory as
  * the server. `deno run` with runtimeFlags() and the same --env-file runs exactly what the binary
- * runs (tests/compile_test.ts does).
+ * runs (tests/deploy/compile_test.ts does).
  *
  * `deno compile` downloads Deno's runtime for the binary (denort), so this needs the internet.
  */

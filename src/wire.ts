@@ -6,7 +6,7 @@
  * without depending on the SDK.
  *
  * The JSON Schemas /openapi.json publishes for these shapes are in
- * http/schemas/bodies.ts; tests/openapi_test.ts generates a client from the
+ * http/schemas/bodies.ts; tests/http/openapi_test.ts generates a client from the
  * served document and checks that each schema's type is this module's type,
  * both ways, so schema, handler and SDK cannot drift apart.
  */

@@ -2,7 +2,7 @@
  * Builds test_usdc.json (the ABI and creation bytecode of Test USD Coin) from
  * test_usdc.sol (solidity_build.ts has the how). Tests and scripts/testnet.ts
  * deploy the committed artifact without compiling; `--check` (and
- * tests/testnet_test.ts, in-process) fails if it is not what the source
+ * tests/deploy/testnet_test.ts, in-process) fails if it is not what the source
  * builds to.
  *
  *   deno run --allow-read --allow-write scripts/testnet/build_test_usdc.ts [--check]

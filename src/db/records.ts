@@ -2,7 +2,7 @@
  * What the service keeps besides the bytes, as interfaces every metadata
  * backend implements: SQLite (db/sqlite/, the single-box default) and
  * PostgreSQL (db/postgres/, shared by N instances). Both pass the same
- * conformance suite (tests/helpers/metadata_conformance.ts).
+ * conformance suite (tests/conformance/metadata_conformance.ts).
  *
  * Every method is async because a shared database is across a network. The
  * SQLite implementation answers synchronously underneath, which is what lets

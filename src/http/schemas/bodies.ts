@@ -2,7 +2,7 @@
  * One JSON Schema per body the API reads or sends, published by /openapi.json
  * under components.schemas. The TypeScript type of each is written once, in
  * wire.ts (shared with the SDK); SchemaTypes below names it per schema, and
- * tests/openapi_test.ts generates a client from the served document and
+ * tests/http/openapi_test.ts generates a client from the served document and
  * checks that the type it gets for each schema is assignable both ways to
  * that type, so schema, handler and client cannot drift apart.
  */

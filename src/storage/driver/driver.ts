@@ -2,7 +2,7 @@
  * The piece storage driver: the only thing the HTTP layer knows about where
  * bytes live. The disk driver implements it today; an S3/R2 driver will
  * implement the same interface and pass the same conformance suite
- * (tests/helpers/store_conformance.ts, run by tests/storage_disk_test.ts).
+ * (tests/conformance/store_conformance.ts, run by tests/conformance/storage_disk_test.ts).
  *
  * Writing is two-phase, like a registry blob upload: `stage` streams the
  * bytes somewhere invisible and reports their size (and SHA-256 when asked);

@@ -4,7 +4,7 @@
  * stable code (docs/api.md#error-codes); this table gives every code of that
  * list a sentence, so the page never shows a bare code. A code the table does
  * not know (a newer server) falls back to the server's own message, which is
- * also written for people. tests/web_test.ts checks the table against the
+ * also written for people. tests/web/web_test.ts checks the table against the
  * list in docs/api.md.
  */
 import { NetworkError, StorageError, VerificationError } from "../../client/mod.ts";

@@ -2,7 +2,7 @@
  * The S3 driver ("r2" source by default): pieces as objects of one bucket,
  * `<keyPrefix><cid>`, on any S3 that speaks SigV4 and path-style URLs
  * (Cloudflare R2, Ceph radosgw, AWS). Passes the same conformance suite as the
- * disk driver (tests/helpers/store_conformance.ts).
+ * disk driver (tests/conformance/store_conformance.ts).
  *
  * Write path: `stage` pumps the body (body_pump.ts: declared length, stalls,
  * abort, SHA-256, onChunk, exactly as on disk) into a staging object,

@@ -1,0 +1,74 @@
+/**
+ * The CLI's progress bar, driven by a fake clock: at most one redraw per
+ * 100 ms however often progress is reported, a rate and ETA from recent
+ * progress, a line that fits the terminal, and a clear that leaves nothing.
+ * (That nothing of it appears off a terminal is checked end to end in
+ * tests/client/cli_test.ts: every successful command there has an empty stderr.)
+ */
+import { assertEquals } from "../helpers/assert.ts";
+import { formatBytes, ProgressBar, renderLine } from "../../src/cli/storage/progress.ts";
+
+const MIB = 1024 * 1024;
+
+function fakeBar(columns = 200) {
+  let now = 0;
+  const writes: string[] = [];
+  const bar = new ProgressBar({
+    write: (t) => writes.push(t),
+    columns: () => columns,
+    now: () => now,
+  });
+  return { bar, writes, advance: (ms: number) => (now += ms) };
+}
+
+Deno.test("progress: redrawn at most 10 times a second, whatever the report rate", () => {
+  const { bar, writes, advance } = fakeBar();
+  for (let i = 0; i <= 1000; i++) {
+    bar.update({ label: "upload a.bin", done: i * MIB, total: 1000 * MIB });
+    advance(1); // a report every millisecond, for a second
+  }
+  assertEquals(writes.length, 11);
+  for (const line of writes) {
+    assertEquals([line.startsWith("\r"), line.endsWith("\x1b[K"), line.includes("\n")], [
+      true,
+      true,
+      false,
+    ]);
+  }
+});
+
+Deno.test("progress: bytes, percentage, rate and ETA", () => {
+  const { bar, writes, advance } = fakeBar();
+  bar.update({ label: "upload a.bin", done: 0, total: 100 * MIB });
+  for (let second = 1; second <= 2; second++) {
+    advance(1000);
+    bar.update({
+      label: "upload a.bin",
+      done: second * 10 * MIB,
+      total: 100 * MIB,
+      note: "piece 1/2",
+    });
+  }
+  assertEquals(
+    writes.at(-1),
+    "\rupload a.bin [###-------------]  20% 20.0 MiB/100.0 MiB 10.0 MiB/s ETA 8 s piece 1/2\x1b[K",
+  );
+});
+
+Deno.test("progress: a line longer than the terminal is cut; clear erases it once", () => {
+  const { bar, writes } = fakeBar(30);
+  bar.update({ label: "download " + "x".repeat(100), done: 1, total: 2 });
+  assertEquals(writes[0].length, "\r".length + 29 + "\x1b[K".length);
+  bar.clear();
+  bar.clear();
+  assertEquals(writes.slice(1), ["\r\x1b[K"]);
+});
+
+Deno.test("progress: an unknown total shows bytes only", () => {
+  assertEquals(
+    renderLine({ label: "download", done: 1536, total: null }, null),
+    "download 1.5 KiB",
+  );
+  assertEquals(formatBytes(512), "512 B");
+  assertEquals(formatBytes(1024 ** 3), "1.00 GiB");
+});

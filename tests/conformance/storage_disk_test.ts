@@ -1,0 +1,44 @@
+import { assertEquals, assertRejects } from "../helpers/assert.ts";
+import { runStoreConformance } from "./store_conformance.ts";
+import { DiskStore } from "../../src/storage/driver/disk/disk_store.ts";
+import { TEMP_DIR } from "../../src/storage/driver/disk/layout.ts";
+import { listFiles } from "../helpers/server.ts";
+
+async function diskFixture() {
+  const dir = await Deno.makeTempDir({ prefix: "disk-store-" });
+  return {
+    dir,
+    store: await DiskStore.create({ root: `${dir}/pieces` }),
+    async [Symbol.asyncDispose]() {
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+runStoreConformance("disk", diskFixture);
+
+Deno.test("disk store: pieces land in sharded paths and temp files only in tmp/", async () => {
+  await using fixture = await diskFixture();
+  const staged = await fixture.store.stage(ReadableStream.from([new Uint8Array([1, 2, 3])]), {
+    expectedBytes: 3,
+  });
+  assertEquals((await listFiles(`${fixture.dir}/pieces`)).length, 1);
+  assertEquals((await listFiles(`${fixture.dir}/pieces`))[0].startsWith(`${TEMP_DIR}/`), true);
+  await staged.commit("bafkshard00001");
+  const files = await listFiles(`${fixture.dir}/pieces`);
+  assertEquals(files.length, 1);
+  assertEquals(/^[0-9a-f]{2}\/[0-9a-f]{2}\/bafkshard00001$/.test(files[0]), true, files[0]);
+});
+
+Deno.test("disk store: cleanup removes leftover temp files", async () => {
+  await using fixture = await diskFixture();
+  await Deno.mkdir(`${fixture.dir}/pieces/tmp`, { recursive: true });
+  await Deno.writeTextFile(`${fixture.dir}/pieces/tmp/abc.part`, "partial");
+  assertEquals(await fixture.store.cleanup(), { removedTemporaryFiles: 1 });
+  assertEquals(await listFiles(`${fixture.dir}/pieces`), []);
+});
+
+Deno.test("disk store: keys that are not canonical cids never reach the file system", async () => {
+  await using fixture = await diskFixture();
+  await assertRejects(() => fixture.store.open("../../etc/passwd"), /Cannot use piece key/);
+});

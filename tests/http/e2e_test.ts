@@ -1,0 +1,159 @@
+/** main.ts as its own process, with the start task's permission flags. */
+import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
+import { spawnServer } from "../../scripts/lib/spawn_server.ts";
+import { rawRequest } from "../helpers/raw_http.ts";
+import type { RawResponse } from "../helpers/raw_http.ts";
+import { eventually } from "../helpers/wait.ts";
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+
+/** GET /healthz on its own connection (so no pooled connection holds a shutdown up). */
+async function health(port: number): Promise<RawResponse> {
+  const response = await rawRequest(port, "GET /healthz HTTP/1.1\nHost: x\n");
+  if (response === null) throw new Error("no answer from /healthz");
+  return response;
+}
+
+async function uploadsInFlight(port: number): Promise<number> {
+  return JSON.parse((await health(port)).body).uploads.inFlight;
+}
+
+Deno.test("e2e: --help lists the flags and exits 0", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-env=STORAGE_*", `${ROOT}main.ts`, "--help"],
+    stdout: "piped",
+  }).output();
+  assertEquals(out.code, 0);
+  const text = new TextDecoder().decode(out.stdout);
+  for (const flag of ["--hostname", "--port", "--data-dir", "--base-url", "--trusted-proxies"]) {
+    assertMatch(text, new RegExp(flag));
+  }
+});
+
+Deno.test("e2e: a bad flag exits 2 and names it", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-env=STORAGE_*", `${ROOT}main.ts`, "--port", "nope"],
+    stderr: "piped",
+  }).output();
+  assertEquals(out.code, 2);
+  assertMatch(new TextDecoder().decode(out.stderr), /--port/);
+});
+
+Deno.test("e2e: the server serves, stops on SIGTERM, and keeps its data across a restart", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
+  try {
+    {
+      await using server = await spawnServer(dataDir);
+      const upload = await fetch(`${server.url}/api/upload?cid=bafke2epiece01`, {
+        method: "POST",
+        headers: { "content-type": "text/plain", "x-filename": "notes.txt" },
+        body: "from another process",
+      });
+      assertEquals(upload.status, 200);
+      assertEquals((await upload.json()).retrievalUrl, `${server.url}/p/bafke2epiece01`);
+      server.process.kill("SIGTERM");
+      assertEquals(await server.exited, 0);
+      // One structured line per request on stderr.
+      const line = server.stderr().split("\n").map((l) => l.trim()).find((l) =>
+        l.includes('"route":"/api/upload"')
+      );
+      assertOk(line, server.stderr());
+      assertEquals(JSON.parse(line).status, 200);
+    }
+    await using again = await spawnServer(dataDir);
+    const served = await fetch(`${again.url}/p/bafke2epiece01`);
+    assertEquals(await served.text(), "from another process");
+    assertMatch(served.headers.get("content-disposition")!, /notes\.txt/);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("e2e: SIGTERM lets an upload in flight finish before exiting", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
+  try {
+    await using server = await spawnServer(dataDir);
+    const port = Number(new URL(server.url).port);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    const encoder = new TextEncoder();
+    await conn.write(encoder.encode(
+      "POST /api/upload?cid=bafkinflight01 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\n" +
+        "Content-Length: 10\r\nConnection: close\r\n\r\nhello",
+    ));
+    await eventually(async () => await uploadsInFlight(port) === 1, "the upload in its handler");
+    server.process.kill("SIGTERM");
+    // Draining: the server has taken the signal and keeps no connection alive any more.
+    await eventually(
+      async () => (await health(port)).headers.get("connection") === "close",
+      "the server draining after SIGTERM",
+    );
+    assertEquals(await uploadsInFlight(port), 1, "the upload is still running");
+    await conn.write(encoder.encode("world"));
+    const response = await new Response(conn.readable).text();
+    assertMatch(response, /^HTTP\/1\.1 200/);
+    assertEquals(await server.exited, 0);
+    const pieces: string[] = [];
+    for await (const e of Deno.readDir(`${dataDir}/pieces/tmp`)) pieces.push(e.name);
+    assertEquals(pieces, []);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("e2e: SIGTERM with a stalled upload cleans it up after the grace period", async () => {
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
+  try {
+    await using server = await spawnServer(dataDir, ["--shutdown-timeout", "1"]);
+    const port = Number(new URL(server.url).port);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    await conn.write(new TextEncoder().encode(
+      "POST /api/upload?cid=bafkstalled001 HTTP/1.1\r\nHost: x\r\nContent-Type: a/b\r\n" +
+        "Content-Length: 1000\r\n\r\nhello",
+    ));
+    await eventually(async () => await uploadsInFlight(port) === 1, "the upload in its handler");
+    server.process.kill("SIGTERM");
+    assertEquals(await server.exited, 0);
+    conn.close();
+    const aborted = server.stderr().split("\n").filter((l) => l.trim().startsWith("{"))
+      .map((l) => JSON.parse(l)).find((l) => l.msg === "shutdown: aborted uploads still in flight");
+    assertEquals(aborted?.aborted, 1, server.stderr());
+    const left: string[] = [];
+    for await (const e of Deno.readDir(`${dataDir}/pieces/tmp`)) left.push(e.name);
+    assertEquals(left, []);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("e2e: a verified PieceCIDv2 upload works under the start task's permissions", async () => {
+  const { PieceHasher } = await import("../../src/piece_cid/hasher.ts");
+  const { pieceCidV2 } = await import("../../src/piece_cid/cid_codec.ts");
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
+  try {
+    await using server = await spawnServer(dataDir);
+    // Several segments, so the hashing Workers run inside the spawned server.
+    const body = Uint8Array.from({ length: 3 * 1024 * 1024 }, (_, i) => (i * 7) & 0xff);
+    const hasher = new PieceHasher();
+    hasher.update(body);
+    const d = hasher.digest();
+    const cid = pieceCidV2(d.root, d.height, d.padding);
+    const ok = await fetch(`${server.url}/api/upload?cid=${cid}`, {
+      method: "POST",
+      headers: { "content-type": "application/octet-stream" },
+      body,
+    });
+    assertEquals(ok.status, 200, await ok.clone().text());
+    await ok.body?.cancel();
+    body[12345] ^= 1;
+    const bad = await fetch(`${server.url}/api/upload?cid=${cid}`, {
+      method: "POST",
+      headers: { "content-type": "application/octet-stream" },
+      body,
+    });
+    // Verification comes before the stored-bytes comparison: these bytes are not this cid's.
+    assertEquals(bad.status, 400);
+    assertEquals((await bad.json()).error, "cid_mismatch");
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});

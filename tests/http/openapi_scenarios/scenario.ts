@@ -1,0 +1,139 @@
+/**
+ * What the declared-codes test (tests/http/openapi_declared_codes_test.ts) is made
+ * of: a Scenario provokes one answer of one operation from outside, against a
+ * real server started with the scenario's flags; below it, the requests and
+ * setups several areas' scenarios share. Each area's scenarios are in a file
+ * of this folder (uploads.ts, retrieval.ts, auth.ts, account.ts, service.ts);
+ * mod.ts puts them together.
+ */
+import { DatabaseSync } from "node:sqlite";
+import { assertEquals } from "../../helpers/assert.ts";
+import { jtiOf } from "../../helpers/server.ts";
+import { deadRpcUrl, devKey, signedMessage, walletArgs } from "../../helpers/wallet.ts";
+import type { Answer, Probe, SendInit } from "../openapi_probe.ts";
+
+export interface Scenario {
+  name: string;
+  /** Flags of the scenario's own server. */
+  args?: string[];
+  send(probe: Probe): Promise<Answer>;
+  status: number;
+  /** The JSON error code expected; omitted for answers without one (successes, HEAD). */
+  code?: string;
+}
+
+/**
+ * Declared answers no scenario provokes, and why, by operation. Keys are
+ * "status code" as the coverage test spells them.
+ */
+export type OutOfReach = Record<string, Record<string, string>>;
+
+export const CID = "bafkscenario01";
+export const JSON_HEADERS = { "content-type": "application/json" };
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+/** A raw POST with the given extra header lines, e.g. for a body cut short. */
+export const rawPost = (path: string, headers: string) =>
+  `POST ${path} HTTP/1.1\nHost: x\nConnection: close\n${headers}`;
+
+export const postJson = (
+  p: Probe,
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+) =>
+  p.send("POST", path, {
+    headers: { ...JSON_HEADERS, ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+
+/** Scenarios shared by every route that needs a token with a scope. */
+export function tokenScenarios(
+  method: string,
+  path: string,
+  options: { scope?: string; body?: (p: Probe) => SendInit } = {},
+): Scenario[] {
+  const init = (p: Probe, headers: Record<string, string>) => {
+    const extra = options.body?.(p) ?? {};
+    return { ...extra, headers: { ...extra.headers, ...headers } };
+  };
+  const scenarios: Scenario[] = [
+    {
+      name: "no token",
+      send: (p) => p.send(method, path, init(p, {})),
+      status: 401,
+      code: "invalid_token",
+    },
+    {
+      name: "a garbage bearer token",
+      send: (p) => p.send(method, path, init(p, bearer("pk_live_a.b.c"))),
+      status: 401,
+      code: "invalid_token",
+    },
+    {
+      name: "a revoked token",
+      send: async (p) => {
+        const token = await p.token();
+        const revoked = await postJson(
+          p,
+          "/api/tokens/revoke",
+          { jti: jtiOf(token) },
+          bearer(token),
+        );
+        assertEquals(revoked.status, 200, revoked.body);
+        return p.send(method, path, init(p, bearer(token)));
+      },
+      status: 401,
+      code: "revoked_token",
+    },
+  ];
+  if (options.scope) {
+    scenarios.push({
+      name: `a token without the ${options.scope} scope`,
+      send: async (p) => {
+        const other = options.scope === "get" ? "put" : "get";
+        return p.send(method, path, init(p, bearer(await p.token({ scopes: [other] }))));
+      },
+      status: 403,
+      code: "insufficient_scope",
+    });
+  }
+  return scenarios;
+}
+
+export function wrongMethod(method: string, path: string): Scenario {
+  return {
+    name: `${method} on a path that does not serve it`,
+    send: (p) => p.send(method, path),
+    status: 405,
+    code: method === "HEAD" ? undefined : "method_not_allowed",
+  };
+}
+
+/**
+ * A wallet tier whose chain is down: sign-in still works (a key's signature is
+ * checked without the chain), anything that needs a balance answers 503.
+ */
+export const WALLET_ARGS = walletArgs(deadRpcUrl());
+
+/** A wallet token from the probe's server (which must run with WALLET_ARGS). */
+export async function walletToken(p: Probe): Promise<string> {
+  const signed = await signedMessage(p.server.url, devKey(1));
+  const answer = await postJson(p, "/api/auth/wallet", signed);
+  assertEquals(answer.status, 201, answer.body);
+  return JSON.parse(answer.body).token;
+}
+
+/** A wallet token's request on a server whose chain cannot be reached. */
+export function chainDown(
+  name: string,
+  send: (p: Probe, auth: Record<string, string>) => Promise<Answer>,
+) {
+  return {
+    name,
+    args: WALLET_ARGS,
+    send: async (p: Probe) => send(p, bearer(await walletToken(p))),
+    status: 503,
+    code: "wallet_unavailable",
+  };
+}
