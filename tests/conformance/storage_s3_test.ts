@@ -3,8 +3,8 @@
  * store conformance suite every driver passes, then what only S3 has:
  * multipart uploads and copies, what a failed or killed upload leaves (listed
  * through the S3 API, not the driver), credentials, prefixes. A bucket per
- * test. The first test brings up this file's cluster (unless
- * STORAGE_TEST_S3_ENDPOINT names one), the last stops it.
+ * test, on this file's cluster (tests/helpers/s3.ts: the first test that asks
+ * for a bucket brings it up, unless STORAGE_TEST_S3_ENDPOINT names one).
  */
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { MIB, sha256Hex } from "../helpers/bytes.ts";
@@ -15,8 +15,6 @@ import {
   putObject,
   s3ForTests,
   s3UnavailableReason,
-  startS3,
-  stopS3,
   uploadKeys,
 } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
@@ -80,14 +78,6 @@ async function stageFailure(promise: Promise<unknown>): Promise<StoreError> {
   }
   throw new Error("expected the stage to fail");
 }
-
-Deno.test({
-  name: "s3 store: a radosgw for this file's tests (or STORAGE_TEST_S3_ENDPOINT's)",
-  ignore,
-  async fn() {
-    await startS3();
-  },
-});
 
 if (!ignore) runStoreConformance("s3", s3Fixture);
 
@@ -341,12 +331,4 @@ Deno.test("s3 store: S3's error answers map to the driver's failures", () => {
     failureOf(400, "InvalidArgument").message,
     /PUT staging\/x \(400 InvalidArgument: m\)/,
   );
-});
-
-Deno.test({
-  name: "s3 store: stop this file's radosgw",
-  ignore,
-  async fn() {
-    await stopS3();
-  },
 });

@@ -15,8 +15,6 @@ import {
   s3ForTests,
   s3ServerFlags,
   s3ServerKeys,
-  startS3,
-  stopS3,
   uploadKeys,
 } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
@@ -128,7 +126,6 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    await startS3();
     await using s3 = await s3ForTests();
     await using postgres = await startPostgres({ durable: false });
     const dirs = await Promise.all([0, 1].map(() => Deno.makeTempDir({ prefix: "scale-out-" })));
@@ -215,14 +212,7 @@ Deno.test({
 Deno.test({
   name: "scale-out: parallel uploads through two instances share one daily cap exactly",
   ignore,
-  fn: async () => {
-    await startS3();
-    try {
-      await sharedCap();
-    } finally {
-      await stopS3(); // the file's last test stops the file's cluster
-    }
-  },
+  fn: sharedCap,
 });
 
 async function sharedCap(): Promise<void> {

@@ -5,11 +5,13 @@
  *   - STORAGE_TEST_S3_ENDPOINT, STORAGE_TEST_S3_ACCESS_KEY_ID and
  *     STORAGE_TEST_S3_SECRET_ACCESS_KEY set (CI starts one cluster for the
  *     whole run with scripts/radosgw.ts): that one;
- *   - otherwise a cluster of the test file's own, started by the first test
- *     that asks (`startS3`, which a file's first test calls) and stopped by
- *     `stopS3` (its last test). Its processes are unref'd children, so a cluster
- *     spanning the file's tests is no test's leak; an `unload` handler kills them
- *     should the last test not run (a --filter run).
+ *   - otherwise a cluster of the test file's own: a fixture, started by the
+ *     first test that asks for a bucket (10 to 20 s, in that test's time) and
+ *     shared by the file's later tests. Its processes are unref'd children, so
+ *     a cluster spanning the file's tests is no test's leak; it goes when the
+ *     file's module unloads (after its last test, whichever tests a --filter
+ *     ran), killed by PID and its directory removed. No test exists to start
+ *     or stop it.
  *
  * Each test gets a fresh bucket (`s3ForTests`), emptied and removed after it,
  * so tests share nothing but the cluster.
@@ -56,13 +58,16 @@ export function s3Available(): boolean {
 let ownCluster: Promise<RadosgwCluster> | null = null;
 
 /** The S3 this file's tests use, starting the file's own cluster on first use. */
-export async function startS3(): Promise<S3Endpoint> {
+async function fileS3(): Promise<S3Endpoint> {
   const fromEnvironment = endpointFromEnvironment();
   if (fromEnvironment !== null) return fromEnvironment;
   if (ownCluster === null) {
     ownCluster = startRadosgw();
-    const started = await ownCluster.catch(() => null);
-    if (started) globalThis.addEventListener("unload", () => started.killSync());
+    // `unload` cannot wait: the cluster is SIGKILLed by PID (memstore keeps nothing to lose).
+    ownCluster.then(
+      (cluster) => globalThis.addEventListener("unload", () => cluster.killSync()),
+      () => {}, // every test that asks sees the failure
+    );
   }
   const cluster = await ownCluster;
   return {
@@ -73,16 +78,13 @@ export async function startS3(): Promise<S3Endpoint> {
   };
 }
 
-/** Stops the file's own cluster, if it started one; safe to call when it did not. */
-export async function stopS3(): Promise<void> {
-  const cluster = await ownCluster?.catch(() => null);
-  ownCluster = null;
-  await cluster?.stop();
-}
-
-/** A fresh, empty bucket of its own on the file's S3. */
+/**
+ * A fresh, empty bucket of its own on the file's S3 (the fixture every S3 test
+ * uses: `await using bucket = await s3ForTests()`), removed with what it holds
+ * when disposed.
+ */
 export async function s3ForTests(): Promise<TestBucket> {
-  const s3 = await startS3();
+  const s3 = await fileS3();
   const bucket = `test-${crypto.randomUUID()}`;
   await expectOk(await signed(s3, `/${bucket}`, { method: "PUT" }), `create bucket ${bucket}`);
   const dispose = () => removeBucket(s3, bucket);

@@ -17,13 +17,7 @@ import { runMain } from "../helpers/main_process.ts";
 import { bearer, jtiOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
-import {
-  s3ForTests,
-  s3ServerFlags,
-  s3ServerKeys,
-  s3UnavailableReason,
-  stopS3,
-} from "../helpers/s3.ts";
+import { s3ForTests, s3ServerFlags, s3ServerKeys, s3UnavailableReason } from "../helpers/s3.ts";
 import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
 import type { TestDatabase } from "../helpers/postgres.ts";
 import { PostgresDatabase } from "../../src/db/postgres/postgres_database.ts";
@@ -503,7 +497,6 @@ Deno.test({
         for (const name of Object.keys(keys)) Deno.env.delete(name);
         await shared.dispose();
         await piecesOnly.dispose();
-        await stopS3();
         await removeDirs(source.dir);
       }
     }),

@@ -40,7 +40,6 @@ import {
   s3ServerKeys,
   s3UnavailableReason,
   signed,
-  stopS3,
 } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
 import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
@@ -350,7 +349,6 @@ Deno.test({
       }
     } finally {
       await Deno.remove(parent, { recursive: true });
-      await stopS3();
     }
   },
 });
