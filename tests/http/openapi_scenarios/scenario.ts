@@ -6,7 +6,6 @@
  * of this folder (uploads.ts, retrieval.ts, auth.ts, account.ts, service.ts);
  * mod.ts puts them together.
  */
-import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "../../helpers/assert.ts";
 import { jtiOf } from "../../helpers/server.ts";
 import { deadRpcUrl, devKey, signedMessage, walletArgs } from "../../helpers/wallet.ts";
