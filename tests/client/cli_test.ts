@@ -6,7 +6,8 @@
  * lines, its data directory, the CLI's exit status, stdout and stderr.
  */
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
-import { jtiOf, listFiles, patternBytes, signup, startTestServer } from "../helpers/server.ts";
+import { listFiles } from "../helpers/files.ts";
+import { jtiOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
 import { startSmtpSink } from "../helpers/smtp_sink.ts";

@@ -2,7 +2,7 @@ import { assertEquals, assertRejects } from "../helpers/assert.ts";
 import { runStoreConformance } from "./store_conformance.ts";
 import { DiskStore } from "../../src/storage/driver/disk/disk_store.ts";
 import { TEMP_DIR } from "../../src/storage/driver/disk/layout.ts";
-import { listFiles } from "../helpers/server.ts";
+import { listFiles } from "../helpers/files.ts";
 
 async function diskFixture() {
   const dir = await Deno.makeTempDir({ prefix: "disk-store-" });

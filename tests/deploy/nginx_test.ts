@@ -12,7 +12,8 @@
  * Without nginx or openssl the tests are ignored, except in CI (CI=true), where .ci/run
  * installs both and their absence is a failure.
  */
-import { listFiles, patternBytes, startTestServer } from "../helpers/server.ts";
+import { listFiles } from "../helpers/files.ts";
+import { patternBytes, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { eventually, within } from "../helpers/wait.ts";

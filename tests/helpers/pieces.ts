@@ -1,5 +1,5 @@
 /** What a server's data directory holds: committed pieces and upload temp files. */
-import { listFiles } from "./server.ts";
+import { listFiles } from "./files.ts";
 
 /** Committed piece files under <dataDir>/pieces (shard paths), temp files excluded. */
 export async function storedPieces(dataDir: string): Promise<string[]> {

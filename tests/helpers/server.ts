@@ -110,21 +110,6 @@ export function patternBytes(size: number, seed = 0): Uint8Array<ArrayBuffer> {
   return out;
 }
 
-/** Lists every file under a directory, relative paths, sorted. */
-export async function listFiles(dir: string, prefix = ""): Promise<string[]> {
-  const out: string[] = [];
-  try {
-    for await (const entry of Deno.readDir(`${dir}/${prefix}`)) {
-      const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
-      if (entry.isDirectory) out.push(...await listFiles(dir, rel));
-      else out.push(rel);
-    }
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
-  return out.sort();
-}
-
 export interface SignupResult {
   token: string;
   userId: string;

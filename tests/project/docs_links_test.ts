@@ -4,6 +4,7 @@
  * heading of that file, and nothing refers to files outside the repository.
  */
 import { pathExists } from "../../src/fs/files.ts";
+import { listFiles } from "../helpers/files.ts";
 
 function assert(condition: boolean, message = "assertion failed"): asserts condition {
   if (!condition) throw new Error(message);
@@ -13,16 +14,8 @@ const ROOT = new URL("../..", import.meta.url);
 
 /** README.md and every .md under docs/, as paths relative to the repository root. */
 async function documents(): Promise<string[]> {
-  const found = ["README.md"];
-  async function walk(dir: string): Promise<void> {
-    for await (const entry of Deno.readDir(new URL(`${dir}/`, ROOT))) {
-      const path = `${dir}/${entry.name}`;
-      if (entry.isDirectory) await walk(path);
-      else if (entry.isFile && entry.name.endsWith(".md")) found.push(path);
-    }
-  }
-  await walk("docs");
-  return found.sort();
+  const docs = await listFiles(ROOT.pathname, "docs");
+  return ["README.md", ...docs.filter((path) => path.endsWith(".md"))].sort();
 }
 
 /** Markdown link targets `](target)` and `<a href="target">`, outside code. */

@@ -14,15 +14,15 @@
  * import nothing, so both the server and the SDK can use them.
  */
 import { assertEquals } from "../helpers/assert.ts";
+import { listFiles } from "../helpers/files.ts";
+import { pathExists } from "../../src/fs/files.ts";
 
 const SRC = new URL("../../src/", import.meta.url);
 
-async function* sourceFiles(dir: URL): AsyncIterable<URL> {
-  for await (const entry of Deno.readDir(dir)) {
-    const url = new URL(entry.name + (entry.isDirectory ? "/" : ""), dir);
-    if (entry.isDirectory) yield* sourceFiles(url);
-    else if (entry.name.endsWith(".ts")) yield url;
-  }
+/** Every .ts file of src/, as a URL. */
+async function sourceFiles(dir: URL): Promise<URL[]> {
+  const paths = await listFiles(dir.pathname);
+  return paths.filter((path) => path.endsWith(".ts")).map((path) => new URL(path, dir));
 }
 
 /**
@@ -120,7 +120,7 @@ const RULES: Rule[] = [
 Deno.test("layering: each folder imports only what its layer may", async () => {
   const broken: string[] = [];
   let checked = 0;
-  for await (const file of sourceFiles(SRC)) {
+  for (const file of await sourceFiles(SRC)) {
     const path = file.pathname.slice(SRC.pathname.length);
     for (const rule of RULES.filter((r) => appliesTo(r, path))) {
       checked++;
@@ -138,7 +138,7 @@ Deno.test("layering: each folder imports only what its layer may", async () => {
 Deno.test("layering: every folder of src/ and every module at its root is named by a rule", async () => {
   const named = RULES.filter((rule) => rule.from !== "");
   const unnamed = new Set<string>();
-  for await (const file of sourceFiles(SRC)) {
+  for (const file of await sourceFiles(SRC)) {
     const path = file.pathname.slice(SRC.pathname.length);
     if (!named.some((rule) => appliesTo(rule, path))) {
       unnamed.add(path.includes("/") ? path.slice(0, path.lastIndexOf("/") + 1) : path);
@@ -148,25 +148,16 @@ Deno.test("layering: every folder of src/ and every module at its root is named 
   // Every rule names something that exists: a rule about a moved folder must move with it.
   const missing: string[] = [];
   for (const { from } of named) {
-    if (!await exists(new URL(from, SRC))) missing.push(from);
+    if (!await pathExists(new URL(from, SRC))) missing.push(from);
   }
   assertEquals(missing, []);
 });
-
-async function exists(url: URL): Promise<boolean> {
-  try {
-    await Deno.stat(url);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 Deno.test("layering: ops/ reaches the databases only through db/, never through a driver's client", async () => {
   const clients = /^(?:import|export)[^;]*?from\s+"(node:sqlite|postgres)"/gms;
   const found: string[] = [];
   let checked = 0;
-  for await (const file of sourceFiles(new URL("ops/", SRC))) {
+  for (const file of await sourceFiles(new URL("ops/", SRC))) {
     checked++;
     const text = await Deno.readTextFile(file);
     for (const [, client] of text.matchAll(clients)) {

@@ -12,6 +12,7 @@
  */
 import ts from "typescript";
 import { assertEquals } from "../helpers/assert.ts";
+import { listFiles } from "../helpers/files.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 const MAX_FILE_LINES = 400;
@@ -20,16 +21,9 @@ const EXEMPT_FILES = new Set(["src/config/options.ts"]);
 
 /** The service's TypeScript files, as paths relative to the repository root. */
 async function serviceFiles(): Promise<string[]> {
-  const found = ["main.ts"];
-  async function walk(dir: string): Promise<void> {
-    for await (const entry of Deno.readDir(new URL(`${dir}/`, ROOT))) {
-      const path = `${dir}/${entry.name}`;
-      if (entry.isDirectory) await walk(path);
-      else if (/\.tsx?$/.test(entry.name) && !entry.name.endsWith(".gen.ts")) found.push(path);
-    }
-  }
-  await walk("src");
-  return found.filter((path) => !EXEMPT_FILES.has(path)).sort();
+  const inSrc = await listFiles(ROOT.pathname, "src");
+  return ["main.ts", ...inSrc.filter((path) => /\.tsx?$/.test(path))]
+    .filter((path) => !path.endsWith(".gen.ts") && !EXEMPT_FILES.has(path));
 }
 
 function lineCount(text: string): number {

@@ -1,0 +1,16 @@
+/** Listing what lies under a directory, for tests that check what was (or was not) written. */
+
+/** Every file under a directory (not the directories), as relative paths, sorted; none if it is not there. */
+export async function listFiles(dir: string, prefix = ""): Promise<string[]> {
+  const out: string[] = [];
+  try {
+    for await (const entry of Deno.readDir(`${dir}/${prefix}`)) {
+      const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
+      if (entry.isDirectory) out.push(...await listFiles(dir, rel));
+      else out.push(rel);
+    }
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  return out.sort();
+}
