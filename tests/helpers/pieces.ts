@@ -1,5 +1,6 @@
 /** What a server's data directory holds: committed pieces and upload temp files. */
 import { listFiles } from "./files.ts";
+import { shardOf } from "../../src/storage/driver/disk/layout.ts";
 
 /** Committed piece files under <dataDir>/pieces (shard paths), temp files excluded. */
 export async function storedPieces(dataDir: string): Promise<string[]> {
@@ -19,4 +20,20 @@ export async function tempFileSizes(dataDir: string): Promise<number[]> {
     if (info) sizes.push(info.size);
   }
   return sizes;
+}
+
+/** Where the disk driver keeps a committed piece (its shard path). */
+export function pieceFile(dataDir: string, cid: string): string {
+  return `${dataDir}/pieces/${shardOf(cid)}/${cid}`;
+}
+
+/** Bit rot: one byte of a stored file changes in place (same file, same size). */
+export async function flipByte(path: string, offset: number): Promise<void> {
+  using file = await Deno.open(path, { read: true, write: true });
+  const byte = new Uint8Array(1);
+  await file.seek(offset, Deno.SeekMode.Start);
+  await file.read(byte);
+  byte[0] ^= 0xff;
+  await file.seek(offset, Deno.SeekMode.Start);
+  await file.write(byte);
 }

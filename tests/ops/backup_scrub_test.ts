@@ -14,6 +14,7 @@ import { KIB, MIB, sha256 } from "../helpers/bytes.ts";
 import { bearer, errorOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually, within } from "../helpers/wait.ts";
+import { flipByte, pieceFile } from "../helpers/pieces.ts";
 import { modeOf, runMain } from "../helpers/main_process.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 import { loadConfig } from "../../src/config/mod.ts";
@@ -46,21 +47,6 @@ interface ScrubOutput {
   missing: { cid: string; problem: string }[];
   cleared: string[];
   orphans: string[];
-}
-
-function pieceFile(dataDir: string, cid: string): string {
-  return `${dataDir}/pieces/${shardOf(cid)}/${cid}`;
-}
-
-/** Bit rot: one byte of a stored file changes in place (same file, same size). */
-async function flipByte(path: string, offset: number): Promise<void> {
-  using file = await Deno.open(path, { read: true, write: true });
-  const byte = new Uint8Array(1);
-  await file.seek(offset, Deno.SeekMode.Start);
-  await file.read(byte);
-  byte[0] ^= 0xff;
-  await file.seek(offset, Deno.SeekMode.Start);
-  await file.write(byte);
 }
 
 async function uploadOk(server: TestServer, cid: string, bytes: Uint8Array<ArrayBuffer>) {

@@ -17,6 +17,7 @@ import { runMain } from "../helpers/main_process.ts";
 import { bearer, jtiOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
+import { flipByte, pieceFile } from "../helpers/pieces.ts";
 import { s3ForTests, s3ServerFlags, s3ServerKeys, s3UnavailableReason } from "../helpers/s3.ts";
 import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
 import type { TestDatabase } from "../helpers/postgres.ts";
@@ -26,8 +27,8 @@ import { silentLogger } from "../../src/log.ts";
 import { sha256Cid } from "../../src/piece_cid/mod.ts";
 import { DiskStore } from "../../src/storage/driver/disk/disk_store.ts";
 import { migrateDataDir } from "../../src/ops/migrate.ts";
+import { pathExists } from "../../src/fs/files.ts";
 import { SqliteRowSource } from "../../src/db/sqlite/row_copy.ts";
-import { shardOf } from "../../src/storage/driver/disk/layout.ts";
 
 const ignore = !postgresAvailable();
 const s3Unavailable = s3UnavailableReason();
@@ -143,10 +144,6 @@ async function getJson(base: string, path: string, token: string) {
   return await response.json();
 }
 
-function pieceFile(dataDir: string, cid: string): string {
-  return `${dataDir}/pieces/${shardOf(cid)}/${cid}`;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Running the command
 
@@ -187,364 +184,331 @@ async function removeDirs(...dirs: string[]): Promise<void> {
   for (const dir of dirs) await Deno.remove(dir, { recursive: true }).catch(() => {});
 }
 
+/** What a test of the command starts from: a database of its own, a source, a target's place. */
+interface Migration {
+  pg: TestDatabase;
+  source: Source;
+  /** A directory beside the source for a target data directory (made by the command, if used). */
+  target: string;
+}
+
+/** Runs fn on a fresh database and source; removes the source and the target after it. */
+function withSource(fn: (migration: Migration) => Promise<void>): () => Promise<void> {
+  return () =>
+    withPostgres(async (pg) => {
+      const source = await makeSource();
+      const target = `${source.dir}-target`;
+      try {
+        await fn({ pg, source, target });
+      } finally {
+        await removeDirs(source.dir, target);
+      }
+    });
+}
+
+/** The summary's count of rows written: those named, and none of the others. */
+function rowsWritten(counts: Partial<Record<string, number>> = {}) {
+  return { pieces: 0, deals: 0, usage: 0, tokens: 0, corruptMarks: 0, ...counts };
+}
+
 // ---------------------------------------------------------------------------------------------
 
 Deno.test({
   name: "migrate: SQLite + disk into PostgreSQL + a new directory; the targets serve it all",
   ignore,
-  fn: () =>
-    withPostgres(async (pg) => {
-      const source = await makeSource();
-      const target = `${source.dir}-target`;
-      try {
-        const run = await migrate(
-          ["--from-data-dir", source.dir, "--database", pg.url, "--data-dir", target],
-          [source.dir, target],
-        );
-        assertEquals(run.code, 0, run.stderr);
-        const { summary } = run;
-        assertEquals(summary.pieces.copied, source.pieces.size);
-        assertEquals([summary.pieces.skipped, summary.pieces.failed], [0, []]);
-        assertEquals(summary.rows, {
-          pieces: source.pieces.size,
-          deals: source.pieces.size + 1,
-          usage: 3, // the sponsored client's address, the user, the operator's user
-          tokens: 3,
-          corruptMarks: 0,
-        });
-        assertEquals(summary.hmacKey, "adopted");
-        assertEquals(summary.deferred, { deals: 0, corruptMarks: 0 });
-        assertEquals(summary.warnings, []);
-        assertEquals(summary.targets.store, `disk at ${target}/pieces`);
+  fn: withSource(async ({ pg, source, target }) => {
+    const run = await migrate(
+      ["--from-data-dir", source.dir, "--database", pg.url, "--data-dir", target],
+      [source.dir, target],
+    );
+    assertEquals(run.code, 0, run.stderr);
+    const { summary } = run;
+    assertEquals(summary.pieces.copied, source.pieces.size);
+    assertEquals([summary.pieces.skipped, summary.pieces.failed], [0, []]);
+    assertEquals(summary.rows, {
+      pieces: source.pieces.size,
+      deals: source.pieces.size + 1,
+      usage: 3, // the sponsored client's address, the user, the operator's user
+      tokens: 3,
+      corruptMarks: 0,
+    });
+    assertEquals(summary.hmacKey, "adopted");
+    assertEquals(summary.deferred, { deals: 0, corruptMarks: 0 });
+    assertEquals(summary.warnings, []);
+    assertEquals(summary.targets.store, `disk at ${target}/pieces`);
 
-        await using server = await startTestServer({
-          dataDir: target,
-          args: ["--database", pg.url],
-        });
-        for (const [cid, bytes] of source.pieces) {
-          const response = await server.get(`/p/${cid}`);
-          assertEquals(response.status, 200, cid);
-          assertEquals(new Uint8Array(await response.arrayBuffer()), bytes, cid);
-        }
-        // The same HMAC key: the old tokens verify; the revocation came along.
-        assertEquals(
-          await filesOf(server.url, source.userToken),
-          source.userFiles,
-        );
-        assertEquals(await getJson(server.url, "/api/usage", source.userToken), source.userUsage);
-        assertEquals((await getJson(server.url, "/api/files", source.mintedToken)).files.length, 1);
-        const revoked = await server.get("/api/files", { headers: bearer(source.revokedToken) });
-        assertEquals(revoked.status, 401);
-        assertEquals((await revoked.json()).error, "revoked_token");
-        // Uploads keep working on the targets, counted on top of the carried usage.
-        const more = await server.upload("migrateafter001", "after the move", {
-          headers: bearer(source.userToken),
-        });
-        assertEquals(more.status, 200, await more.clone().text());
-        await more.body?.cancel();
-      } finally {
-        await removeDirs(source.dir, target);
-      }
-    }),
+    await using server = await startTestServer({
+      dataDir: target,
+      args: ["--database", pg.url],
+    });
+    for (const [cid, bytes] of source.pieces) {
+      const response = await server.get(`/p/${cid}`);
+      assertEquals(response.status, 200, cid);
+      assertEquals(new Uint8Array(await response.arrayBuffer()), bytes, cid);
+    }
+    // The same HMAC key: the old tokens verify; the revocation came along.
+    assertEquals(
+      await filesOf(server.url, source.userToken),
+      source.userFiles,
+    );
+    assertEquals(await getJson(server.url, "/api/usage", source.userToken), source.userUsage);
+    assertEquals((await getJson(server.url, "/api/files", source.mintedToken)).files.length, 1);
+    const revoked = await server.get("/api/files", { headers: bearer(source.revokedToken) });
+    assertEquals(revoked.status, 401);
+    assertEquals((await revoked.json()).error, "revoked_token");
+    // Uploads keep working on the targets, counted on top of the carried usage.
+    const more = await server.upload("migrateafter001", "after the move", {
+      headers: bearer(source.userToken),
+    });
+    assertEquals(more.status, 200, await more.clone().text());
+    await more.body?.cancel();
+  }),
 });
 
 Deno.test({
   name: "migrate: a missing piece is named (exit 1); the rerun copies only it; then a no-op",
   ignore,
-  fn: () =>
-    withPostgres(async (pg) => {
-      const source = await makeSource();
-      const target = `${source.dir}-target`;
-      const args = ["--from-data-dir", source.dir, "--database", pg.url, "--data-dir", target];
-      const file = pieceFile(source.dir, source.userCid);
-      try {
-        await Deno.rename(file, `${source.dir}/aside`);
-        const first = await migrate([...args, "--concurrency", "2"], [source.dir, target]);
-        assertEquals(first.code, 1, first.stderr);
-        assertEquals(first.summary.pieces.failed, [
-          { cid: source.userCid, reason: "its file is missing in the source" },
-        ]);
-        assertEquals(first.summary.pieces.copied, source.pieces.size - 1);
-        assertEquals(first.summary.rows.pieces, source.pieces.size - 1);
-        // Its deal waits for its bytes: no row names a piece the target lacks.
-        assertEquals(first.summary.deferred, { deals: 1, corruptMarks: 0 });
-        assertEquals(
-          await query(pg.url, `SELECT cid FROM deals WHERE cid = '${source.userCid}'`),
-          [],
-        );
+  fn: withSource(async ({ pg, source, target }) => {
+    const args = ["--from-data-dir", source.dir, "--database", pg.url, "--data-dir", target];
+    const file = pieceFile(source.dir, source.userCid);
+    await Deno.rename(file, `${source.dir}/aside`);
+    const first = await migrate([...args, "--concurrency", "2"], [source.dir, target]);
+    assertEquals(first.code, 1, first.stderr);
+    assertEquals(first.summary.pieces.failed, [
+      { cid: source.userCid, reason: "its file is missing in the source" },
+    ]);
+    assertEquals(first.summary.pieces.copied, source.pieces.size - 1);
+    assertEquals(first.summary.rows.pieces, source.pieces.size - 1);
+    // Its deal waits for its bytes: no row names a piece the target lacks.
+    assertEquals(first.summary.deferred, { deals: 1, corruptMarks: 0 });
+    assertEquals(
+      await query(pg.url, `SELECT cid FROM deals WHERE cid = '${source.userCid}'`),
+      [],
+    );
 
-        await Deno.rename(`${source.dir}/aside`, file);
-        const second = await migrate(args, [source.dir, target]);
-        assertEquals(second.code, 0, second.stderr);
-        assertEquals(second.summary.pieces, {
-          copied: 1,
-          skipped: source.pieces.size - 1,
-          bytesCopied: MIB,
-          failed: [],
-          carriedCorrupt: [],
-        });
-        assertEquals(second.summary.rows, {
-          pieces: 1,
-          deals: 1,
-          usage: 0,
-          tokens: 0,
-          corruptMarks: 0,
-        });
-        assertEquals(second.summary.hmacKey, "kept");
+    await Deno.rename(`${source.dir}/aside`, file);
+    const second = await migrate(args, [source.dir, target]);
+    assertEquals(second.code, 0, second.stderr);
+    assertEquals(second.summary.pieces, {
+      copied: 1,
+      skipped: source.pieces.size - 1,
+      bytesCopied: MIB,
+      failed: [],
+      carriedCorrupt: [],
+    });
+    assertEquals(second.summary.rows, rowsWritten({ pieces: 1, deals: 1 }));
+    assertEquals(second.summary.hmacKey, "kept");
 
-        const third = await migrate(args, [source.dir, target]);
-        assertEquals(third.code, 0, third.stderr);
-        assertEquals([third.summary.pieces.copied, third.summary.pieces.skipped], [
-          0,
-          source.pieces.size,
-        ]);
-        assertEquals(third.summary.rows, {
-          pieces: 0,
-          deals: 0,
-          usage: 0,
-          tokens: 0,
-          corruptMarks: 0,
-        });
-        assertEquals(third.summary.updated, { pieces: 0, deals: 0, usage: 0, tokens: 0 });
+    const third = await migrate(args, [source.dir, target]);
+    assertEquals(third.code, 0, third.stderr);
+    assertEquals([third.summary.pieces.copied, third.summary.pieces.skipped], [
+      0,
+      source.pieces.size,
+    ]);
+    assertEquals(third.summary.rows, rowsWritten());
+    assertEquals(third.summary.updated, { pieces: 0, deals: 0, usage: 0, tokens: 0 });
 
-        const [counts] = await query(
-          pg.url,
-          `SELECT (SELECT COUNT(*) FROM pieces) AS pieces, (SELECT COUNT(*) FROM deals) AS deals,
-                  (SELECT COUNT(*) FROM tokens) AS tokens`,
-        );
-        assertEquals(counts, {
-          pieces: String(source.pieces.size),
-          deals: String(source.pieces.size + 1),
-          tokens: "3",
-        });
-      } finally {
-        await removeDirs(source.dir, target);
-      }
-    }),
+    const [counts] = await query(
+      pg.url,
+      `SELECT (SELECT COUNT(*) FROM pieces) AS pieces, (SELECT COUNT(*) FROM deals) AS deals,
+              (SELECT COUNT(*) FROM tokens) AS tokens`,
+    );
+    assertEquals(counts, {
+      pieces: String(source.pieces.size),
+      deals: String(source.pieces.size + 1),
+      tokens: "3",
+    });
+  }),
 });
 
 Deno.test({
   name: "migrate: rotted bytes are refused; once scrub marked them, row and mark are carried",
   ignore,
-  fn: () =>
-    withPostgres(async (pg) => {
-      const source = await makeSource();
-      const target = `${source.dir}-target`;
-      const args = ["--from-data-dir", source.dir, "--database", pg.url, "--data-dir", target];
-      try {
-        await flipByte(pieceFile(source.dir, source.hashedCid), 1000);
-        const refused = await migrate(args, [source.dir, target]);
-        assertEquals(refused.code, 1, refused.stderr);
-        assertEquals(refused.summary.pieces.failed.length, 1);
-        assertEquals(refused.summary.pieces.failed[0].cid, source.hashedCid);
-        assertMatch(refused.summary.pieces.failed[0].reason, /do not match their recorded SHA-256/);
-        assertOk(!await exists(pieceFile(target, source.hashedCid)), "rotted bytes copied");
-        assertEquals(
-          await query(pg.url, `SELECT cid FROM pieces WHERE cid = '${source.hashedCid}'`),
-          [],
-        );
+  fn: withSource(async ({ pg, source, target }) => {
+    const args = ["--from-data-dir", source.dir, "--database", pg.url, "--data-dir", target];
+    await flipByte(pieceFile(source.dir, source.hashedCid), 1000);
+    const refused = await migrate(args, [source.dir, target]);
+    assertEquals(refused.code, 1, refused.stderr);
+    assertEquals(refused.summary.pieces.failed.length, 1);
+    assertEquals(refused.summary.pieces.failed[0].cid, source.hashedCid);
+    assertMatch(refused.summary.pieces.failed[0].reason, /do not match their recorded SHA-256/);
+    assertOk(!await pathExists(pieceFile(target, source.hashedCid)), "rotted bytes copied");
+    assertEquals(
+      await query(pg.url, `SELECT cid FROM pieces WHERE cid = '${source.hashedCid}'`),
+      [],
+    );
 
-        // The source's own scrub marks it: the source answers 503 for it, and so will the target.
-        const scrub = await runMain(["scrub", "--data-dir", source.dir], { dataDir: source.dir });
-        assertEquals(scrub.code, 1, scrub.stderr);
-        const carried = await migrate(args, [source.dir, target]);
-        assertEquals(carried.code, 0, carried.stderr);
-        assertEquals(carried.summary.pieces.carriedCorrupt, [source.hashedCid]);
-        assertEquals([carried.summary.rows.pieces, carried.summary.rows.corruptMarks], [1, 1]);
+    // The source's own scrub marks it: the source answers 503 for it, and so will the target.
+    const scrub = await runMain(["scrub", "--data-dir", source.dir], { dataDir: source.dir });
+    assertEquals(scrub.code, 1, scrub.stderr);
+    const carried = await migrate(args, [source.dir, target]);
+    assertEquals(carried.code, 0, carried.stderr);
+    assertEquals(carried.summary.pieces.carriedCorrupt, [source.hashedCid]);
+    assertEquals([carried.summary.rows.pieces, carried.summary.rows.corruptMarks], [1, 1]);
 
-        await using server = await startTestServer({
-          dataDir: target,
-          args: ["--database", pg.url],
-        });
-        const answer = await server.get(`/p/${source.hashedCid}`);
-        assertEquals(answer.status, 503);
-        assertEquals((await answer.json()).error, "piece_corrupt");
-        // The right bytes uploaded again repair it on the targets, as on the source.
-        const repair = await server.upload(source.hashedCid, source.pieces.get(source.hashedCid)!);
-        assertEquals(repair.status, 200, await repair.clone().text());
-        await repair.body?.cancel();
-        const repaired = await server.get(`/p/${source.hashedCid}`);
-        assertEquals(
-          new Uint8Array(await repaired.arrayBuffer()),
-          source.pieces.get(source.hashedCid),
-        );
-      } finally {
-        await removeDirs(source.dir, target);
-      }
-    }),
+    await using server = await startTestServer({
+      dataDir: target,
+      args: ["--database", pg.url],
+    });
+    const answer = await server.get(`/p/${source.hashedCid}`);
+    assertEquals(answer.status, 503);
+    assertEquals((await answer.json()).error, "piece_corrupt");
+    // The right bytes uploaded again repair it on the targets, as on the source.
+    const repair = await server.upload(source.hashedCid, source.pieces.get(source.hashedCid)!);
+    assertEquals(repair.status, 200, await repair.clone().text());
+    await repair.body?.cancel();
+    const repaired = await server.get(`/p/${source.hashedCid}`);
+    assertEquals(
+      new Uint8Array(await repaired.arrayBuffer()),
+      source.pieces.get(source.hashedCid),
+    );
+  }),
 });
 
 Deno.test({
   name: "migrate: a first run beside the serving source, the final one after it stopped; " +
     "with --database only, the pieces stay where they are",
   ignore,
-  fn: () =>
-    withPostgres(async (pg) => {
-      const source = await makeSource();
-      const args = ["--from-data-dir", source.dir, "--database", pg.url];
-      try {
-        let latestUsage: unknown;
-        {
-          await using serving = await startTestServer({ dataDir: source.dir });
-          const early = await migrate(args, [source.dir]);
-          assertEquals(early.code, 0, early.stderr);
-          assertEquals([early.summary.pieces.copied, early.summary.pieces.skipped], [
-            0,
-            source.pieces.size,
-          ]);
-          assertEquals(early.summary.rows.pieces, source.pieces.size);
-          assertEquals(early.summary.warnings.length, 1);
-          assertMatch(
-            early.summary.warnings[0],
-            /in use by process .*stop it before the final run/,
-          );
-          // The source keeps serving: a new piece, and the user's counter for today grows.
-          await uploadOk(serving, "migratelate0001", patternBytes(3 * KIB, 7), source.pieces, {
-            ...bearer(source.userToken),
-          });
-          latestUsage = await getJson(serving.url, "/api/usage", source.userToken);
-        }
-        const final = await migrate(args, [source.dir]);
-        assertEquals(final.code, 0, final.stderr);
-        assertEquals(final.summary.warnings, []);
-        assertEquals(final.summary.rows, {
-          pieces: 1,
-          deals: 1,
-          usage: 0,
-          tokens: 0,
-          corruptMarks: 0,
-        });
-        assertEquals(final.summary.updated, { pieces: 0, deals: 0, usage: 1, tokens: 0 });
+  fn: withSource(async ({ pg, source }) => {
+    const args = ["--from-data-dir", source.dir, "--database", pg.url];
+    let latestUsage: unknown;
+    {
+      await using serving = await startTestServer({ dataDir: source.dir });
+      const early = await migrate(args, [source.dir]);
+      assertEquals(early.code, 0, early.stderr);
+      assertEquals([early.summary.pieces.copied, early.summary.pieces.skipped], [
+        0,
+        source.pieces.size,
+      ]);
+      assertEquals(early.summary.rows.pieces, source.pieces.size);
+      assertEquals(early.summary.warnings.length, 1);
+      assertMatch(
+        early.summary.warnings[0],
+        /in use by process .*stop it before the final run/,
+      );
+      // The source keeps serving: a new piece, and the user's counter for today grows.
+      await uploadOk(serving, "migratelate0001", patternBytes(3 * KIB, 7), source.pieces, {
+        ...bearer(source.userToken),
+      });
+      latestUsage = await getJson(serving.url, "/api/usage", source.userToken);
+    }
+    const final = await migrate(args, [source.dir]);
+    assertEquals(final.code, 0, final.stderr);
+    assertEquals(final.summary.warnings, []);
+    assertEquals(final.summary.rows, rowsWritten({ pieces: 1, deals: 1 }));
+    assertEquals(final.summary.updated, { pieces: 0, deals: 0, usage: 1, tokens: 0 });
 
-        await using server = await startTestServer({
-          dataDir: source.dir,
-          args: ["--database", pg.url],
-        });
-        for (const [cid, bytes] of source.pieces) {
-          assertEquals(new Uint8Array(await (await server.get(`/p/${cid}`)).arrayBuffer()), bytes);
-        }
-        assertEquals(await getJson(server.url, "/api/usage", source.userToken), latestUsage);
-      } finally {
-        await removeDirs(source.dir);
-      }
-    }),
+    await using server = await startTestServer({
+      dataDir: source.dir,
+      args: ["--database", pg.url],
+    });
+    for (const [cid, bytes] of source.pieces) {
+      assertEquals(new Uint8Array(await (await server.get(`/p/${cid}`)).arrayBuffer()), bytes);
+    }
+    assertEquals(await getJson(server.url, "/api/usage", source.userToken), latestUsage);
+  }),
 });
 
 Deno.test({
   name: "migrate: into PostgreSQL + an S3 bucket, or the pieces alone into a bucket",
   ignore: ignore || s3Unavailable !== null,
-  fn: () =>
-    withPostgres(async (pg) => {
-      const source = await makeSource();
-      const shared = await s3ForTests();
-      const piecesOnly = await s3ForTests();
-      // The keys come from the environment only (as for the server), which the command inherits.
-      const keys = s3ServerKeys(shared);
-      const args = ["--from-data-dir", source.dir, "--database", pg.url, ...s3ServerFlags(shared)];
-      try {
-        for (const [name, value] of Object.entries(keys)) Deno.env.set(name, value);
-        const first = await migrate(args, [source.dir]);
-        assertEquals(first.code, 0, first.stderr);
-        assertEquals(first.summary.pieces.copied, source.pieces.size);
-        assertEquals(first.summary.rows.pieces, source.pieces.size);
-        assertEquals(
-          first.summary.targets.store,
-          `s3 bucket ${shared.bucket} at ${shared.endpoint}`,
-        );
-        const again = await migrate(args, [source.dir]);
-        assertEquals(again.code, 0, again.stderr);
-        assertEquals([again.summary.pieces.copied, again.summary.pieces.skipped], [
-          0,
-          source.pieces.size,
-        ]);
-        {
-          await using server = await startTestServer({
-            args: ["--database", pg.url, ...s3ServerFlags(shared)],
-            env: keys,
-          });
-          for (const [cid, bytes] of source.pieces) {
-            const response = await server.get(`/p/${cid}`);
-            assertEquals(response.status, 200, cid);
-            assertEquals(new Uint8Array(await response.arrayBuffer()), bytes, cid);
-          }
-          assertEquals(await filesOf(server.url, source.userToken), source.userFiles);
-        }
-
-        // Without --database the rows stay in DIR/storage.db; only the bytes move.
-        const alone = await migrate(["--from-data-dir", source.dir, ...s3ServerFlags(piecesOnly)], [
-          source.dir,
-        ]);
-        assertEquals(alone.code, 0, alone.stderr);
-        assertEquals(alone.summary.pieces.copied, source.pieces.size);
-        assertEquals(alone.summary.rows, {
-          pieces: 0,
-          deals: 0,
-          usage: 0,
-          tokens: 0,
-          corruptMarks: 0,
-        });
-        assertEquals(alone.summary.hmacKey, "not moved");
+  fn: withSource(async ({ pg, source }) => {
+    await using shared = await s3ForTests();
+    await using piecesOnly = await s3ForTests();
+    // The keys come from the environment only (as for the server), which the command inherits.
+    const keys = s3ServerKeys(shared);
+    const args = ["--from-data-dir", source.dir, "--database", pg.url, ...s3ServerFlags(shared)];
+    try {
+      for (const [name, value] of Object.entries(keys)) Deno.env.set(name, value);
+      const first = await migrate(args, [source.dir]);
+      assertEquals(first.code, 0, first.stderr);
+      assertEquals(first.summary.pieces.copied, source.pieces.size);
+      assertEquals(first.summary.rows.pieces, source.pieces.size);
+      assertEquals(
+        first.summary.targets.store,
+        `s3 bucket ${shared.bucket} at ${shared.endpoint}`,
+      );
+      const again = await migrate(args, [source.dir]);
+      assertEquals(again.code, 0, again.stderr);
+      assertEquals([again.summary.pieces.copied, again.summary.pieces.skipped], [
+        0,
+        source.pieces.size,
+      ]);
+      {
         await using server = await startTestServer({
-          dataDir: source.dir,
-          args: s3ServerFlags(piecesOnly),
+          args: ["--database", pg.url, ...s3ServerFlags(shared)],
           env: keys,
         });
-        const [cid, bytes] = [...source.pieces][0];
-        const response = await server.get(`/p/${cid}`);
-        assertEquals(response.headers.get("x-service-source"), "r2");
-        assertEquals(new Uint8Array(await response.arrayBuffer()), bytes);
-      } finally {
-        for (const name of Object.keys(keys)) Deno.env.delete(name);
-        await shared.dispose();
-        await piecesOnly.dispose();
-        await removeDirs(source.dir);
+        for (const [cid, bytes] of source.pieces) {
+          const response = await server.get(`/p/${cid}`);
+          assertEquals(response.status, 200, cid);
+          assertEquals(new Uint8Array(await response.arrayBuffer()), bytes, cid);
+        }
+        assertEquals(await filesOf(server.url, source.userToken), source.userFiles);
       }
-    }),
+
+      // Without --database the rows stay in DIR/storage.db; only the bytes move.
+      const alone = await migrate(["--from-data-dir", source.dir, ...s3ServerFlags(piecesOnly)], [
+        source.dir,
+      ]);
+      assertEquals(alone.code, 0, alone.stderr);
+      assertEquals(alone.summary.pieces.copied, source.pieces.size);
+      assertEquals(alone.summary.rows, rowsWritten());
+      assertEquals(alone.summary.hmacKey, "not moved");
+      await using server = await startTestServer({
+        dataDir: source.dir,
+        args: s3ServerFlags(piecesOnly),
+        env: keys,
+      });
+      const [cid, bytes] = [...source.pieces][0];
+      const response = await server.get(`/p/${cid}`);
+      assertEquals(response.headers.get("x-service-source"), "r2");
+      assertEquals(new Uint8Array(await response.arrayBuffer()), bytes);
+    } finally {
+      for (const name of Object.keys(keys)) Deno.env.delete(name);
+    }
+  }),
 });
 
 Deno.test({
   name: "migrate: rows read and written in small chunks come out the same (in-process)",
   ignore,
-  fn: () =>
-    withPostgres(async (pg) => {
-      const source = await makeSource();
-      const target = `${source.dir}-target`;
-      const sourceDb = openDatabase({ path: `${source.dir}/storage.db` });
-      const postgres = await PostgresDatabase.open({ url: pg.url, logger: silentLogger });
-      try {
-        const summary = await migrateDataDir({
-          source: new SqliteRowSource(sourceDb),
-          sourceStore: new DiskStore({ root: `${source.dir}/pieces` }),
-          targetStore: await DiskStore.create({ root: `${target}/pieces` }),
-          targetDatabase: postgres,
-          sourceKeyHex: (await Deno.readTextFile(`${source.dir}/hmac.key`)).trim(),
-          concurrency: 3,
-          chunkRows: 2,
-        });
-        const sourceCount = (table: string) =>
-          Number((sourceDb.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n);
-        assertEquals(summary.rows, {
-          pieces: sourceCount("pieces"),
-          deals: sourceCount("deals"),
-          usage: sourceCount("usage_daily"),
-          tokens: sourceCount("tokens"),
-          corruptMarks: 0,
-        });
-        const [usage] = await postgres.sql`SELECT SUM(bytes) AS bytes, SUM(uploads) AS uploads,
-          SUM(reserved_bytes) AS reserved FROM usage_daily`;
-        const sourceUsage = sourceDb.prepare(
-          "SELECT SUM(bytes) AS bytes, SUM(uploads) AS uploads FROM usage_daily",
-        ).get() as { bytes: number; uploads: number };
-        assertEquals(
-          [Number(usage.bytes), Number(usage.uploads), Number(usage.reserved)],
-          [sourceUsage.bytes, sourceUsage.uploads, 0],
-        );
-      } finally {
-        await postgres.close();
-        sourceDb.close();
-        await removeDirs(source.dir, target);
-      }
-    }),
+  fn: withSource(async ({ pg, source, target }) => {
+    const sourceDb = openDatabase({ path: `${source.dir}/storage.db` });
+    const postgres = await PostgresDatabase.open({ url: pg.url, logger: silentLogger });
+    try {
+      const summary = await migrateDataDir({
+        source: new SqliteRowSource(sourceDb),
+        sourceStore: new DiskStore({ root: `${source.dir}/pieces` }),
+        targetStore: await DiskStore.create({ root: `${target}/pieces` }),
+        targetDatabase: postgres,
+        sourceKeyHex: (await Deno.readTextFile(`${source.dir}/hmac.key`)).trim(),
+        concurrency: 3,
+        chunkRows: 2,
+      });
+      const sourceCount = (table: string) =>
+        Number((sourceDb.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n);
+      assertEquals(summary.rows, {
+        pieces: sourceCount("pieces"),
+        deals: sourceCount("deals"),
+        usage: sourceCount("usage_daily"),
+        tokens: sourceCount("tokens"),
+        corruptMarks: 0,
+      });
+      const [usage] = await postgres.sql`SELECT SUM(bytes) AS bytes, SUM(uploads) AS uploads,
+        SUM(reserved_bytes) AS reserved FROM usage_daily`;
+      const sourceUsage = sourceDb.prepare(
+        "SELECT SUM(bytes) AS bytes, SUM(uploads) AS uploads FROM usage_daily",
+      ).get() as { bytes: number; uploads: number };
+      assertEquals(
+        [Number(usage.bytes), Number(usage.uploads), Number(usage.reserved)],
+        [sourceUsage.bytes, sourceUsage.uploads, 0],
+      );
+    } finally {
+      await postgres.close();
+      sourceDb.close();
+    }
+  }),
 });
 
 Deno.test("migrate: bad input is one line `error: …`, exit 2, and writes nothing", async () => {
@@ -591,27 +555,6 @@ Deno.test("migrate: bad input is one line `error: …`, exit 2, and writes nothi
     await removeDirs(root);
   }
 });
-
-/** Bit rot: one byte of a stored file changes in place (same file, same size). */
-async function flipByte(path: string, offset: number): Promise<void> {
-  using file = await Deno.open(path, { read: true, write: true });
-  const byte = new Uint8Array(1);
-  await file.seek(offset, Deno.SeekMode.Start);
-  await file.read(byte);
-  byte[0] ^= 0xff;
-  await file.seek(offset, Deno.SeekMode.Start);
-  await file.write(byte);
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
-}
 
 /** Every path under a directory with its size, sorted: what a refused run must not change. */
 async function listTree(dir: string, prefix = ""): Promise<string[]> {
