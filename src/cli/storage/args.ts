@@ -52,12 +52,16 @@ const GLOBAL_OPTIONS: ParseArgsOptionsConfig = {
 const str = { type: "string" } as const;
 const bool = { type: "boolean" } as const;
 
-export const COMMANDS: readonly CommandSpec[] = [
+/** A row of the table: no `options` means none of its own, no `args` means no arguments. */
+type CommandRow =
+  & Omit<CommandSpec, "options" | "args">
+  & Partial<Pick<CommandSpec, "options" | "args">>;
+
+const ROWS: readonly CommandRow[] = [
   {
     name: "cid",
     synopsis: "FILE…",
     summary: "Print the PieceCIDv2 of each file (nothing is sent)",
-    options: {},
     args: { min: 1, max: Infinity },
   },
   {
@@ -80,35 +84,29 @@ export const COMMANDS: readonly CommandSpec[] = [
     synopsis: "--email EMAIL --label LABEL [--scopes put,get,list,pin] [--quota-mb N]",
     summary: "Get a token (printed once; keep it in STORAGE_TOKEN)",
     options: { email: str, label: str, scopes: str, "quota-mb": str },
-    args: { min: 0, max: 0 },
   },
   {
     name: "signup verify",
     synopsis: "--email EMAIL --code CODE",
     summary: "Exchange a mailed signup code for the token (servers in --signup verify mode)",
     options: { email: str, code: str },
-    args: { min: 0, max: 0 },
   },
   {
     name: "wallet login",
     synopsis: "[--chain-id N]",
     summary: "Sign in with the Ethereum key in STORAGE_WALLET_KEY: a 24-hour wallet-tier token",
     options: { "chain-id": str, key: str, "private-key": str },
-    args: { min: 0, max: 0 },
     secretFromEnv: { variable: "STORAGE_WALLET_KEY", refusedFlags: ["key", "private-key"] },
   },
   {
     name: "tokens list",
     synopsis: "",
     summary: "List your tokens (metadata only)",
-    options: {},
-    args: { min: 0, max: 0 },
   },
   {
     name: "tokens revoke",
     synopsis: "JTI",
     summary: "Revoke one of your tokens",
-    options: {},
     args: { min: 1, max: 1 },
   },
   {
@@ -116,30 +114,32 @@ export const COMMANDS: readonly CommandSpec[] = [
     synopsis: "[--limit N] [--cursor CURSOR]",
     summary: "List your uploads, newest first",
     options: { limit: str, cursor: str },
-    args: { min: 0, max: 0 },
   },
   {
     name: "usage",
     synopsis: "[--from YYYY-MM-DD] [--to YYYY-MM-DD]",
     summary: "Bytes uploaded per day, and what is left today",
     options: { from: str, to: str },
-    args: { min: 0, max: 0 },
   },
   {
     name: "limits",
     synopsis: "[--size SIZE]",
     summary: "Your caps and what is left today; --size asks whether an upload would pass",
     options: { size: str },
-    args: { min: 0, max: 0 },
   },
   {
     name: "extend",
     synopsis: "DEAL_ID",
     summary: "Extend a deal by one term",
-    options: {},
     args: { min: 1, max: 1 },
   },
 ];
+
+export const COMMANDS: readonly CommandSpec[] = ROWS.map((row) => ({
+  options: {},
+  args: { min: 0, max: 0 },
+  ...row,
+}));
 
 /** The words that take a second word, and which. */
 const TWO_WORD: Record<string, string[]> = {
