@@ -6,20 +6,12 @@
  * digests as the portable SHA-256.
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
-import { KIB, MIB, sha256Hex } from "../helpers/bytes.ts";
+import { KIB, MIB, seededBytes, sha256Hex } from "../helpers/bytes.ts";
 import { startTestServer } from "../helpers/server.ts";
-import { seededRandom } from "../../scripts/lib/random.ts";
 import { fileSource } from "../../src/client/fs.ts";
 import { nativeSha256 } from "../../src/client/native_sha256.ts";
 import { createSha256, toHex } from "../../src/client/sha256.ts";
 import { StorageClient } from "../../src/client/mod.ts";
-
-function randomBytes(size: number, seed: number): Uint8Array<ArrayBuffer> {
-  const random = seededRandom(seed);
-  const out = new Uint8Array(size);
-  for (let i = 0; i < size; i++) out[i] = Math.floor(random() * 256);
-  return out;
-}
 
 async function tempFile(bytes: Uint8Array): Promise<{ path: string } & AsyncDisposable> {
   const dir = await Deno.makeTempDir({ prefix: "client-fs-" });
@@ -32,7 +24,7 @@ async function tempFile(bytes: Uint8Array): Promise<{ path: string } & AsyncDisp
 }
 
 Deno.test("fs: fileSource hands out any range, streamed or whole, concurrently", async () => {
-  const bytes = randomBytes(3 * MIB + 5, 1);
+  const bytes = seededBytes(3 * MIB + 5, 1);
   await using file = await tempFile(bytes);
   const source = await fileSource(file.path);
   assertEquals([source.size, source.name], [bytes.byteLength, "clip.bin"]);
@@ -60,7 +52,7 @@ Deno.test("fs: fileSource hands out any range, streamed or whole, concurrently",
 
 Deno.test("fs: a file uploaded from disk in pieces downloads identical; a shrunk file fails", async () => {
   await using server = await startTestServer({ args: ["--sponsored-max-file-size", "256KiB"] });
-  const bytes = randomBytes(MIB + 100, 2);
+  const bytes = seededBytes(MIB + 100, 2);
   await using file = await tempFile(bytes);
   using client = new StorageClient({ server: server.url, sha256: nativeSha256 });
   const source = await fileSource(file.path);
@@ -78,7 +70,7 @@ Deno.test("fs: a file uploaded from disk in pieces downloads identical; a shrunk
 
 Deno.test("fs: nativeSha256 and the portable SHA-256 agree", () => {
   for (const size of [0, 1, 63, 64, 65, 100_000]) {
-    const bytes = randomBytes(size, size);
+    const bytes = seededBytes(size, size);
     const native = nativeSha256();
     const portable = createSha256();
     for (let offset = 0; offset <= size; offset += 999) {

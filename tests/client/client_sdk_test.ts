@@ -7,7 +7,7 @@
  */
 import * as DataSegment from "@web3-storage/data-segment";
 import { assertEquals, assertOk } from "../helpers/assert.ts";
-import { KIB, MIB, sha256Hex } from "../helpers/bytes.ts";
+import { KIB, MIB, seededBytes, sha256Hex } from "../helpers/bytes.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { rawRequest } from "../helpers/raw_http.ts";
 import { signup, startTestServer } from "../helpers/server.ts";
@@ -27,13 +27,6 @@ import {
   VerificationError,
 } from "../../src/client/mod.ts";
 import type { ByteSource, Manifest, UploadProgress } from "../../src/client/mod.ts";
-
-function randomBytes(size: number, seed: number): Uint8Array<ArrayBuffer> {
-  const random = seededRandom(seed);
-  const out = new Uint8Array(size);
-  for (let i = 0; i < size; i++) out[i] = Math.floor(random() * 256);
-  return out;
-}
 
 async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array<ArrayBuffer>> {
   return new Uint8Array(await new Response(stream).arrayBuffer());
@@ -106,7 +99,7 @@ const FAST_RETRY = { attempts: 5, baseDelayMs: 5, maxDelayMs: 30_000 };
 Deno.test("split: a file over the per-file cap becomes pieces plus a manifest, and downloads whole", async () => {
   await using server = await startTestServer({ args: ["--sponsored-max-file-size", "256KiB"] });
   using client = new StorageClient({ server: server.url, retry: FAST_RETRY });
-  const bytes = randomBytes(MIB + 12_345, 1);
+  const bytes = seededBytes(MIB + 12_345, 1);
   const events: UploadProgress[] = [];
 
   const result = await client.upload(new Blob([bytes]), {
@@ -188,7 +181,7 @@ Deno.test("split: a file over the per-file cap becomes pieces plus a manifest, a
 Deno.test("split: pieceSize below the cap, a Uint8Array and a ByteSource give the same cids", async () => {
   await using server = await startTestServer({ args: ["--sponsored-max-file-size", "300KiB"] });
   using client = new StorageClient({ server: server.url, retry: FAST_RETRY });
-  const bytes = randomBytes(700 * KIB, 2);
+  const bytes = seededBytes(700 * KIB, 2);
   const first = await client.upload(bytes, { pieceSize: 100 * KIB });
   assertEquals(first.pieces.length, 7);
   assertEquals(first.manifest?.name, null);
@@ -210,7 +203,7 @@ Deno.test("single piece: a file under the cap is one piece, no manifest; a re-ru
   await using server = await startTestServer();
   const recorder = recordingFetch();
   using client = new StorageClient({ server: server.url, fetch: recorder.fetch });
-  const bytes = randomBytes(200 * KIB, 3);
+  const bytes = seededBytes(200 * KIB, 3);
   const result = await client.upload(new Blob([bytes], { type: "text/plain" }));
   assertEquals(result.manifest, null);
   assertEquals(result.pieces.length, 1);
@@ -229,7 +222,7 @@ Deno.test("single piece: a file under the cap is one piece, no manifest; a re-ru
 Deno.test("resume: an upload aborted after two pieces sends only the missing pieces when re-run", async () => {
   await using server = await startTestServer({ args: ["--sponsored-max-file-size", "128KiB"] });
   using client = new StorageClient({ server: server.url, retry: FAST_RETRY });
-  const bytes = randomBytes(MIB, 4); // 8 pieces of 128 KiB
+  const bytes = seededBytes(MIB, 4); // 8 pieces of 128 KiB
   const read: number[] = [];
   const source: ByteSource = {
     size: bytes.byteLength,
@@ -292,7 +285,7 @@ Deno.test("pipeline: piece k+1 is hashed while piece k uploads, and at most `con
     }
   });
   using client = new StorageClient({ server: server.url, fetch: recorder.fetch });
-  const bytes = randomBytes(6 * pieceSize, 5);
+  const bytes = seededBytes(6 * pieceSize, 5);
   const result = await client.upload(bytes, {
     concurrency: 2,
     onProgress: (p) => {
@@ -310,7 +303,7 @@ Deno.test("verification: a piece corrupted on the server's disk fails the downlo
     args: ["--sponsored-max-file-size", "128KiB", "--small-piece-cache", "0"],
   });
   using client = new StorageClient({ server: server.url, retry: FAST_RETRY });
-  const bytes = randomBytes(400 * KIB, 6);
+  const bytes = seededBytes(400 * KIB, 6);
   const result = await client.upload(bytes);
   const [first, second] = result.pieces;
   // Same length, one byte flipped near the end of the second piece.
@@ -333,7 +326,7 @@ Deno.test("verification: a piece corrupted on the server's disk fails the downlo
   assertEquals(prefix, bytes.subarray(0, received), "nothing unverified-and-wrong was released");
 
   // A single piece is checked the same way.
-  const single = randomBytes(100 * KIB, 7);
+  const single = seededBytes(100 * KIB, 7);
   const one = await client.upload(single);
   const onePath = `${server.dataDir}/pieces/${shardOf(one.cid)}/${one.cid}`;
   const stored = await Deno.readFile(onePath);
@@ -347,7 +340,7 @@ Deno.test("verification: a piece corrupted on the server's disk fails the downlo
 Deno.test("verification: a manifest whose SHA-256 or sizes do not match, or that is not a manifest, fails", async () => {
   await using server = await startTestServer({ args: ["--sponsored-max-file-size", "128KiB"] });
   using client = new StorageClient({ server: server.url, retry: FAST_RETRY });
-  const bytes = randomBytes(300 * KIB, 8);
+  const bytes = seededBytes(300 * KIB, 8);
   const result = await client.upload(bytes);
   const storeManifest = async (text: string) => {
     const body = new TextEncoder().encode(text);
@@ -394,7 +387,7 @@ Deno.test("download: opaque cids pass through, sha2-256 cids are checked, missin
   await using server = await startTestServer();
   const recorder = recordingFetch();
   using client = new StorageClient({ server: server.url, fetch: recorder.fetch });
-  const bytes = randomBytes(70 * KIB, 9);
+  const bytes = seededBytes(70 * KIB, 9);
   const opaque = await server.upload("opaquename0001", bytes, { filename: "r%C3%A9sum%C3%A9.pdf" });
   await opaque.body?.cancel();
   assertEquals(await readAll(await client.download("opaquename0001")), bytes);
@@ -425,9 +418,9 @@ Deno.test("quota: a quota_exceeded 429 surfaces at once, with its Retry-After, a
   const { token } = await signup(server, { quotaMb: 1 });
   const recorder = recordingFetch();
   using client = new StorageClient({ server: server.url, token, fetch: recorder.fetch });
-  await client.upload(randomBytes(700 * KIB, 10));
+  await client.upload(seededBytes(700 * KIB, 10));
   recorder.calls.length = 0;
-  const error = await client.upload(randomBytes(700 * KIB, 11)).then(() => null, (e) => e);
+  const error = await client.upload(seededBytes(700 * KIB, 11)).then(() => null, (e) => e);
   assertOk(error instanceof StorageError, `got ${error}`);
   assertEquals([error.status, error.code], [429, "quota_exceeded"]);
   assertEquals(error.retryAfterSeconds, 12 * 3600, "until midnight UTC");
@@ -456,7 +449,7 @@ Deno.test("retry: a 503 server_busy with Retry-After: 1 is retried until the upl
     fetch: recorder.fetch,
     retry: FAST_RETRY,
   });
-  const bytes = randomBytes(10 * KIB, 12);
+  const bytes = seededBytes(10 * KIB, 12);
   const result = await client.upload(bytes);
   await blocker;
   assertEquals(posts(recorder.calls).map((c) => c.status), [503, 200]);
@@ -479,7 +472,7 @@ Deno.test("retry: a network error is retried; when they persist, NetworkError af
     fetch: recorder.fetch,
     retry: FAST_RETRY,
   });
-  const bytes = randomBytes(5 * KIB, 13);
+  const bytes = seededBytes(5 * KIB, 13);
   const result = await client.upload(bytes);
   assertEquals(result.deals.length, 1);
   assertEquals(
@@ -510,7 +503,7 @@ Deno.test("abort: an aborted download cancels the fetch; an upload aborted befor
   await using server = await startTestServer({ args: ["--sponsored-max-file-size", "128KiB"] });
   const recorder = recordingFetch();
   using client = new StorageClient({ server: server.url, fetch: recorder.fetch });
-  const bytes = randomBytes(600 * KIB, 14);
+  const bytes = seededBytes(600 * KIB, 14);
   const { cid } = await client.upload(bytes);
 
   const controller = new AbortController();
@@ -540,7 +533,7 @@ Deno.test("pieceCid: the SDK's cids equal @web3-storage/data-segment's for seede
   for (let i = 0; i < 8; i++) sizes.push(Math.floor(random() * 2 * MIB));
   using client = new StorageClient({ server: "http://127.0.0.1:9", hashWorkers: 2 });
   for (const size of sizes) {
-    const bytes = randomBytes(size, size);
+    const bytes = seededBytes(size, size);
     const expected = DataSegment.Piece.fromPayload(bytes).link.toString();
     const fromBytes = await pieceCid(bytes, { pool: 0 });
     assertEquals([fromBytes.cid, fromBytes.size], [expected, size], `size ${size}`);
@@ -565,7 +558,7 @@ Deno.test("account: signup, limits, files, usage, tokens list and revoke, extend
   using client = new StorageClient({ server: server.url, token: created.token });
   const limits = await client.limits({ size: 10 });
   assertEquals([limits.tier, limits.accepted, limits.reason], ["token", true, null]);
-  const bytes = randomBytes(3000, 15);
+  const bytes = seededBytes(3000, 15);
   const uploaded = await client.upload(bytes, { filename: "notes.txt", contentType: "text/plain" });
   const files = await client.listFiles({ limit: 10 });
   assertEquals(files.files.map((f) => [f.cid, f.filename, f.size]), [

@@ -5,7 +5,7 @@
  * pieces and the pieces named.
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
-import { KIB, MIB } from "../helpers/bytes.ts";
+import { KIB, MIB, seededBytes } from "../helpers/bytes.ts";
 import { seededRandom } from "../../scripts/lib/random.ts";
 import { createSha256, toHex } from "../../src/client/sha256.ts";
 import { parseRetryAfter, retryDelayMs, retryPolicyOf, withRetry } from "../../src/client/retry.ts";
@@ -22,18 +22,11 @@ import { filenameOf } from "../../src/client/download.ts";
 import type { Manifest } from "../../src/client/types.ts";
 import { pieceCidV2 } from "../../src/piece_cid/mod.ts";
 
-function randomBytes(size: number, seed: number): Uint8Array<ArrayBuffer> {
-  const random = seededRandom(seed);
-  const out = new Uint8Array(size);
-  for (let i = 0; i < size; i++) out[i] = Math.floor(random() * 256);
-  return out;
-}
-
 Deno.test("sha256: equals Web Crypto for every length around the block and padding edges, in any chunking", async () => {
   const random = seededRandom(7);
   const sizes = [0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 128, 1000, 64 * KIB + 3, MIB + 17];
   for (const size of sizes) {
-    const bytes = randomBytes(size, size);
+    const bytes = seededBytes(size, size);
     const expected = toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
     const whole = createSha256();
     whole.update(bytes);
