@@ -5,6 +5,7 @@
  * user runs it. Everything is observed, never slept on: the server's log
  * lines, its data directory, the CLI's exit status, stdout and stderr.
  */
+import { withOverrides } from "../helpers/overrides.ts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { listFiles } from "../helpers/files.ts";
 import { jtiOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
@@ -12,7 +13,6 @@ import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
 import { startSmtpSink } from "../helpers/smtp_sink.ts";
 import { shardOf } from "../../src/storage/driver/disk/layout.ts";
-import type { StagedPiece, StageOptions } from "../../src/storage/driver/driver.ts";
 import { MANIFEST_CONTENT_TYPE } from "../../src/client/types.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
@@ -371,31 +371,19 @@ Deno.test("cli: an interrupted upload, run again, sends only the pieces the serv
   await using server = await startTestServer({
     args: ["--token-max-file-size", "64KiB"],
     wrapStore: (store) =>
-      new Proxy(store, {
-        get(target, key) {
-          if (key !== "stage") {
-            const value = Reflect.get(target, key, target);
-            return typeof value === "function" ? value.bind(target) : value;
+      withOverrides(store, {
+        stage: async (body, options) => {
+          if (committed >= allowed) {
+            held++;
+            await gate.promise;
           }
-          return async (body: ReadableStream<Uint8Array>, options: StageOptions) => {
-            if (committed >= allowed) {
-              held++;
-              await gate.promise;
-            }
-            const staged = await target.stage(body, options);
-            return new Proxy(staged, {
-              get(piece, name) {
-                if (name === "commit") {
-                  return async (k: string) => {
-                    await piece.commit(k);
-                    committed++;
-                  };
-                }
-                const value = Reflect.get(piece, name, piece);
-                return typeof value === "function" ? value.bind(piece) : value;
-              },
-            }) as StagedPiece;
-          };
+          const staged = await store.stage(body, options);
+          return withOverrides(staged, {
+            commit: async (key) => {
+              await staged.commit(key);
+              committed++;
+            },
+          });
         },
       }),
   });
@@ -474,32 +462,26 @@ Deno.test("cli: Ctrl-C during a download exits 130 and removes the temporary fil
   await using server = await startTestServer({
     args: ["--small-piece-cache", "0"],
     wrapStore: (store) =>
-      new Proxy(store, {
-        get(target, key) {
-          if (key !== "open") {
-            const value = Reflect.get(target, key, target);
-            return typeof value === "function" ? value.bind(target) : value;
-          }
-          return async (cid: string) => {
-            const piece = await target.open(cid);
-            if (!piece) return piece;
-            const reader = piece.body.getReader();
-            let sent = 0;
-            const body = new ReadableStream<Uint8Array>({
-              async pull(controller) {
-                if (sent >= 512 * KIB) {
-                  stalled = true;
-                  await release.promise;
-                }
-                const { value, done } = await reader.read();
-                if (done) return controller.close();
-                sent += value.byteLength;
-                controller.enqueue(value);
-              },
-              cancel: (reason) => reader.cancel(reason),
-            });
-            return { size: piece.size, body };
-          };
+      withOverrides(store, {
+        open: async (cid) => {
+          const piece = await store.open(cid);
+          if (!piece) return piece;
+          const reader = piece.body.getReader();
+          let sent = 0;
+          const body = new ReadableStream<Uint8Array>({
+            async pull(controller) {
+              if (sent >= 512 * KIB) {
+                stalled = true;
+                await release.promise;
+              }
+              const { value, done } = await reader.read();
+              if (done) return controller.close();
+              sent += value.byteLength;
+              controller.enqueue(value);
+            },
+            cancel: (reason) => reader.cancel(reason),
+          });
+          return { size: piece.size, body };
         },
       }),
   });

@@ -6,9 +6,9 @@
  * files nobody recorded, and retrieval then answers 503 piece_corrupt until
  * a repair. Commands run as real subprocesses with real permission flags.
  */
+import { withOverrides } from "../helpers/overrides.ts";
 import { assertEquals, assertMatch, assertOk, assertRejects } from "../helpers/assert.ts";
 import { scrubPieces } from "../../src/ops/scrub.ts";
-import type { PieceStore } from "../../src/storage/driver/driver.ts";
 import { systemClock } from "../../src/clock.ts";
 import { KIB, MIB, sha256 } from "../helpers/bytes.ts";
 import { bearer, errorOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
@@ -374,14 +374,8 @@ Deno.test("scrub: running out of file descriptors stops the scrub and marks noth
   await uploadOk(server, "scrubemfile01", patternBytes(2000, 5));
   const { store, services } = server.server;
   // The operating system refuses to open any file: the process's trouble, not the pieces'.
-  const exhausted: PieceStore = new Proxy(store, {
-    get(target, name) {
-      if (name === "open") {
-        return () => Promise.reject(new Error("Too many open files (os error 24)"));
-      }
-      const value = Reflect.get(target, name, target);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
+  const exhausted = withOverrides(store, {
+    open: () => Promise.reject(new Error("Too many open files (os error 24)")),
   });
   await assertRejects(
     () =>

@@ -3,6 +3,7 @@
  * the receiving thread, its digest is read back in the background, and every
  * conflict check still compares real digests, whichever side is still unknown.
  */
+import { withOverrides } from "../helpers/overrides.ts";
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "../helpers/assert.ts";
 import { errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
@@ -10,7 +11,6 @@ import type { TestServer } from "../helpers/server.ts";
 import { migrate, openDatabase } from "../../src/db/sqlite/database.ts";
 import { MIGRATIONS } from "../../src/db/sqlite/migrations/mod.ts";
 import { sha256Cid } from "../../src/piece_cid/cid_codec.ts";
-import type { StageOptions } from "../../src/storage/driver/driver.ts";
 import { KIB, MIB, sha256, sha256Hex } from "../helpers/bytes.ts";
 
 function recordedSha256(server: TestServer, cid: string): string | null {
@@ -35,16 +35,10 @@ Deno.test("digests: only a large first upload with an unverifiable cid skips has
   const hashedOnTheWay: Record<string, boolean> = {};
   await using server = await startTestServer({
     wrapStore: (store) =>
-      new Proxy(store, {
-        get(target, key) {
-          if (key !== "stage") {
-            const value = Reflect.get(target, key, target);
-            return typeof value === "function" ? value.bind(target) : value;
-          }
-          return (body: ReadableStream<Uint8Array>, options: StageOptions) => {
-            hashedOnTheWay[options.expectedBytes] = options.computeSha256 !== false;
-            return target.stage(body, options);
-          };
+      withOverrides(store, {
+        stage: (body, options) => {
+          hashedOnTheWay[options.expectedBytes] = options.computeSha256 !== false;
+          return store.stage(body, options);
         },
       }),
   });
