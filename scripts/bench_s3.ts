@@ -25,8 +25,8 @@
  */
 import { AwsClient } from "aws4fetch";
 import { scriptArgs } from "./lib/args.ts";
-import { missingRadosgwBinaries, startRadosgw } from "./lib/radosgw.ts";
-import type { RadosgwCluster } from "./lib/radosgw.ts";
+import { missingRadosgwBinaries, s3AccessFromEnvironment, startRadosgw } from "./lib/radosgw.ts";
+import type { RadosgwCluster, S3Access } from "./lib/radosgw.ts";
 import { summarize } from "./bench_piece_cid.ts";
 import type { Summary } from "./bench_piece_cid.ts";
 import { S3_STORE_DEFAULTS, S3Store } from "../src/storage/driver/s3/s3_store.ts";
@@ -52,18 +52,11 @@ export interface S3BenchResult {
   uploadByPartSize?: Record<string, { driver: Summary; raw: Summary; ratio: number }>;
 }
 
-interface S3Access {
-  endpoint: string;
-  region: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-}
-
 /** Runs workload 11; `{ skipped }` with the reason when no radosgw can be had. */
 export async function benchS3(
   options: S3BenchOptions,
 ): Promise<S3BenchResult | { skipped: string }> {
-  const fromEnvironment = accessFromEnvironment();
+  const fromEnvironment = s3AccessFromEnvironment();
   let cluster: RadosgwCluster | null = null;
   if (fromEnvironment === null) {
     const missing = missingRadosgwBinaries();
@@ -279,15 +272,6 @@ async function expectOk(response: Response, what: string): Promise<string> {
   const text = await response.text();
   if (!response.ok) throw new Error(`${what}: ${response.status} ${text.slice(0, 300)}`);
   return text;
-}
-
-function accessFromEnvironment(): S3Access | null {
-  const endpoint = Deno.env.get("STORAGE_TEST_S3_ENDPOINT");
-  const accessKeyId = Deno.env.get("STORAGE_TEST_S3_ACCESS_KEY_ID");
-  const secretAccessKey = Deno.env.get("STORAGE_TEST_S3_SECRET_ACCESS_KEY");
-  if (!endpoint || !accessKeyId || !secretAccessKey) return null;
-  const region = Deno.env.get("STORAGE_TEST_S3_REGION") ?? "us-east-1";
-  return { endpoint, region, accessKeyId, secretAccessKey };
 }
 
 if (import.meta.main) {

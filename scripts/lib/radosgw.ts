@@ -82,6 +82,27 @@ const POLL_MS = 200;
 /** A single CLI call (ceph, radosgw-admin, mkfs) that takes longer than this is hung. */
 const COMMAND_TIMEOUT_MS = 20_000;
 
+/** How to reach an S3: its endpoint, the region to sign with, and the keys. */
+export interface S3Access {
+  endpoint: string;
+  region: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+/**
+ * The shared cluster scripts/radosgw.ts published for a whole run (its
+ * STORAGE_TEST_S3_* variables), or null when none is named.
+ */
+export function s3AccessFromEnvironment(): S3Access | null {
+  const endpoint = Deno.env.get("STORAGE_TEST_S3_ENDPOINT");
+  const accessKeyId = Deno.env.get("STORAGE_TEST_S3_ACCESS_KEY_ID");
+  const secretAccessKey = Deno.env.get("STORAGE_TEST_S3_SECRET_ACCESS_KEY");
+  if (!endpoint || !accessKeyId || !secretAccessKey) return null;
+  const region = Deno.env.get("STORAGE_TEST_S3_REGION") ?? REGION;
+  return { endpoint, region, accessKeyId, secretAccessKey };
+}
+
 /** The Ceph programs the cluster needs that are not on PATH (empty when it can start). */
 export function missingRadosgwBinaries(): string[] {
   return BINARIES.filter((name) => findOnPath(name) === null);

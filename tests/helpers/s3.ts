@@ -22,15 +22,14 @@
  * (CI=true), missing packages fail the tests instead of hiding them.
  */
 import { AwsClient } from "aws4fetch";
-import { missingRadosgwBinaries, startRadosgw } from "../../scripts/lib/radosgw.ts";
-import type { RadosgwCluster } from "../../scripts/lib/radosgw.ts";
+import {
+  missingRadosgwBinaries,
+  s3AccessFromEnvironment,
+  startRadosgw,
+} from "../../scripts/lib/radosgw.ts";
+import type { RadosgwCluster, S3Access } from "../../scripts/lib/radosgw.ts";
 
-export interface S3Endpoint {
-  endpoint: string;
-  region: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-}
+export type S3Endpoint = S3Access;
 
 export interface TestBucket extends S3Endpoint, AsyncDisposable {
   bucket: string;
@@ -43,7 +42,7 @@ export function s3UnavailableReason(): string | null {
   if (Deno.env.get("STORAGE_TEST_S3") === "unavailable") {
     return "STORAGE_TEST_S3=unavailable (the run's radosgw did not come up)";
   }
-  if (endpointFromEnvironment() !== null) return null;
+  if (s3AccessFromEnvironment() !== null) return null;
   const missing = missingRadosgwBinaries();
   if (missing.length > 0 && Deno.env.get("CI") !== "true") {
     return `${missing.join(", ")} not installed (Debian: radosgw ceph-mon ceph-osd ceph-common)`;
@@ -59,7 +58,7 @@ let ownCluster: Promise<RadosgwCluster> | null = null;
 
 /** The S3 this file's tests use, starting the file's own cluster on first use. */
 async function fileS3(): Promise<S3Endpoint> {
-  const fromEnvironment = endpointFromEnvironment();
+  const fromEnvironment = s3AccessFromEnvironment();
   if (fromEnvironment !== null) return fromEnvironment;
   if (ownCluster === null) {
     ownCluster = startRadosgw();
@@ -184,15 +183,6 @@ async function removeBucket(s3: S3Endpoint, bucket: string): Promise<void> {
     await expectOk(await signed(s3, `/${bucket}/${key}`, { method: "DELETE" }), `delete ${key}`);
   }
   await expectOk(await signed(s3, `/${bucket}`, { method: "DELETE" }), `delete bucket ${bucket}`);
-}
-
-function endpointFromEnvironment(): S3Endpoint | null {
-  const endpoint = Deno.env.get("STORAGE_TEST_S3_ENDPOINT");
-  const accessKeyId = Deno.env.get("STORAGE_TEST_S3_ACCESS_KEY_ID");
-  const secretAccessKey = Deno.env.get("STORAGE_TEST_S3_SECRET_ACCESS_KEY");
-  if (!endpoint || !accessKeyId || !secretAccessKey) return null;
-  const region = Deno.env.get("STORAGE_TEST_S3_REGION") ?? "us-east-1";
-  return { endpoint, region, accessKeyId, secretAccessKey };
 }
 
 /** The answer's body; throws naming `what` unless the status is 2xx. */
