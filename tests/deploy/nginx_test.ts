@@ -17,7 +17,7 @@ import { patternBytes, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { eventually, within } from "../helpers/wait.ts";
-import { readResponse, writeAll } from "../helpers/raw_http.ts";
+import { readResponse, uploadHead, writeAll } from "../helpers/raw_http.ts";
 
 const NGINX = "/usr/sbin/nginx";
 const SITE = new URL("../../deploy/nginx.conf", import.meta.url);
@@ -448,13 +448,7 @@ Deno.test({
     const body = patternBytes(size, 3);
     const conn = await connectTls(proxy);
     try {
-      await writeAll(
-        conn,
-        encoder.encode(
-          "POST /api/upload?cid=nginxstream0001 HTTP/1.1\r\nHost: files.example.org\r\n" +
-            `Content-Type: application/octet-stream\r\nContent-Length: ${size}\r\n\r\n`,
-        ),
-      );
+      await writeAll(conn, uploadHead("nginxstream0001", size, { host: "files.example.org" }));
       await writeAll(conn, body.subarray(0, size / 2));
       // Half the body is still with the client, and the service is already receiving it.
       await eventually(async () => {
@@ -478,13 +472,7 @@ Deno.test({
     const declare = async (length: number) => {
       const conn = await connectTls(proxy);
       try {
-        await writeAll(
-          conn,
-          encoder.encode(
-            "POST /api/upload?cid=nginxbigfile0001 HTTP/1.1\r\nHost: files.example.org\r\n" +
-              `Content-Type: application/octet-stream\r\nContent-Length: ${length}\r\n\r\n`,
-          ),
-        );
+        await writeAll(conn, uploadHead("nginxbigfile0001", length, { host: "files.example.org" }));
         return await within(readResponse(conn), 10_000, `the answer to ${length} bytes`);
       } finally {
         conn.close();

@@ -8,7 +8,7 @@
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { ListenerLostError, SwappableServer } from "../../src/net/swappable_server.ts";
 import { readTlsPair } from "../../src/net/tls_files.ts";
-import { readResponse, writeAll } from "../helpers/raw_http.ts";
+import { readResponse, uploadHead, writeAll } from "../helpers/raw_http.ts";
 import { patternBytes, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
@@ -183,13 +183,7 @@ Deno.test("tls: a renewed pair is served without a restart, once the HTTP/1.1 up
     caCerts: [first.cert],
   });
   try {
-    await writeAll(
-      conn,
-      new TextEncoder().encode(
-        "POST /api/upload?cid=tlsrenewal001 HTTP/1.1\r\nHost: x\r\n" +
-          `Content-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\n\r\n`,
-      ),
-    );
+    await writeAll(conn, uploadHead("tlsrenewal001", body.length));
     await writeAll(conn, body.subarray(0, 1000));
     await eventually(async () => await inFlight() === 1, "the upload in its handler");
 

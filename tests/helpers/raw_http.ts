@@ -115,3 +115,11 @@ export function parseResponse(text: string): RawResponse {
   if (headEnd === -1) throw new Error(`not an HTTP response: ${JSON.stringify(text)}`);
   return { ...parseHead(text.slice(0, headEnd)), body: text.slice(headEnd + 4) };
 }
+
+/** The head of `POST /api/upload?cid=…` declaring `length` bytes, for a body sent by hand. */
+export function uploadHead(cid: string, length: number, options: { host?: string } = {}) {
+  return new TextEncoder().encode(
+    `POST /api/upload?cid=${cid} HTTP/1.1\r\nHost: ${options.host ?? "x"}\r\n` +
+      `Content-Type: application/octet-stream\r\nContent-Length: ${length}\r\n\r\n`,
+  );
+}

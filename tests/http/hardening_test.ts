@@ -7,7 +7,7 @@ import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { MIB } from "../helpers/bytes.ts";
 import { tempFiles } from "../helpers/pieces.ts";
-import { readResponse, writeAll } from "../helpers/raw_http.ts";
+import { readResponse, uploadHead, writeAll } from "../helpers/raw_http.ts";
 import { bearer, errorOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
@@ -61,13 +61,7 @@ function daysAfter(iso: string, days: number): string {
 /** Opens an upload and sends part of its body, leaving it in flight. */
 async function holdUpload(server: TestServer, cid: string, size: number) {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.server.port });
-  await writeAll(
-    conn,
-    new TextEncoder().encode(
-      `POST /api/upload?cid=${cid} HTTP/1.1\r\nHost: x\r\n` +
-        `Content-Type: application/octet-stream\r\nContent-Length: ${size}\r\n\r\n`,
-    ),
-  );
+  await writeAll(conn, uploadHead(cid, size));
   await writeAll(conn, patternBytes(1024));
   return {
     async finish() {

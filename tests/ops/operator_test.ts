@@ -5,7 +5,7 @@
  */
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals, assertMatch } from "../helpers/assert.ts";
-import { readResponse, writeAll } from "../helpers/raw_http.ts";
+import { readResponse, uploadHead, writeAll } from "../helpers/raw_http.ts";
 import { bearer, errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
 import { startTaskFlags } from "../../scripts/lib/spawn_server.ts";
 import { eventually } from "../helpers/wait.ts";
@@ -27,13 +27,7 @@ Deno.test("data dir: a second server exits 2 at once and the first's upload in f
   const body = patternBytes(256 * 1024);
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.server.port });
   try {
-    await writeAll(
-      conn,
-      new TextEncoder().encode(
-        "POST /api/upload?cid=secondstart01 HTTP/1.1\r\nHost: x\r\n" +
-          `Content-Type: application/octet-stream\r\nContent-Length: ${body.length}\r\n\r\n`,
-      ),
-    );
+    await writeAll(conn, uploadHead("secondstart01", body.length));
     await writeAll(conn, body.subarray(0, 1000));
     // The upload is in the handler, its temp file open in pieces/tmp.
     await eventually(
