@@ -15,6 +15,7 @@
  * Without PostgreSQL the tests are ignored, except in CI (CI=true), where it must be installed;
  * the PostgresUnavailableError test runs everywhere.
  */
+import { existsSync } from "../helpers/files.ts";
 import postgres from "postgres";
 import {
   PostgresUnavailableError,
@@ -43,16 +44,6 @@ async function rejection(promise: Promise<unknown>, ms: number, what: string): P
 
 function codeOf(error: Error): unknown {
   return (error as Error & { code?: unknown }).code;
-}
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
 }
 
 function parentOf(path: string): string {
@@ -133,7 +124,7 @@ Deno.test({
       await server.stop();
     }
     assertOk(!server.isRunning, `postgres (pid ${server.pid}) still runs after stop()`);
-    assertOk(!exists(parentOf(server.dataDir)), "the temp dir outlived stop()");
+    assertOk(!existsSync(parentOf(server.dataDir)), "the temp dir outlived stop()");
     await within(server.stop(), 1_000, "a second stop()");
   },
 });
@@ -273,7 +264,10 @@ Deno.test("two", async () => {
       const server = JSON.parse(output.match(/^SERVER (.*)$/m)?.[1] ?? "null");
       assertOk(server !== null, output);
       assertOk(!processRunning(server.pid), `postgres (pid ${server.pid}) outlived the test file`);
-      assertOk(!exists(parentOf(server.dataDir)), "the server's temp dir outlived the test file");
+      assertOk(
+        !existsSync(parentOf(server.dataDir)),
+        "the server's temp dir outlived the test file",
+      );
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -7,6 +7,7 @@
  * no multipart upload or staging object may be left. Then a daily cap is
  * shared exactly by parallel uploads sent to both instances.
  */
+import { existsSync } from "../helpers/files.ts";
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { eventually, within } from "../helpers/wait.ts";
 import {
@@ -27,16 +28,7 @@ import { pieceCid } from "../../src/client/piece_cid.ts";
 
 const NGINX = "/usr/sbin/nginx";
 const ci = Deno.env.get("CI") === "true";
-const ignore = !s3Available() || (!ci && (!postgresInstalled() || !exists(NGINX)));
-
-function exists(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const ignore = !s3Available() || (!ci && (!postgresInstalled() || !existsSync(NGINX)));
 
 function instanceArgs(databaseUrl: string, s3: TestBucket, extra: string[] = []): string[] {
   return ["--database", databaseUrl, ...s3ServerFlags(s3), "--log-requests", "false", ...extra];

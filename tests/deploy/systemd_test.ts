@@ -12,6 +12,7 @@
  * service's own configuration code, so the example settings, the stop timeout and the addresses
  * nginx expects stay true to the service.
  */
+import { existsSync } from "../helpers/files.ts";
 import { ENV_NAMES, loadConfig } from "../../src/config/mod.ts";
 import { resolveClientKey } from "../../src/net/ip.ts";
 import { DEFAULT_DATA_DIR, runtimeFlags } from "../../scripts/compile.ts";
@@ -22,16 +23,7 @@ const ENV_FILE = new URL("../../deploy/storage-service.env", import.meta.url);
 const NGINX_SITE = new URL("../../deploy/nginx.conf", import.meta.url);
 const SYSTEM_UNITS = "/usr/lib/systemd/system";
 
-function installed(path: string): boolean {
-  try {
-    Deno.statSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const hasSystemd = installed("/usr/bin/systemd-analyze") && installed(SYSTEM_UNITS);
+const hasSystemd = existsSync("/usr/bin/systemd-analyze") && existsSync(SYSTEM_UNITS);
 const ignore = !hasSystemd && Deno.env.get("CI") !== "true";
 if (ignore) console.warn("systemd-analyze verify ignored: Debian's systemd package is missing");
 

@@ -14,3 +14,14 @@ export async function listFiles(dir: string, prefix = ""): Promise<string[]> {
   }
   return out.sort();
 }
+
+/** Whether a path exists (false only for "not found"), for module-level checks of what is installed. */
+export function existsSync(path: string): boolean {
+  try {
+    Deno.statSync(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}

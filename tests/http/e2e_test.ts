@@ -1,4 +1,5 @@
 /** main.ts as its own process, with the start task's permission flags. */
+import { tempFiles } from "../helpers/pieces.ts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 import { rawRequest } from "../helpers/raw_http.ts";
@@ -92,9 +93,7 @@ Deno.test("e2e: SIGTERM lets an upload in flight finish before exiting", async (
     const response = await new Response(conn.readable).text();
     assertMatch(response, /^HTTP\/1\.1 200/);
     assertEquals(await server.exited, 0);
-    const pieces: string[] = [];
-    for await (const e of Deno.readDir(`${dataDir}/pieces/tmp`)) pieces.push(e.name);
-    assertEquals(pieces, []);
+    assertEquals(await tempFiles(dataDir), []);
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }
@@ -117,9 +116,7 @@ Deno.test("e2e: SIGTERM with a stalled upload cleans it up after the grace perio
     const aborted = server.stderr().split("\n").filter((l) => l.trim().startsWith("{"))
       .map((l) => JSON.parse(l)).find((l) => l.msg === "shutdown: aborted uploads still in flight");
     assertEquals(aborted?.aborted, 1, server.stderr());
-    const left: string[] = [];
-    for await (const e of Deno.readDir(`${dataDir}/pieces/tmp`)) left.push(e.name);
-    assertEquals(left, []);
+    assertEquals(await tempFiles(dataDir), []);
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }
