@@ -1,6 +1,6 @@
 /**
  * The document declares what the routes really answer: a scenario table per
- * operation (tests/openapi_scenarios/, one file per area) provokes, from
+ * operation (tests/http/openapi_scenarios/, one file per area) provokes, from
  * outside and against the real server, every answer it can (each error code,
  * each success), and each scenario checks both that it got the status and
  * code it expects and that the served /openapi.json declares that (status,

@@ -2,6 +2,9 @@
  * The README and docs/ must stand on their own in a clone: every relative
  * link points at a file inside the repository, every `file.md#anchor` at a
  * heading of that file, and nothing refers to files outside the repository.
+ * And no text goes stale when files move: every repository path the README,
+ * docs/, the code's comments or the deployment files name (`src/…`,
+ * `tests/…`, `scripts/…`, `deploy/…`, `docs/…`) exists.
  */
 import { pathExists } from "../../src/fs/files.ts";
 import { listFiles } from "../helpers/files.ts";
@@ -141,4 +144,54 @@ Deno.test("slugify follows GitHub's heading anchors", () => {
   const anchors = anchorsOf("# A\n\n```\n# not a heading\n```\n\n## A\n### `GET /x`\n");
   assert(anchors.has("a") && anchors.has("a-1") && anchors.has("get-x"));
   assert(!anchors.has("not-a-heading"));
+});
+
+/** Files whose text may name repository paths: the docs, the code, the deployment files. */
+async function textFiles(): Promise<string[]> {
+  const found = [...await documents(), "main.ts", ".npmrc", ".ci/run"];
+  for (const dir of ["src", "tests", "scripts", "deploy"]) {
+    const files = await listFiles(ROOT.pathname, dir);
+    found.push(...files.filter((path) => /\.(ts|md|sol|c|sh|env|conf|service)$/.test(path)));
+  }
+  return found;
+}
+
+/**
+ * Repository paths named in a text: a top folder, a slash, then the rest up to
+ * a letter or digit. Not when part of a longer path or a URL (`../../src/x.ts`,
+ * `https://host/docs/x`): an import is checked by the compiler, a URL is not ours.
+ */
+export function repositoryPaths(text: string): string[] {
+  const pattern = /(?<![\w./@-])(?:src|tests|scripts|deploy|docs)\/[\w./-]*\w/g;
+  return [...new Set(text.match(pattern) ?? [])];
+}
+
+Deno.test("every repository path named in the README, docs/ and the code exists", async () => {
+  const missing: string[] = [];
+  let named = 0;
+  for (const file of await textFiles()) {
+    const text = await Deno.readTextFile(new URL(file, ROOT));
+    for (const path of repositoryPaths(text)) {
+      named++;
+      if (!await pathExists(new URL(path, ROOT))) missing.push(`${file}: ${path}`);
+    }
+  }
+  assert(named > 100, `only ${named} paths named: the walk missed the files`);
+  assert(missing.length === 0, `Paths that do not exist:\n  ${missing.join("\n  ")}`);
+});
+
+Deno.test("repositoryPaths finds paths in prose and code spans, not in imports or URLs", () => {
+  const text = "See `src/log.ts`, tests/http/ and docs/api.md. " +
+    'import x from "../../src/wire.ts"; https://prometheus.io/docs/instrumenting/x; ' +
+    "tests/<area>/x_test.ts; src/storage/driver/disk/layout.ts:12";
+  assert(
+    JSON.stringify(repositoryPaths(text)) ===
+      JSON.stringify([
+        "src/log.ts",
+        "tests/http",
+        "docs/api.md",
+        "src/storage/driver/disk/layout.ts",
+      ]),
+    JSON.stringify(repositoryPaths(text)),
+  );
 });
