@@ -1,8 +1,17 @@
 /**
- * The piece storage driver: the only thing the HTTP layer knows about where
- * bytes live. The disk driver implements it today; an S3/R2 driver will
- * implement the same interface and pass the same conformance suite
- * (tests/conformance/store_conformance.ts, run by tests/conformance/storage_disk_test.ts).
+ * The piece storage driver: the only thing the rest of the service (the
+ * domain code beside it, the handlers, the operator's work) knows about where
+ * bytes live. Two drivers implement it, and both pass one conformance suite
+ * (tests/conformance/store_conformance.ts, run by storage_disk_test.ts and
+ * storage_s3_test.ts beside it):
+ *
+ *   driver/
+ *   ├── driver.ts        this interface and its typed failures
+ *   ├── body_pump.ts     what every driver's stage shares: length, stalls, SHA-256
+ *   ├── staged_piece.ts  what every driver's staged piece shares: it settles once
+ *   ├── unbound.ts       no storage bound: every operation is "offline"
+ *   ├── disk/            files under <data-dir>/pieces (layout.ts draws them)
+ *   └── s3/              objects of one bucket (R2, Ceph radosgw, AWS)
  *
  * Writing is two-phase, like a registry blob upload: `stage` streams the
  * bytes somewhere invisible and reports their size (and SHA-256 when asked);
