@@ -47,6 +47,15 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/**
+ * Headers a code is always sent with unless the thrower gives its own:
+ * storage_offline is an outage the caller should wait out (a bucket or a
+ * database that does not answer), so it always says when to try again.
+ */
+const DEFAULT_HEADERS: { readonly [code in ErrorCode]?: Readonly<Record<string, string>> } = {
+  storage_offline: { "retry-after": "5" },
+};
+
 export interface ApiErrorOptions {
   /** Extra response headers, e.g. `Retry-After` or `Allow`. */
   headers?: Record<string, string>;
@@ -62,7 +71,7 @@ export class ApiError extends Error {
     super(message, { cause: options.cause });
     this.name = "ApiError";
     this.code = code;
-    this.headers = options.headers ?? {};
+    this.headers = { ...DEFAULT_HEADERS[code], ...options.headers };
   }
 
   get status(): number {

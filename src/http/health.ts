@@ -47,7 +47,8 @@ export function createHealthHandler(deps: HealthDeps): Handler {
       memory: memoryMiB(),
       wallet: await walletHealth(deps.walletChain),
     };
-    return jsonResponse(ok ? 200 : 503, health);
+    // Degraded is an outage to wait out, like every other 503 of the service.
+    return jsonResponse(ok ? 200 : 503, health, ok ? {} : { "retry-after": "5" });
   };
 }
 

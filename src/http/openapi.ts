@@ -35,7 +35,7 @@ const ERROR_HEADERS_BY_CODE: { readonly [code in ErrorCode]?: HeaderUse } = {
   method_not_allowed: { Allow: "always" },
   rate_limited: { "Retry-After": "always" },
   quota_exceeded: { "Retry-After": "always" },
-  storage_offline: { "Retry-After": "sometimes" },
+  storage_offline: { "Retry-After": "always" },
   mail_unavailable: { "Retry-After": "always" },
   server_busy: { "Retry-After": "always" },
 };
