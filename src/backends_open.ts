@@ -32,6 +32,7 @@ import { dataDirPaths, makePrivateDatabaseFiles, makePrivateDirectory } from "./
 import { DatabaseTooNewError, openDatabase } from "./db/sqlite/database.ts";
 import type { Database } from "./db/sqlite/database.ts";
 import { PostgresDatabase } from "./db/postgres/postgres_database.ts";
+import type { PostgresDatabaseOptions } from "./db/postgres/postgres_database.ts";
 import {
   HmacKey,
   KeyFileError,
@@ -87,6 +88,8 @@ export interface OpenBackendsOptions<N extends BackendNeeds> {
   lock: LockMode;
   /** The server: an unusable data directory starts it offline instead of failing. */
   offlineWhenUnusable?: boolean;
+  /** How often an instance beats, and after how much silence it is dead (tests shorten them). */
+  postgresTimings?: Pick<PostgresDatabaseOptions, "heartbeatMs" | "deadAfterMs">;
   logger: Logger;
   clock: Clock;
 }
@@ -150,10 +153,14 @@ export async function openBackends<const N extends BackendNeeds>(
       opened.postgres = await PostgresDatabase.open({
         url: config.databaseUrl,
         logger: options.logger,
+        ...options.postgresTimings,
       });
     }
     if (usesDataDir) await openDataDir(config, options, opened);
-    if (needs.store) opened.store = await openStore(config, options.dataDir);
+    if (needs.store) {
+      // With PostgreSQL, staging keys name the instance, so a dead one's leftovers are known.
+      opened.store = await openStore(config, options.dataDir, opened.postgres?.instanceId);
+    }
     if (needs.metadata !== false) await openMetadata(config, options, opened);
     opened.keyPlace = keyPlaceOf(config, options.dataDir, opened.postgres);
     opened.hmacKeyWhere = opened.keyPlace?.where ?? null;
@@ -241,8 +248,12 @@ async function requireExisting(config: Config, needs: BackendNeeds): Promise<voi
   }
 }
 
-async function openStore(config: Config, access: DataDirAccess): Promise<PieceStore> {
-  if (config.store === "s3") return await openS3Store(config);
+async function openStore(
+  config: Config,
+  access: DataDirAccess,
+  writer: string | undefined,
+): Promise<PieceStore> {
+  if (config.store === "s3") return await openS3Store(config, { writer });
   const root = dataDirPaths(config.dataDir!).pieces;
   return access === "create" ? await DiskStore.create({ root }) : new DiskStore({ root });
 }
@@ -290,7 +301,10 @@ function keyPlaceOf(
  * The bucket of --store s3. Loaded only when asked for: the single-box
  * default never loads the S3 client.
  */
-export async function openS3Store(config: Config): Promise<PieceStore> {
+export async function openS3Store(
+  config: Config,
+  options: { writer?: string } = {},
+): Promise<PieceStore> {
   const { S3Store } = await import("./storage/driver/s3/s3_store.ts");
   const s3 = config.s3!;
   return new S3Store({
@@ -300,6 +314,8 @@ export async function openS3Store(config: Config): Promise<PieceStore> {
     accessKeyId: s3.accessKeyId,
     secretAccessKey: s3.secretAccessKey,
     source: s3.sourceLabel,
+    requestTimeoutMs: config.s3TimeoutMs,
+    writer: options.writer,
   });
 }
 

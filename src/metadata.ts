@@ -39,6 +39,12 @@ export interface Metadata {
   readonly cidLocks: CidLocks;
   /** False for the in-memory SQLite a server without a usable data directory runs on. */
   readonly persistent: boolean;
+  /**
+   * With a shared database: the instances known alive, and the instant before
+   * which a leftover of any other instance is surely a dead one's (the piece
+   * store's cleanup takes them). Null when this process is the only writer.
+   */
+  readonly liveWriters: (() => Promise<{ live: ReadonlySet<string>; before: number }>) | null;
   health(): Promise<DatabaseHealth>;
   /** Stops background work (heartbeats) and closes connections. */
   close(): Promise<void>;
@@ -67,6 +73,7 @@ export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
     }),
     cidLocks: new LocalCidLocks(),
     persistent,
+    liveWriters: null,
     // deno-lint-ignore require-await -- node:sqlite answers at once; async turns a throw into a rejection.
     health: async () => {
       try {
@@ -103,6 +110,7 @@ export function postgresMetadata(postgres: PostgresDatabase): Metadata {
     capLedger: postgres.capLedger,
     cidLocks: { run: (cid, fn) => local.run(cid, () => postgres.cidLocks.run(cid, fn)) },
     persistent: true,
+    liveWriters: () => postgres.liveWriters(),
     health: async () => ({ ...await postgres.health(), persistent: true, backend: "postgres" }),
     close: () => postgres.close(),
   };

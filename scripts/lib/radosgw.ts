@@ -69,10 +69,32 @@ export interface RadosgwCluster extends AsyncDisposable {
   readonly startMs: number;
   /** The daemon that has exited since the start ("radosgw", …), or null while all run. */
   exitedDaemon(): string | null;
+  /** The S3 gateway alone, for fault tests and benches (see RadosgwGateway). */
+  readonly gateway: RadosgwGateway;
   /** Stops every process by PID and removes the directory; safe to call twice. */
   stop(): Promise<void>;
   /** For `unload` handlers, which cannot wait: SIGKILL every process, remove the directory. */
   killSync(): void;
+}
+
+/**
+ * Faults of the S3 gateway, with the rest of the cluster untouched: a
+ * gateway that is there but silent (SIGSTOP: connections are still accepted
+ * by the kernel, nothing answers), and one that is gone (stopped: connections
+ * are refused) until it is started again on the same port, with the same
+ * users and data (they live in the cluster, not in the gateway).
+ */
+export interface RadosgwGateway {
+  /** The gateway's pid (a new one after start()). */
+  readonly pid: number;
+  /** SIGSTOP: the gateway stops answering. */
+  pause(): void;
+  /** SIGCONT: it answers again, including what waited meanwhile. */
+  resume(): void;
+  /** Stops it (SIGTERM): connections to its port are refused. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port; resolves once it answers HTTP (bounded). */
+  start(): Promise<void>;
 }
 
 const BINARIES = ["ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph", "monmaptool"];
@@ -218,15 +240,7 @@ class ClusterTry {
 
     step(`radosgw on ${this.#endpoint}`);
     this.#spawn("radosgw", ["-c", this.#conf, "-f", "-n", "client.rgw"], "client.rgw");
-    await this.#until(deadline, "radosgw to answer HTTP", async () => {
-      try {
-        const response = await fetch(`${this.#endpoint}/`, { signal: AbortSignal.timeout(2000) });
-        await response.body?.cancel();
-        return response.status === 200;
-      } catch {
-        return false;
-      }
-    });
+    await this.#until(deadline, "radosgw to answer HTTP", () => this.#answersHttp());
 
     step("an S3 user, then a bucket, PUT, GET and a multipart upload");
     this.#keys = { accessKeyId: randomText(20, UPPER), secretAccessKey: randomText(40, MIXED) };
@@ -258,15 +272,62 @@ class ClusterTry {
       attempt,
       startMs: Math.round(startMs),
       exitedDaemon: () => this.#daemons.find((daemon) => daemon.exitCode !== null)?.name ?? null,
+      gateway: this.#gateway(),
       stop: () => this.stop(),
       killSync: () => this.killSync(),
       [Symbol.asyncDispose]: () => this.stop(),
     };
   }
 
+  #gateway(): RadosgwGateway {
+    const daemon = () => this.#daemons.find((d) => d.name === "radosgw")!;
+    const signal = (name: Deno.Signal) => {
+      try {
+        Deno.kill(daemon().child.pid, name);
+      } catch { /* exited */ }
+    };
+    return {
+      get pid() {
+        return daemon().child.pid;
+      },
+      pause: () => signal("SIGSTOP"),
+      resume: () => signal("SIGCONT"),
+      stop: async () => {
+        const gateway = daemon();
+        signal("SIGCONT"); // a stopped process would not act on SIGTERM
+        await stopDaemon(gateway, "SIGTERM");
+        this.#daemons.splice(this.#daemons.indexOf(gateway), 1);
+      },
+      start: async () => {
+        this.#spawn("radosgw", ["-c", this.#conf, "-f", "-n", "client.rgw"], "client.rgw");
+        await this.#until(
+          performance.now() + 60_000,
+          "radosgw to answer HTTP again",
+          () => this.#answersHttp(),
+        );
+      },
+    };
+  }
+
+  async #answersHttp(): Promise<boolean> {
+    try {
+      const response = await fetch(`${this.#endpoint}/`, { signal: AbortSignal.timeout(2000) });
+      await response.body?.cancel();
+      return response.status === 200;
+    } catch {
+      return false;
+    }
+  }
+
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    for (const daemon of this.#daemons) {
+      if (daemon.exitCode !== null) continue;
+      try {
+        Deno.kill(daemon.child.pid, "SIGCONT"); // a paused gateway must hear SIGTERM
+      } catch { /* exited */ }
+    }
     // radosgw first (it talks to the others), the monitor last (the others ask it to leave).
     for (const daemon of [...this.#daemons].reverse()) {
       await stopDaemon(daemon, daemon.name === "ceph-osd" ? "SIGKILL" : "SIGTERM");

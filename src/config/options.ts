@@ -433,6 +433,14 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.databaseUrl = v === "" ? null : parsePostgresUrl(v, n),
   },
   {
+    flag: "db-timeout",
+    env: "STORAGE_DB_TIMEOUT",
+    placeholder: "SECONDS",
+    description: "Longest one PostgreSQL call may take before the request answers 503",
+    default: "5",
+    apply: (c, v, n) => c.dbTimeoutMs = parseInteger(v, n, { min: 1, max: 3600 }) * 1000,
+  },
+  {
     flag: "store",
     env: "STORAGE_STORE",
     placeholder: "disk|s3",
@@ -474,6 +482,14 @@ export const OPTIONS: readonly OptionSpec[] = [
     description: "X-Service-Source of pieces served from the bucket",
     default: "r2",
     apply: (c, v, n) => c.s3SourceLabel = parseSourceLabel(v, n),
+  },
+  {
+    flag: "s3-timeout",
+    env: "STORAGE_S3_TIMEOUT",
+    placeholder: "SECONDS",
+    description: "Longest one S3 request may wait for its answer (a silent bucket fails sooner)",
+    default: "30",
+    apply: (c, v, n) => c.s3TimeoutMs = parseInteger(v, n, { min: 1, max: 3600 }) * 1000,
   },
   // The request log (last, where --help has always listed it).
   {

@@ -114,10 +114,14 @@ export interface Config {
   scrubBytesPerSecond: number;
   /** A PostgreSQL URL shared by every instance; null = SQLite in the data directory. */
   databaseUrl: string | null;
+  /** Longest one PostgreSQL call may take before it fails (the request answers 503). */
+  dbTimeoutMs: number;
   /** Where pieces live: the data directory ("disk") or an S3-compatible bucket ("s3"). */
   store: StoreKind;
   /** Set exactly when store is "s3". */
   s3: Readonly<S3Config> | null;
+  /** Bound of one S3 request until its answer (a silent bucket is found sooner: s3 driver). */
+  s3TimeoutMs: number;
 }
 
 export const STORE_KINDS = ["disk", "s3"] as const;

@@ -6,7 +6,7 @@
  *
  *   backends ─┬─ pieces:   hash workers, digests, catalog, reachability,
  *             │            retrieval (with the small-piece cache), corrupt
- *             │            watch, periodic scrub
+ *             │            watch, leftover sweep, periodic scrub
  *             ├─ accounts: token service (HMAC key), authenticator, signup
  *             │            and nonce limits, wallet chain, upload policies, mailer
  *             └─ uploads:  admission, drain, metrics
@@ -49,6 +49,7 @@ import { DealIdGenerator } from "../storage/deal_id.ts";
 import { PieceDigests } from "../storage/digests.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
 import { PeriodicScrub } from "../ops/periodic_scrub.ts";
+import { LeftoverSweep } from "../storage/leftover_sweep.ts";
 import { StoreReachability } from "../storage/reachability.ts";
 import { scrubPieces } from "../ops/scrub.ts";
 import { WalletChain } from "../wallet/chain.ts";
@@ -68,6 +69,8 @@ export interface ServiceDeps {
   storeProbeIntervalMs: number;
   /** Between two background scrubs; 0 = none. */
   scrubIntervalMs: number;
+  /** Between two sweeps of interrupted uploads' leftovers (the first runs at once). */
+  leftoverSweepIntervalMs: number;
 }
 
 /** Everything that exists before the listener is bound (see routeServicesOf for the rest). */
@@ -200,6 +203,12 @@ async function buildPieceServices(deps: ServiceDeps) {
     intervalMs: storeProbeIntervalMs,
     onError: (error) => logger.warn("cannot read corrupt-piece marks", { error: String(error) }),
   });
+  const leftoverSweep = new LeftoverSweep({
+    store,
+    liveWriters: deps.metadata.liveWriters,
+    intervalMs: deps.leftoverSweepIntervalMs,
+    logger,
+  });
   const periodicScrub = deps.scrubIntervalMs > 0 && deps.metadata.persistent
     ? new PeriodicScrub({
       intervalMs: deps.scrubIntervalMs,
@@ -227,6 +236,7 @@ async function buildPieceServices(deps: ServiceDeps) {
     async stop() {
       reachability.stop();
       corruptWatch.stop();
+      await leftoverSweep.stop();
       await periodicScrub?.stop();
       await digests.stop();
       hashPool?.close();

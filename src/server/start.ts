@@ -11,6 +11,7 @@ import { systemClock } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config/mod.ts";
 import { openBackends, SERVING } from "../backends_open.ts";
+import type { BackendNeeds, OpenBackendsOptions } from "../backends_open.ts";
 import type { Metadata } from "../metadata.ts";
 import type { Database } from "../db/sqlite/database.ts";
 import { createApp } from "../http/app.ts";
@@ -40,6 +41,10 @@ export interface StartServerOptions {
   scrubIntervalMs?: number;
   /** How often the TLS files are checked for a renewal (default 5 s). */
   tlsPollIntervalMs?: number;
+  /** How often leftovers of interrupted uploads are swept (default 30 s). */
+  leftoverSweepIntervalMs?: number;
+  /** With PostgreSQL: heartbeat and dead-after times (tests shorten them; default 5 s, 30 s). */
+  postgresTimings?: OpenBackendsOptions<BackendNeeds>["postgresTimings"];
 }
 
 export interface RunningServer {
@@ -60,6 +65,8 @@ export interface RunningServer {
 }
 
 const DEFAULT_STORE_PROBE_INTERVAL_MS = 1000;
+/** As often as a dead instance is found (its heartbeats silent for 30 s): its leftovers follow. */
+const DEFAULT_LEFTOVER_SWEEP_MS = 30_000;
 const HOUR_MS = 3_600_000;
 
 /**
@@ -75,19 +82,20 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     createStderrLogger({ format: resolveLogFormat(config.logFormat) });
 
   const tlsPair = config.tls === null ? null : await readTlsPair(config.tls);
-  const backends = await openBackends(config, { ...SERVING, logger, clock });
+  const backends = await openBackends(config, {
+    ...SERVING,
+    logger,
+    clock,
+    postgresTimings: options.postgresTimings,
+  });
   const { metadata } = backends;
   const closeStorage = async () => {
     await metadata.close();
     backends.lock?.release();
   };
+  // Leftovers of interrupted uploads are swept in the background (services.ts): a store
+  // that cannot be reached now makes the server start unready, not fail.
   const store = options.wrapStore ? options.wrapStore(backends.store) : backends.store;
-  const cleaned = await store.cleanup();
-  if (cleaned.removedTemporaryFiles > 0) {
-    logger.info("removed leftovers of interrupted uploads", {
-      files: cleaned.removedTemporaryFiles,
-    });
-  }
   const services = await buildServices({
     config,
     clock,
@@ -98,6 +106,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     dbPath: backends.dbPath,
     storeProbeIntervalMs: options.storeProbeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
     scrubIntervalMs: options.scrubIntervalMs ?? config.scrubIntervalHours * HOUR_MS,
+    leftoverSweepIntervalMs: options.leftoverSweepIntervalMs ?? DEFAULT_LEFTOVER_SWEEP_MS,
   });
 
   // With --port 0 the base URL is known only once bound. Requests are dispatched

@@ -38,6 +38,35 @@ Deno.test("disk store: cleanup removes leftover temp files", async () => {
   assertEquals(await listFiles(`${fixture.dir}/pieces`), []);
 });
 
+Deno.test("disk store: cleanup while serving spares the uploads in progress and staged", async () => {
+  await using fixture = await diskFixture();
+  let release = () => {};
+  const held = new Promise<void>((resolve) => release = resolve);
+  const body = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      controller.enqueue(new Uint8Array([1, 2]));
+      await held;
+      controller.enqueue(new Uint8Array([3]));
+      controller.close();
+    },
+  });
+  const staging = fixture.store.stage(body, { expectedBytes: 3 });
+  const staged = await fixture.store.stage(ReadableStream.from([new Uint8Array([4])]), {
+    expectedBytes: 1,
+  });
+  while ((await listFiles(`${fixture.dir}/pieces`)).length < 2) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  await Deno.writeTextFile(`${fixture.dir}/pieces/tmp/dead.part`, "a crashed upload's");
+  assertEquals(await fixture.store.cleanup(), { removedTemporaryFiles: 1 });
+  release();
+  await (await staging).commit("bafkinprogress01");
+  await staged.commit("bafkstagedwaits1");
+  assertEquals(await fixture.store.stat("bafkinprogress01"), { size: 3 });
+  assertEquals(await fixture.store.stat("bafkstagedwaits1"), { size: 1 });
+  assertEquals(await fixture.store.cleanup(), { removedTemporaryFiles: 0 });
+});
+
 Deno.test("disk store: keys that are not canonical cids never reach the file system", async () => {
   await using fixture = await diskFixture();
   await assertRejects(() => fixture.store.open("../../etc/passwd"), /Cannot use piece key/);

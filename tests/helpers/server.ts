@@ -24,6 +24,10 @@ export interface TestServerOptions {
   tlsPollIntervalMs?: number;
   /** Environment the config reads (e.g. the S3 keys, which no flag takes). */
   env?: Record<string, string>;
+  /** How often leftovers of interrupted uploads are swept (the server's default is 30 s). */
+  leftoverSweepIntervalMs?: number;
+  /** With --database: heartbeat and dead-after times (the server's defaults are 5 s, 30 s). */
+  postgresTimings?: { heartbeatMs?: number; deadAfterMs?: number };
 }
 
 export interface TestServer extends AsyncDisposable {
@@ -64,6 +68,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     wrapStore: options.wrapStore,
     storeProbeIntervalMs: options.storeProbeIntervalMs,
     tlsPollIntervalMs: options.tlsPollIntervalMs,
+    leftoverSweepIntervalMs: options.leftoverSweepIntervalMs,
+    postgresTimings: options.postgresTimings,
     logger: createJsonLogger((line) => logs.push(JSON.parse(line))),
   });
   const url = server.url;

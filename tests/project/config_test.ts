@@ -132,8 +132,10 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     scrubIntervalHours: 0,
     scrubBytesPerSecond: 32 * MIB,
     databaseUrl: null,
+    dbTimeoutMs: 5_000,
     store: "disk",
     s3: null,
+    s3TimeoutMs: 30_000,
   };
   assertEquals(configOf([]), expected);
   assertEquals(Object.keys(configOf([])).sort(), Object.keys(expected).sort());

@@ -72,6 +72,7 @@ export class PostgresDatabase implements SnapshotSource {
   readonly #sql: Sql;
   readonly #locks: Sql;
   readonly #heartbeat: InstanceHeartbeat;
+  readonly #deadAfterMs: number;
   #closed: Promise<void> | null = null;
 
   static async open(options: PostgresDatabaseOptions): Promise<PostgresDatabase> {
@@ -107,11 +108,12 @@ export class PostgresDatabase implements SnapshotSource {
     this.cidLocks = new PostgresCidLocks(locks);
     this.hmacKeys = new PostgresHmacKeys(sql);
     this.rowTarget = new PostgresRowTarget(sql);
+    this.#deadAfterMs = options.deadAfterMs ?? 30_000;
     this.#heartbeat = new InstanceHeartbeat({
       sql,
       instanceId: this.instanceId,
       heartbeatMs: options.heartbeatMs ?? 5_000,
-      deadAfterMs: options.deadAfterMs ?? 30_000,
+      deadAfterMs: this.#deadAfterMs,
       logger: options.logger,
       onBeat: () => this.capLedger.retryReleases(),
     });
@@ -120,6 +122,18 @@ export class PostgresDatabase implements SnapshotSource {
   /** The query pool, for tests and the migrate command. */
   get sql(): Sql {
     return this.#sql;
+  }
+
+  /**
+   * The instances alive now (rows in `instances`), and the instant before which
+   * anything another instance wrote is surely from a dead one: an instance is
+   * removed only after deadAfterMs of silence, and one that registers after
+   * this read writes nothing before it (the margin also covers clock skew).
+   */
+  async liveWriters(): Promise<{ live: ReadonlySet<string>; before: number }> {
+    const before = Date.now() - this.#deadAfterMs;
+    const rows = await this.#sql`SELECT id FROM instances`;
+    return { live: new Set(rows.map((row) => row.id as string)), before };
   }
 
   /** Reads the copied tables as of one instant (a backup's source; db/row_copy.ts). */

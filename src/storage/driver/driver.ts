@@ -79,7 +79,17 @@ export interface PieceStore {
   delete(key: string): Promise<boolean>;
   list(): AsyncIterable<string>;
   /** Removes leftovers of uploads that were in flight when the process died. */
-  cleanup(): Promise<{ removedTemporaryFiles: number }>;
+  cleanup(options?: CleanupOptions): Promise<{ removedTemporaryFiles: number }>;
+}
+
+export interface CleanupOptions {
+  /**
+   * For a store several instances write to: the instances known alive, and an
+   * instant (ms since the epoch) before which the leftovers of any other
+   * instance are removed at once, whatever their age. Without it, only
+   * leftovers old enough that no upload can still be writing them go.
+   */
+  writers?: { live: ReadonlySet<string>; before: number };
 }
 
 export type StoreFailure =

@@ -13,6 +13,11 @@ export interface StagedBytes {
   size: number;
   /** The digest computed while staging, or null when it was not asked for. */
   sha256: string | null;
+  /**
+   * Called once commit or discard has finished, however: the staged bytes are
+   * no longer in use, so the store's cleanup may take whatever they left.
+   */
+  settled?(): void;
 }
 
 export abstract class SettlingStagedPiece<Options extends StagedBytes> implements StagedPiece {
@@ -41,13 +46,21 @@ export abstract class SettlingStagedPiece<Options extends StagedBytes> implement
   async commit(key: string): Promise<void> {
     if (this.#settled) throw new Error("Cannot commit a staged piece twice");
     this.#settled = true;
-    await this.moveInto(key);
+    try {
+      await this.moveInto(key);
+    } finally {
+      this.options.settled?.();
+    }
   }
 
   async discard(): Promise<void> {
     if (this.#settled) return;
     this.#settled = true;
-    await this.remove();
+    try {
+      await this.remove();
+    } finally {
+      this.options.settled?.();
+    }
   }
 
   /** The SHA-256 of the staged bytes, read back (it was not computed on the way). */

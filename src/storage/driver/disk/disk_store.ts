@@ -4,8 +4,9 @@
  * Write path: exclusive-create a temp file in <root>/tmp, stream the body
  * into it (hashing on the way when asked), fsync, and only on commit rename
  * it to its sharded path and fsync the directory. A crash at any point leaves
- * either nothing visible or a complete, durable piece; temp files are swept
- * at start-up.
+ * either nothing visible or a complete, durable piece; cleanup() sweeps the
+ * temp files no upload of this process is using (one process per data
+ * directory: the directory lock), at start-up and while serving.
  */
 import {
   joinPath,
@@ -33,6 +34,8 @@ export class DiskStore implements PieceStore {
   readonly #tempDir: string;
   /** Shard directories known to exist, so the hot path skips mkdir and its fsync. */
   readonly #knownShards = new Set<string>();
+  /** Temp files of this process's uploads from their creation until they settle. */
+  readonly #inUse = new Set<string>();
 
   /** Creates the root (and tmp/) if missing and returns a store on it. */
   static async create(options: DiskStoreOptions): Promise<DiskStore> {
@@ -52,8 +55,13 @@ export class DiskStore implements PieceStore {
       if (!info.isDirectory) return { ok: false, detail: `${this.#root} is not a directory` };
       await Deno.mkdir(this.#tempDir, { recursive: true });
       const probe = joinPath(this.#tempDir, `health-${crypto.randomUUID()}${TEMP_SUFFIX}`);
-      await Deno.writeFile(probe, new Uint8Array(0), { createNew: true });
-      await Deno.remove(probe);
+      this.#inUse.add(probe);
+      try {
+        await Deno.writeFile(probe, new Uint8Array(0), { createNew: true });
+        await Deno.remove(probe);
+      } finally {
+        this.#inUse.delete(probe);
+      }
       return { ok: true, detail: `writable at ${this.#root}` };
     } catch (error) {
       return { ok: false, detail: `Cannot use ${this.#root}: ${(error as Error).message}` };
@@ -97,20 +105,30 @@ export class DiskStore implements PieceStore {
 
   async stage(body: ReadableStream<Uint8Array>, options: StageOptions): Promise<StagedPiece> {
     const tempPath = joinPath(this.#tempDir, `${crypto.randomUUID()}${TEMP_SUFFIX}`);
-    const file = await this.#createTempFile(tempPath);
+    this.#inUse.add(tempPath);
+    const settled = () => this.#inUse.delete(tempPath);
+    let file;
     let pumped;
+    try {
+      file = await this.#createTempFile(tempPath);
+    } catch (error) {
+      settled();
+      throw error;
+    }
     try {
       pumped = await pumpBody(body, options, (chunk) => writeAll(file, chunk));
       await file.sync();
     } catch (error) {
       file.close();
       await removeQuietly(tempPath);
+      settled();
       throw toStoreError(error, { unexpected: "rejected" });
     }
     file.close();
     return new StagedFile({
       tempPath,
       ...pumped,
+      settled,
       prepareTarget: async (key) => {
         const shard = shardOf(key);
         await this.#ensureShard(shard);
@@ -146,8 +164,9 @@ export class DiskStore implements PieceStore {
   async cleanup(): Promise<{ removedTemporaryFiles: number }> {
     let removed = 0;
     for await (const entry of readDirQuietly(this.#tempDir)) {
-      if (!entry.name.endsWith(TEMP_SUFFIX)) continue;
-      if (await removeQuietly(joinPath(this.#tempDir, entry.name))) removed++;
+      const path = joinPath(this.#tempDir, entry.name);
+      if (!entry.name.endsWith(TEMP_SUFFIX) || this.#inUse.has(path)) continue;
+      if (await removeQuietly(path)) removed++;
     }
     return { removedTemporaryFiles: removed };
   }

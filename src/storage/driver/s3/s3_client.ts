@@ -11,14 +11,23 @@
  * hashing every part for the signature would halve upload throughput, and the
  * transport (TLS in production) already protects the bytes in flight.
  *
+ * Deadlines: each attempt has `requestTimeoutMs` to its answer's headers
+ * (and its whole body, for `text`); on top, the bucket's liveness
+ * (bucket_liveness.ts) stops whatever waits on a bucket that has gone silent
+ * within a few seconds, and fails calls at once while it stays offline, so
+ * a silent or refusing bucket is a fast "offline" failure, never a hang.
+ *
  * Retries: a call that got no answer, or a 5xx/429/SlowDown, is sent again
- * (attempts, default 3, with backoff), which is safe because every body is
- * buffered and every call the driver makes is idempotent but one:
- * CreateMultipartUpload, whose repeat can leave an unused upload behind, which
- * cleanup() aborts once stale. aws4fetch's own retries (10 by default) are off.
+ * (attempts, default 3, with backoff) while the bucket is not offline, which
+ * is safe because every body is buffered and every call the driver makes is
+ * idempotent but one: CreateMultipartUpload, whose repeat can leave an unused
+ * upload behind, which cleanup() aborts. aws4fetch's own retries (10 by
+ * default) are off.
  */
 import { AwsClient } from "aws4fetch";
 import { sleep } from "../../../clock.ts";
+import { BucketLiveness } from "./bucket_liveness.ts";
+import type { BucketLivenessOptions } from "./bucket_liveness.ts";
 import { errorOfAnswer, errorOfNoAnswer, S3RequestError } from "./s3_errors.ts";
 
 export interface S3ClientOptions {
@@ -32,6 +41,8 @@ export interface S3ClientOptions {
   requestTimeoutMs: number;
   /** Attempts per call when the failure is worth retrying (default 3). */
   attempts?: number;
+  /** How silence is judged (tests shorten it); see bucket_liveness.ts. */
+  liveness?: Pick<BucketLivenessOptions, "silenceMs" | "probeTimeoutMs" | "recheckMs">;
 }
 
 export interface S3Call {
@@ -78,6 +89,8 @@ export class S3Client {
   readonly #signer: RequestSigner;
   readonly #timeoutMs: number;
   readonly #attempts: number;
+  /** Whether the bucket answers at all: calls fail fast while it does not. */
+  readonly liveness: BucketLiveness;
 
   constructor(options: S3ClientOptions) {
     this.endpoint = options.endpoint.replace(/\/+$/, "");
@@ -91,6 +104,11 @@ export class S3Client {
       service: "s3",
       retries: 0,
     }) as RequestSigner;
+    this.liveness = new BucketLiveness({
+      ...options.liveness,
+      where: `bucket ${this.bucket} at ${this.endpoint}`,
+      probe: (signal) => this.#answers(signal),
+    });
   }
 
   /**
@@ -99,8 +117,13 @@ export class S3Client {
    * its reader takes). Error answers (other than `allow`ed ones) are thrown.
    */
   async open(call: S3Call): Promise<Response> {
-    // The timeout ends with the attempt, that is once the headers are in.
-    return await this.#retrying(call, (signal) => this.#fetch(call, signal));
+    // The timeout ends with the attempt, that is once the headers are in; the body's reads
+    // are watched for silence (and stopped with the rest if the bucket goes offline).
+    return await this.#retrying(call, async (signal, halt) => {
+      const response = await this.#fetch(call, signal);
+      if (response.body === null) return response;
+      return new Response(watchedBody(response.body, this.liveness, halt), response);
+    });
   }
 
   /** The whole answer as text, its body read under the timeout too. */
@@ -113,6 +136,11 @@ export class S3Client {
       }
       return { status: response.status, headers: response.headers, body };
     });
+  }
+
+  /** Throws the offline failure at once while the bucket is known not to answer. */
+  async admit(): Promise<void> {
+    await this.liveness.admit();
   }
 
   /** The value of x-amz-copy-source naming key in this bucket. */
@@ -135,6 +163,7 @@ export class S3Client {
       body: call.body,
     });
     const response = await fetch(request, { signal });
+    this.liveness.answered();
     if (response.ok || call.allow?.includes(response.status)) return response;
     // A 404 to a call on the bucket itself (a HEAD has no body to say so) is a missing bucket.
     const implied = call.key === undefined && response.status === 404 ? "NoSuchBucket" : null;
@@ -153,32 +182,97 @@ export class S3Client {
     return `${this.endpoint}${path}${query ? `?${query}` : ""}`;
   }
 
-  /** Runs attempt() until it succeeds, fails for good, or runs out of attempts. */
+  /** Whether the bucket sends any answer (a HEAD of the bucket) before the signal aborts. */
+  async #answers(signal: AbortSignal): Promise<boolean> {
+    const request = await this.#signer.sign(this.#urlOf({ method: "HEAD" }), { method: "HEAD" });
+    const response = await fetch(request, { signal });
+    await response.body?.cancel();
+    return true;
+  }
+
+  /**
+   * Runs attempt() until it succeeds, fails for good, runs out of attempts or
+   * finds the bucket offline. `halt` stops the attempt (and, for `open`, its
+   * body) when the bucket goes silent.
+   */
   async #retrying<T>(
     call: S3Call,
-    attempt: (signal: AbortSignal) => Promise<T>,
+    attempt: (signal: AbortSignal, halt: AbortController) => Promise<T>,
   ): Promise<T> {
     const attempts = call.attempts ?? this.#attempts;
     const timeoutMs = call.timeoutMs ?? this.#timeoutMs;
     for (let n = 1;; n++) {
       call.signal?.throwIfAborted();
+      await this.liveness.admit();
       const timeout = new AbortController();
       const timer = setTimeout(() => timeout.abort(), timeoutMs);
-      const signal = call.signal ? AbortSignal.any([call.signal, timeout.signal]) : timeout.signal;
+      const halt = new AbortController();
+      const signals = [timeout.signal, halt.signal, ...(call.signal ? [call.signal] : [])];
+      const stopWaiting = this.liveness.waiting(halt);
       try {
-        return await attempt(signal);
+        return await attempt(AbortSignal.any(signals), halt);
       } catch (error) {
         if (call.signal?.aborted) throw call.signal.reason;
+        if (halt.signal.aborted) throw halt.signal.reason;
         const failure = error instanceof S3RequestError
           ? error
           : errorOfNoAnswer(this.describe(call), error, timeout.signal.aborted ? timeoutMs : null);
+        if (failure.status === null) this.liveness.suspect(failure.message);
         if (!failure.retryable || n >= attempts) throw failure;
       } finally {
         clearTimeout(timer);
+        stopWaiting();
       }
       await sleep(RETRY_BASE_MS * 4 ** (n - 1) * (0.5 + Math.random() / 2), call.signal);
     }
   }
+}
+
+/**
+ * A body as it streams from S3, each read watched for silence: a read the
+ * bucket leaves unanswered is stopped (`halt`) with the others when it goes
+ * offline, so a retrieval cut off mid-body fails instead of hanging.
+ */
+function watchedBody(
+  body: ReadableStream<Uint8Array>,
+  liveness: BucketLiveness,
+  halt: AbortController,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  // The read itself is raced against `halt`: the fetch's signal stops the body too, but a
+  // read that waits on a silent socket must end whatever the transport does.
+  let onHalt: () => void = () => {};
+  const halted = new Promise<never>((_, reject) => {
+    onHalt = () => reject(halt.signal.reason);
+    halt.signal.addEventListener("abort", onHalt, { once: true });
+  });
+  halted.catch(() => {});
+  const release = () => halt.signal.removeEventListener("abort", onHalt);
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const stopWaiting = liveness.waiting(halt);
+      try {
+        const { done, value } = await Promise.race([reader.read(), halted]);
+        if (done) {
+          release();
+          controller.close();
+        } else {
+          liveness.answered();
+          controller.enqueue(value);
+        }
+      } catch (error) {
+        release();
+        reader.cancel(error).catch(() => {});
+        throw error;
+      } finally {
+        stopWaiting();
+      }
+    },
+    cancel: (reason) => {
+      release();
+      return reader.cancel(reason);
+    },
+  }, { highWaterMark: 0 });
 }
 
 /**

@@ -23,27 +23,40 @@
  * shares the data and copies only the first 4 MiB; about 70 ms per 100 MiB,
  * under a tenth of the upload, in scripts/bench_s3.ts).
  *
- * Failure modes and who cleans up:
+ * Failure modes and who cleans up (staging_leftovers.ts says when what goes):
  *   - crash mid-upload: an incomplete multipart upload (or nothing) under the
- *     staging prefix; cleanup() aborts uploads older than staleUploadMs;
+ *     staging prefix; cleanup() aborts it once its writer is known dead, or
+ *     once older than staleUploadMs;
  *   - crash after the copy, before the staging delete: a staging object next
- *     to the committed piece; cleanup() deletes staging objects older than
- *     staleUploadMs;
+ *     to the committed piece; cleanup() deletes it the same way;
+ *   - an abort or delete that failed (the bucket was away): this process's
+ *     own leftover, which cleanup() removes on its next run;
  *   - crash before the copy completes: no piece, and the catalog only records
  *     a piece after commit returns, so nothing points at a missing object.
- * Staleness is judged by S3's own timestamps against this process's clock;
- * 24 h dwarfs any skew, and no upload lasts that long.
+ * Ages are judged by S3's own timestamps against this process's clock.
+ *
+ * A bucket that stops answering is found within seconds (bucket_liveness.ts):
+ * calls then fail at once as "offline" until it answers again.
  */
 import { assertSafeKey } from "../disk/layout.ts";
 import { StoreError } from "../driver.ts";
-import type { OpenedPiece, PieceStore, StagedPiece, StageOptions, StoreHealth } from "../driver.ts";
+import type {
+  CleanupOptions,
+  OpenedPiece,
+  PieceStore,
+  StagedPiece,
+  StageOptions,
+  StoreHealth,
+} from "../driver.ts";
 import { pumpBody } from "../body_pump.ts";
 import { systemClock } from "../../../clock.ts";
 import type { Clock } from "../../../clock.ts";
-import { abortMultipartUpload, MIN_PART_BYTES, sizeOf } from "./multipart_api.ts";
-import { listMultipartUploads, listObjects } from "./object_listing.ts";
+import { MIN_PART_BYTES, sizeOf } from "./multipart_api.ts";
+import { listObjects } from "./object_listing.ts";
 import { sha256OfObject } from "./object_sha256.ts";
 import { S3Client } from "./s3_client.ts";
+import type { S3ClientOptions } from "./s3_client.ts";
+import { removeStagingLeftovers, stagingKeyOf } from "./staging_leftovers.ts";
 import { DEFAULT_COPY_LIMITS } from "./server_side_copy.ts";
 import type { CopyLimits } from "./server_side_copy.ts";
 import { StagedObject } from "./staged_object.ts";
@@ -67,8 +80,8 @@ export const S3_STORE_DEFAULTS = {
   requestTimeoutMs: 30_000,
 } as const;
 
-/** /healthz must answer promptly: a bucket that does not answer a HEAD in 5 s counts as offline. */
-const CHECK_TIMEOUT_MS = 5000;
+/** /healthz must answer promptly: a bucket that does not answer a HEAD in 2 s counts as offline. */
+const CHECK_TIMEOUT_MS = 2000;
 
 export interface S3StoreOptions {
   /** http(s)://host[:port] of the S3 API, without the bucket (path-style addressing). */
@@ -96,6 +109,14 @@ export interface S3StoreOptions {
   staleUploadMs?: number;
   /** Bound of one S3 request until its answer's headers (default 30 s); retries get their own. */
   requestTimeoutMs?: number;
+  /** How a silent bucket is found (tests shorten it; see bucket_liveness.ts). */
+  liveness?: S3ClientOptions["liveness"];
+  /**
+   * This process's name in its staging keys (`staging/<writer>/<uuid>`): the
+   * instance id with PostgreSQL, so cleanup() can tell a dead instance's
+   * leftovers (default: a random id).
+   */
+  writer?: string;
   /** The clock cleanup() judges staleness by (tests move it instead of waiting a day). */
   clock?: Clock;
   /** Server-side copy limits (tests lower them to exercise the multipart copy). */
@@ -114,6 +135,9 @@ export class S3Store implements PieceStore {
   readonly #requestTimeoutMs: number;
   readonly #clock: Clock;
   readonly #copyLimits: CopyLimits;
+  readonly #writer: string;
+  /** Staging keys of this process's uploads from their start until they settle. */
+  readonly #inUse = new Set<string>();
 
   constructor(options: S3StoreOptions) {
     const defaults = S3_STORE_DEFAULTS;
@@ -149,10 +173,16 @@ export class S3Store implements PieceStore {
       accessKeyId: options.accessKeyId,
       secretAccessKey: options.secretAccessKey,
       requestTimeoutMs: this.#requestTimeoutMs,
+      liveness: options.liveness,
     });
     this.#where = `bucket ${options.bucket} at ${this.#client.endpoint}`;
+    this.#writer = options.writer ?? crypto.randomUUID();
+    if (!/^[A-Za-z0-9-]+$/.test(this.#writer)) {
+      throw new RangeError(`S3 writer "${this.#writer}" must be letters, digits and dashes`);
+    }
   }
 
+  /** Whether the bucket answers, bounded: while it is known offline, at once (no request). */
   async check(): Promise<StoreHealth> {
     try {
       const response = await this.#client.open({
@@ -196,7 +226,14 @@ export class S3Store implements PieceStore {
   }
 
   async stage(body: ReadableStream<Uint8Array>, options: StageOptions): Promise<StagedPiece> {
-    const stagingKey = `${this.#stagingPrefix}${crypto.randomUUID()}`;
+    // A bucket known offline refuses before a byte of the body is read (or buffered).
+    await this.#client.admit().catch(async (error) => {
+      await body.cancel().catch(() => {});
+      throw error;
+    });
+    const stagingKey = stagingKeyOf(this.#stagingPrefix, this.#writer);
+    this.#inUse.add(stagingKey);
+    const settled = () => this.#inUse.delete(stagingKey);
     const writer = createStagingWriter({
       client: this.#client,
       key: stagingKey,
@@ -211,6 +248,7 @@ export class S3Store implements PieceStore {
       await writer.finish();
     } catch (error) {
       await writer.abort();
+      settled();
       throw stageFailure(error, options.signal);
     }
     return new StagedObject({
@@ -219,6 +257,7 @@ export class S3Store implements PieceStore {
       ...pumped,
       pieceKeyOf: (key) => this.#pieceKeyOf(key),
       copyLimits: this.#copyLimits,
+      settled,
     });
   }
 
@@ -239,21 +278,14 @@ export class S3Store implements PieceStore {
     }
   }
 
-  async cleanup(): Promise<{ removedTemporaryFiles: number }> {
-    const staleBefore = this.#clock.now() - this.#staleUploadMs;
-    let removed = 0;
-    for await (const upload of listMultipartUploads(this.#client, this.#stagingPrefix)) {
-      if (!(upload.initiated < staleBefore)) continue;
-      await abortMultipartUpload(this.#client, upload);
-      removed++;
-    }
-    for await (const object of listObjects(this.#client, this.#stagingPrefix)) {
-      if (!(object.lastModified < staleBefore)) continue;
-      const deleted = await this.#client
-        .text({ method: "DELETE", key: object.key, allow: [404] })
-        .then(() => true, () => false);
-      if (deleted) removed++;
-    }
+  async cleanup(options: CleanupOptions = {}): Promise<{ removedTemporaryFiles: number }> {
+    const removed = await removeStagingLeftovers({
+      client: this.#client,
+      stagingPrefix: this.#stagingPrefix,
+      writer: this.#writer,
+      inUse: this.#inUse,
+      staleBefore: this.#clock.now() - this.#staleUploadMs,
+    }, options);
     return { removedTemporaryFiles: removed };
   }
 

@@ -4,7 +4,7 @@
  * piece's key and deletes the staging object. A failed copy deletes it too,
  * so a refused commit leaves nothing; a delete that fails after a good copy
  * does not fail the commit (the piece is in place), and cleanup() removes the
- * leftover once stale.
+ * leftover on its next run (it is no longer in use).
  */
 import { SettlingStagedPiece } from "../staged_piece.ts";
 import type { StagedBytes } from "../staged_piece.ts";
