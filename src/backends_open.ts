@@ -41,7 +41,7 @@ import {
   sharedKeyPlace,
 } from "./auth/hmac_key.ts";
 import type { HmacKeyPlace } from "./auth/hmac_key.ts";
-import { DirectoryLockedError, lockDirectory } from "./fs/dir_lock.ts";
+import { DirectoryLockedError, lockDirectory, lockDirectoryReadOnly } from "./fs/dir_lock.ts";
 import type { DirectoryLock } from "./fs/dir_lock.ts";
 import { pathExists } from "./fs/files.ts";
 import type { Logger } from "./log.ts";
@@ -77,8 +77,10 @@ export type DataDirAccess = "create" | "existing" | "read-only";
 
 /**
  * The data directory's serve lock: "hold" it (another holder is an error),
- * "try" (hold it when free, else say who has it), or "none" (commands that
- * write only in transactions and atomic renames, safe beside a server).
+ * "try" (hold it when free, else say who has it; with "read-only" access,
+ * through the existing lock file opened read-only, so nothing is written), or
+ * "none" (commands that write only in transactions and atomic renames, safe
+ * beside a server).
  */
 export type LockMode = "hold" | "try" | "none";
 
@@ -226,7 +228,9 @@ async function openDataDir(
   }
   if (options.lock === "hold") opened.lock = await lockDirectory(dataDir);
   if (options.lock === "try") {
-    opened.lock = await lockDirectory(dataDir).catch((error) => {
+    // A directory only read is locked without writing (or not at all: no lock file yet).
+    const lock = options.dataDir === "read-only" ? lockDirectoryReadOnly : lockDirectory;
+    opened.lock = await lock(dataDir).catch((error) => {
       if (!(error instanceof DirectoryLockedError)) throw error;
       opened.lockHeldElsewhere = error.message;
       return null;

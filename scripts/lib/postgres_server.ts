@@ -166,48 +166,87 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       timeoutMs,
     });
 
-    const serverPid = pid;
-    const stopSync = () => {
-      shutdownSync(serverPid);
-      try {
-        Deno.removeSync(tempDir, { recursive: true });
-      } catch (error) {
-        ignoreNotFound(error);
-      }
-      forget();
-    };
-    const forget = stopOnUnload(stopSync);
-    let stopping: Promise<void> | null = null;
-    const stop = () =>
-      stopping ??= (async () => {
-        await shutdown(serverPid);
-        await Deno.remove(tempDir, { recursive: true }).catch(ignoreNotFound);
-        forget();
-      })();
-    return {
-      url: postgresUrl({ user, password, port, database }),
-      adminUrl: postgresUrl({ user: SUPERUSER, password: superuserPassword, port, database }),
+    return serverHandle({
+      tempDir,
+      dataDir,
+      logFile,
+      binDir,
       port,
+      pid,
       user,
       password,
       database,
-      dataDir,
-      pid,
-      get isRunning() {
-        return processRunning(serverPid);
-      },
-      logFile,
-      binDir,
-      stop,
-      stopSync,
-      [Symbol.asyncDispose]: stop,
-    };
+      superuserPassword,
+    });
   } catch (error) {
     const running = pid ?? postmasterPid(dataDir);
     if (running !== null) await shutdown(running).catch(() => {});
     await Deno.remove(tempDir, { recursive: true }).catch(() => {});
     throw error;
   }
+}
+
+/** What serverHandle() needs of a cluster that runs. */
+export interface RunningCluster {
+  /** Removed with everything in it when the server stops. */
+  tempDir: string;
+  dataDir: string;
+  logFile: string;
+  binDir: string;
+  port: number;
+  /** The postmaster's pid when it started (a restart gives it another). */
+  pid: number;
+  user: string;
+  password: string;
+  database: string;
+  superuserPassword: string;
+}
+
+/**
+ * The PostgresServer of a running cluster: stopping it (or the `unload`
+ * handler) shuts down whichever postmaster runs in its data directory then,
+ * so a cluster restarted by a fault test (postgres_faults.ts) is stopped too.
+ */
+export function serverHandle(cluster: RunningCluster): PostgresServer {
+  const { tempDir, dataDir, port, user, password, database, superuserPassword } = cluster;
+  const currentPid = () => postmasterPid(dataDir) ?? cluster.pid;
+  const stopSync = () => {
+    shutdownSync(currentPid());
+    try {
+      Deno.removeSync(tempDir, { recursive: true });
+    } catch (error) {
+      ignoreNotFound(error);
+    }
+    forget();
+  };
+  const forget = stopOnUnload(stopSync);
+  let stopping: Promise<void> | null = null;
+  const stop = () =>
+    stopping ??= (async () => {
+      await shutdown(currentPid());
+      await Deno.remove(tempDir, { recursive: true }).catch(ignoreNotFound);
+      forget();
+    })();
+  return {
+    url: postgresUrl({ user, password, port, database }),
+    adminUrl: postgresUrl({ user: SUPERUSER, password: superuserPassword, port, database }),
+    port,
+    user,
+    password,
+    database,
+    dataDir,
+    get pid() {
+      return currentPid();
+    },
+    get isRunning() {
+      return processRunning(currentPid());
+    },
+    logFile: cluster.logFile,
+    binDir: cluster.binDir,
+    stop,
+    stopSync,
+    [Symbol.asyncDispose]: stop,
+  };
 }
 
 /** The stopSync of each server started and not yet stopped. */
@@ -273,13 +312,13 @@ function assertToolsIn(binDir: string): void {
   }
 }
 
-interface OsUser {
+export interface OsUser {
   uid: number;
   gid: number;
 }
 
 /** null: run as ourselves. As root: the `postgres` user, else `nobody`. */
-function serverUser(): OsUser | null {
+export function serverUser(): OsUser | null {
   if (Deno.uid() !== 0) return null;
   const passwd = Deno.readTextFileSync("/etc/passwd").split("\n").map((line) => line.split(":"));
   for (const name of ["postgres", "nobody"]) {
@@ -333,14 +372,14 @@ async function startOnFreePort(attempt: StartAttempt): Promise<number> {
 }
 
 /** A port nothing listens on right now (the system's pick). */
-function freePort(): number {
+export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const { port } = listener.addr as Deno.NetAddr;
   listener.close();
   return port;
 }
 
-interface ToolOptions {
+export interface ToolOptions {
   args: string[];
   runAs?: OsUser | null;
   env?: Record<string, string>;
@@ -349,7 +388,7 @@ interface ToolOptions {
 }
 
 /** Runs a tool to completion within timeoutMs; fails with its output if it fails. */
-async function runTool(program: string, options: ToolOptions): Promise<void> {
+export async function runTool(program: string, options: ToolOptions): Promise<void> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), options.timeoutMs);
   try {
@@ -384,7 +423,7 @@ async function runTool(program: string, options: ToolOptions): Promise<void> {
 }
 
 /** The pid on postmaster.pid's first line, while the file exists. */
-function postmasterPid(dataDir: string): number | null {
+export function postmasterPid(dataDir: string): number | null {
   try {
     const pid = Number(Deno.readTextFileSync(`${dataDir}/postmaster.pid`).split("\n")[0]);
     return Number.isInteger(pid) && pid > 0 ? pid : null;
@@ -415,6 +454,8 @@ export function processRunning(pid: number): boolean {
  * or blocking between calls; it throws once even SIGKILL has not been enough.
  */
 function shutdownSequence(pid: number): { gone(): boolean } {
+  // A paused server (a fault test's SIGSTOP) would not act on the signals that follow.
+  for (const member of processTree(pid)) signal(member, "SIGCONT");
   let step = -1;
   let deadline = 0;
   return {
@@ -445,7 +486,22 @@ function shutdownSync(pid: number): void {
   while (!sequence.gone()) sleepSync(10);
 }
 
-function signal(pid: number, name: Deno.Signal): void {
+/** pid and the processes whose parent it is (a postmaster's backends and workers). */
+export function processTree(pid: number): number[] {
+  if (!processRunning(pid)) return [];
+  const tree = [pid];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (parent === pid) tree.push(Number(entry.name));
+    } catch { /* gone meanwhile */ }
+  }
+  return tree;
+}
+
+export function signal(pid: number, name: Deno.Signal): void {
   try {
     Deno.kill(pid, name);
   } catch (error) {

@@ -31,11 +31,7 @@ export async function lockDirectory(directory: string): Promise<DirectoryLock> {
     locked = await file.tryLock(true);
     if (!locked) {
       const holder = (await Deno.readTextFile(path).catch(() => "")).trim().split("\n")[0];
-      throw new DirectoryLockedError(
-        `Cannot use data directory ${directory}: it is in use by ` +
-          (/^\d+$/.test(holder) ? `process ${holder}` : "another process") +
-          ` (lock file ${path})`,
-      );
+      throw new DirectoryLockedError(lockedMessage(directory, path, holder));
     }
     await file.truncate(0);
     await file.write(new TextEncoder().encode(`${Deno.pid}\n`));
@@ -43,6 +39,44 @@ export async function lockDirectory(directory: string): Promise<DirectoryLock> {
     file.close();
     throw error;
   }
+  return releasing(file);
+}
+
+/**
+ * The lock of a directory this process may only read (a migration's
+ * source): taken on the existing lock file opened read-only (an OS file lock
+ * needs no write access), so no server starts on the directory meanwhile.
+ * Null when there is no lock file: no server has run there, and one cannot
+ * be made without writing. Throws DirectoryLockedError as lockDirectory does.
+ */
+export async function lockDirectoryReadOnly(directory: string): Promise<DirectoryLock | null> {
+  const path = joinPath(directory, LOCK_FILE);
+  let file: Deno.FsFile;
+  try {
+    file = await Deno.open(path, { read: true });
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null;
+    throw error;
+  }
+  try {
+    if (!await file.tryLock(true)) {
+      const holder = (await Deno.readTextFile(path).catch(() => "")).trim().split("\n")[0];
+      throw new DirectoryLockedError(lockedMessage(directory, path, holder));
+    }
+  } catch (error) {
+    file.close();
+    throw error;
+  }
+  return releasing(file);
+}
+
+function lockedMessage(directory: string, path: string, holder: string): string {
+  return `Cannot use data directory ${directory}: it is in use by ` +
+    (/^\d+$/.test(holder) ? `process ${holder}` : "another process") + ` (lock file ${path})`;
+}
+
+/** The lock held by `file`, dropped when it is closed. */
+function releasing(file: Deno.FsFile): DirectoryLock {
   let released = false;
   return {
     release() {

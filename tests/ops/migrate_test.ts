@@ -23,6 +23,7 @@ import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/
 import type { TestDatabase } from "../helpers/postgres.ts";
 import { PostgresDatabase } from "../../src/db/postgres/postgres_database.ts";
 import { openDatabase } from "../../src/db/sqlite/database.ts";
+import { MIGRATIONS } from "../../src/db/sqlite/migrations/mod.ts";
 import { silentLogger } from "../../src/log.ts";
 import { sha256Cid } from "../../src/piece_cid/mod.ts";
 import { DiskStore } from "../../src/storage/driver/disk/disk_store.ts";
@@ -154,14 +155,21 @@ interface MigrateRun {
   summary: any;
 }
 
-/** `main.ts migrate` with access to exactly the directories named, and the network. */
-async function migrate(args: string[], dirs: string[]): Promise<MigrateRun> {
+/**
+ * `main.ts migrate` with the network and exactly the permissions the docs
+ * give it: the source directory read, target directories read and written.
+ */
+async function migrate(
+  args: string[],
+  dirs: { source: string; targets?: string[] },
+): Promise<MigrateRun> {
+  const targets = dirs.targets ?? [];
   const run = await runMain(["migrate", ...args], {
     flags: [
       "--allow-net",
       "--allow-env=STORAGE_*,PG*",
-      `--allow-read=${dirs.join(",")}`,
-      `--allow-write=${dirs.join(",")}`,
+      `--allow-read=${[dirs.source, ...targets].join(",")}`,
+      ...(targets.length > 0 ? [`--allow-write=${targets.join(",")}`] : []),
     ],
   });
   const summary = run.code === 2 ? null : JSON.parse(run.stdout);
@@ -219,7 +227,7 @@ Deno.test({
   fn: withSource(async ({ pg, source, target }) => {
     const run = await migrate(
       ["--from-data-dir", source.dir, "--database", pg.url, "--data-dir", target],
-      [source.dir, target],
+      { source: source.dir, targets: [target] },
     );
     assertEquals(run.code, 0, run.stderr);
     const { summary } = run;
@@ -272,7 +280,10 @@ Deno.test({
     const args = ["--from-data-dir", source.dir, "--database", pg.url, "--data-dir", target];
     const file = pieceFile(source.dir, source.userCid);
     await Deno.rename(file, `${source.dir}/aside`);
-    const first = await migrate([...args, "--concurrency", "2"], [source.dir, target]);
+    const first = await migrate([...args, "--concurrency", "2"], {
+      source: source.dir,
+      targets: [target],
+    });
     assertEquals(first.code, 1, first.stderr);
     assertEquals(first.summary.pieces.failed, [
       { cid: source.userCid, reason: "its file is missing in the source" },
@@ -287,7 +298,7 @@ Deno.test({
     );
 
     await Deno.rename(`${source.dir}/aside`, file);
-    const second = await migrate(args, [source.dir, target]);
+    const second = await migrate(args, { source: source.dir, targets: [target] });
     assertEquals(second.code, 0, second.stderr);
     assertEquals(second.summary.pieces, {
       copied: 1,
@@ -299,7 +310,7 @@ Deno.test({
     assertEquals(second.summary.rows, rowsWritten({ pieces: 1, deals: 1 }));
     assertEquals(second.summary.hmacKey, "kept");
 
-    const third = await migrate(args, [source.dir, target]);
+    const third = await migrate(args, { source: source.dir, targets: [target] });
     assertEquals(third.code, 0, third.stderr);
     assertEquals([third.summary.pieces.copied, third.summary.pieces.skipped], [
       0,
@@ -327,7 +338,7 @@ Deno.test({
   fn: withSource(async ({ pg, source, target }) => {
     const args = ["--from-data-dir", source.dir, "--database", pg.url, "--data-dir", target];
     await flipByte(pieceFile(source.dir, source.hashedCid), 1000);
-    const refused = await migrate(args, [source.dir, target]);
+    const refused = await migrate(args, { source: source.dir, targets: [target] });
     assertEquals(refused.code, 1, refused.stderr);
     assertEquals(refused.summary.pieces.failed.length, 1);
     assertEquals(refused.summary.pieces.failed[0].cid, source.hashedCid);
@@ -341,7 +352,7 @@ Deno.test({
     // The source's own scrub marks it: the source answers 503 for it, and so will the target.
     const scrub = await runMain(["scrub", "--data-dir", source.dir], { dataDir: source.dir });
     assertEquals(scrub.code, 1, scrub.stderr);
-    const carried = await migrate(args, [source.dir, target]);
+    const carried = await migrate(args, { source: source.dir, targets: [target] });
     assertEquals(carried.code, 0, carried.stderr);
     assertEquals(carried.summary.pieces.carriedCorrupt, [source.hashedCid]);
     assertEquals([carried.summary.rows.pieces, carried.summary.rows.corruptMarks], [1, 1]);
@@ -374,7 +385,7 @@ Deno.test({
     let latestUsage: unknown;
     {
       await using serving = await startTestServer({ dataDir: source.dir });
-      const early = await migrate(args, [source.dir]);
+      const early = await migrate(args, { source: source.dir });
       assertEquals(early.code, 0, early.stderr);
       assertEquals([early.summary.pieces.copied, early.summary.pieces.skipped], [
         0,
@@ -392,7 +403,7 @@ Deno.test({
       });
       latestUsage = await getJson(serving.url, "/api/usage", source.userToken);
     }
-    const final = await migrate(args, [source.dir]);
+    const final = await migrate(args, { source: source.dir });
     assertEquals(final.code, 0, final.stderr);
     assertEquals(final.summary.warnings, []);
     assertEquals(final.summary.rows, rowsWritten({ pieces: 1, deals: 1 }));
@@ -420,7 +431,7 @@ Deno.test({
     const args = ["--from-data-dir", source.dir, "--database", pg.url, ...s3ServerFlags(shared)];
     try {
       for (const [name, value] of Object.entries(keys)) Deno.env.set(name, value);
-      const first = await migrate(args, [source.dir]);
+      const first = await migrate(args, { source: source.dir });
       assertEquals(first.code, 0, first.stderr);
       assertEquals(first.summary.pieces.copied, source.pieces.size);
       assertEquals(first.summary.rows.pieces, source.pieces.size);
@@ -428,7 +439,7 @@ Deno.test({
         first.summary.targets.store,
         `s3 bucket ${shared.bucket} at ${shared.endpoint}`,
       );
-      const again = await migrate(args, [source.dir]);
+      const again = await migrate(args, { source: source.dir });
       assertEquals(again.code, 0, again.stderr);
       assertEquals([again.summary.pieces.copied, again.summary.pieces.skipped], [
         0,
@@ -448,9 +459,9 @@ Deno.test({
       }
 
       // Without --database the rows stay in DIR/storage.db; only the bytes move.
-      const alone = await migrate(["--from-data-dir", source.dir, ...s3ServerFlags(piecesOnly)], [
-        source.dir,
-      ]);
+      const alone = await migrate(["--from-data-dir", source.dir, ...s3ServerFlags(piecesOnly)], {
+        source: source.dir,
+      });
       assertEquals(alone.code, 0, alone.stderr);
       assertEquals(alone.summary.pieces.copied, source.pieces.size);
       assertEquals(alone.summary.rows, rowsWritten());
@@ -567,3 +578,27 @@ async function listTree(dir: string, prefix = ""): Promise<string[]> {
   }
   return out.sort();
 }
+
+Deno.test({
+  name: "migrate: a source of an older build is refused, not upgraded under its server",
+  ignore,
+  fn: () =>
+    withPostgres(async (pg) => {
+      const root = await Deno.makeTempDir({ prefix: "migrate-old-" });
+      try {
+        await Deno.mkdir(`${root}/pieces`);
+        openDatabase({ path: `${root}/storage.db`, migrations: MIGRATIONS.slice(0, -1) }).close();
+        const before = await Deno.readFile(`${root}/storage.db`);
+        const run = await migrate(["--from-data-dir", root, "--database", pg.url], {
+          source: root,
+        });
+        assertEquals(run.code, 2, run.stderr);
+        assertMatch(run.stderr, /^error: .*older build .*start this build's server on/);
+        // Not brought up to date (SQLite may have made its -wal and -shm beside it to read).
+        assertEquals(await Deno.readFile(`${root}/storage.db`), before, "the source was written");
+        assertEquals(await query(pg.url, "SELECT count(*)::int AS n FROM pieces"), [{ n: 0 }]);
+      } finally {
+        await removeDirs(root);
+      }
+    }),
+});

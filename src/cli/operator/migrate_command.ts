@@ -23,9 +23,13 @@
  * in that run: stop the server (or put it read-only) before the final run.
  * Earlier runs can go while it serves; each later one copies only what is
  * new. While it runs, the command holds DIR's serve lock when it is free, so
- * the old server is not started under it by mistake. The source is opened as
- * a server opens it (a database of an older build is brought to this build's
- * schema first), so the command needs write access to DIR too.
+ * the old server is not started under it by mistake.
+ *
+ * DIR is only read (--allow-read=DIR is all it needs there): its database is
+ * opened read-only, and the lock is taken on the existing lock file opened
+ * read-only. So a database of an older build is not brought to this build's
+ * schema under a server that may still run the old build: it is refused,
+ * naming the fix (upgrade the server on DIR first, which migrates it).
  *
  * Prints one JSON summary on stdout. Exit status 0: everything moved; 1: some
  * pieces could not be (named, with why; run again once fixed); 2 (one line
@@ -41,6 +45,8 @@ import type { Config } from "../../config/mod.ts";
 import { dataDirPaths } from "../../data_dir.ts";
 import { isPostgresUnavailable } from "../../db/postgres/connection.ts";
 import type { PostgresDatabase } from "../../db/postgres/postgres_database.ts";
+import { DatabaseTooNewError, schemaVersions } from "../../db/sqlite/database.ts";
+import type { Database } from "../../db/sqlite/database.ts";
 import { SqliteRowSource } from "../../db/sqlite/row_copy.ts";
 import { pathExists } from "../../fs/files.ts";
 import { StoreError } from "../../storage/driver/driver.ts";
@@ -189,10 +195,11 @@ async function runPlan(plan: MigrationPlan, config: Config): Promise<MigrateRepo
       { ...config, dataDir: plan.fromDataDir, databaseUrl: null, store: "disk", s3: null },
       {
         needs: { metadata: "database", store: true, hmacKey: false },
-        dataDir: "existing",
+        dataDir: "read-only",
         lock: "try",
       },
     );
+    requireCurrentSchema(source.sqlite!, plan.fromDataDir);
     const warnings = source.lockHeldElsewhere === null ? [] : [
       `${source.lockHeldElsewhere}: what that server accepts after this run is not copied; ` +
       "stop it before the final run",
@@ -225,6 +232,19 @@ async function runPlan(plan: MigrationPlan, config: Config): Promise<MigrateRepo
   } finally {
     await source?.close();
     await target.close();
+  }
+}
+
+/** The source's rows are read as this build's schema has them: an older one is refused. */
+function requireCurrentSchema(db: Database, fromDataDir: string): void {
+  const { current, latest } = schemaVersions(db);
+  if (current > latest) throw new DatabaseTooNewError(current, latest);
+  if (current < latest) {
+    throw new ConfigError(
+      `${fromDataDir}'s database is from an older build (schema ${current}; this build's is ` +
+        `${latest}): start this build's server on ${fromDataDir} once (it brings the database ` +
+        "up to date), then run the migration again",
+    );
   }
 }
 

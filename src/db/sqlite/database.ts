@@ -47,13 +47,21 @@ export async function snapshotDatabase(db: Database, target: string): Promise<vo
   await sqliteBackup(db, target, { rate: -1 });
 }
 
-/** Applies every migration newer than the database's user_version, each in its own transaction. */
-export function migrate(db: Database, migrations: readonly Migration[]): void {
+/** The schema version a database is at, and the one this build's migrations reach. */
+export function schemaVersions(
+  db: Database,
+  migrations: readonly Migration[] = MIGRATIONS,
+): { current: number; latest: number } {
   const current = Number(
     (db.prepare("PRAGMA user_version").get() as { user_version: number })
       .user_version,
   );
-  const latest = migrations.at(-1)?.version ?? 0;
+  return { current, latest: migrations.at(-1)?.version ?? 0 };
+}
+
+/** Applies every migration newer than the database's user_version, each in its own transaction. */
+export function migrate(db: Database, migrations: readonly Migration[]): void {
+  const { current, latest } = schemaVersions(db, migrations);
   if (current > latest) throw new DatabaseTooNewError(current, latest);
   for (const migration of migrations) {
     if (migration.version <= current) continue;
