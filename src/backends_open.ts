@@ -155,6 +155,7 @@ export async function openBackends<const N extends BackendNeeds>(
       opened.postgres = await PostgresDatabase.open({
         url: config.databaseUrl,
         logger: options.logger,
+        timeoutMs: config.dbTimeoutMs,
         ...options.postgresTimings,
       });
     }

@@ -8,6 +8,7 @@
 import { getAddress, isAddress } from "viem";
 import { parseIpRanges } from "../net/ip.ts";
 import type { IpRange } from "../net/ip.ts";
+import { parsePostgresUrl as splitPostgresUrl } from "../postgres_url.ts";
 import { parseSize as parseSizeOf } from "../units.ts";
 
 /** A setting that cannot be used; the message names the flag or variable and says why. */
@@ -85,10 +86,17 @@ export function parseHttpUrl(value: string, name: string): string {
 }
 
 export function parsePostgresUrl(value: string, name: string): string {
-  const example = "postgres://user:pass@host:5432/db";
-  parseUrlOf(value, name, ["postgres", "postgresql"], example);
+  const example = "postgres://user:pass@host:5432/db (several hosts: host1:5432,host2:5432)";
+  let parsed;
+  try {
+    parsed = splitPostgresUrl(value);
+  } catch (error) {
+    throw new ConfigError(`${name} must be a URL like ${example}: ${(error as Error).message}`);
+  }
   // The client would otherwise ask the OS for a user name, which the server may not read.
-  if (new URL(value).username === "") throw new ConfigError(`${name} must name a user: ${example}`);
+  if (new URL(parsed.hostUrls[0]).username === "") {
+    throw new ConfigError(`${name} must name a user: ${example}`);
+  }
   return value;
 }
 

@@ -206,6 +206,7 @@ async function buildPieceServices(deps: ServiceDeps) {
   const leftoverSweep = new LeftoverSweep({
     store,
     liveWriters: deps.metadata.liveWriters,
+    settle: () => catalog.settleUnrecorded(),
     intervalMs: deps.leftoverSweepIntervalMs,
     logger,
   });

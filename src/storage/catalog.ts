@@ -9,6 +9,14 @@
  * between rename and insert leaves an orphan file that the next upload of the
  * same cid simply replaces.
  *
+ * When recording fails after the bytes were committed, they are removed only
+ * once no row is known to name them: a database that went away mid-commit
+ * may have committed the row all the same (the answer was lost). So the
+ * catalog asks again, under the cid's lock, and when the database cannot
+ * say, keeps the cid and asks again later (settleUnrecorded, run from the
+ * leftover sweep). A commit whose database lock was lost meanwhile (another
+ * instance may be deciding about the same cid) stops before it writes.
+ *
  * Conflicts are decided by SHA-256. A first upload is usually staged without
  * it (see digests.ts), so a re-upload computes whichever side is missing.
  *
@@ -65,6 +73,8 @@ export interface CatalogOptions {
 
 export class PieceCatalog {
   readonly #options: CatalogOptions;
+  /** Cids whose bytes were committed, their record failed, and no one knows yet if a row names them. */
+  readonly #unrecorded = new Set<string>();
 
   constructor(options: CatalogOptions) {
     this.#options = options;
@@ -75,77 +85,117 @@ export class PieceCatalog {
   }
 
   /**
-   * Commits a staged upload and records its deal and usage.
-   * Throws CidConflictError (and discards the bytes) when the cid holds other bytes.
+   * Commits a staged upload and records its deal and usage. Throws
+   * CidConflictError when the cid holds other bytes. Staged bytes that were
+   * not committed are discarded, however it ends.
    */
-  acceptUpload(input: AcceptUploadInput): Promise<DealRecord> {
-    return this.#options.cidLocks.run(input.cid, async () => {
-      const { records, store, clock, dealIds, digests } = this.#options;
-      const existing = await records.getPiece(input.cid);
-      let newPiece: PieceRecord | null = null;
-      let repairedPiece: { cid: string; sha256: string } | null = null;
-      const now = clock.now();
-      if (existing?.corruptAt) {
-        repairedPiece = await this.#repair(existing, input);
-      } else if (existing) {
-        let sameBytes: boolean;
-        try {
-          const [incoming, stored] = await Promise.all([
-            input.staged.computeSha256(),
-            digests.sha256Of(existing),
-          ]);
-          sameBytes = incoming === stored;
-        } finally {
-          await input.staged.discard();
-        }
-        if (!sameBytes) throw new CidConflictError(input.cid);
-      } else {
-        await input.staged.commit(input.cid);
-        newPiece = {
-          cid: input.cid,
-          size: input.staged.size,
-          sha256: input.staged.sha256,
-          contentType: input.contentType,
-          filename: input.filename,
-          createdAt: toRfc3339(now),
-          corruptAt: null,
-        };
+  async acceptUpload(input: AcceptUploadInput): Promise<DealRecord> {
+    try {
+      return await this.#options.cidLocks.run(input.cid, (lost) => this.#accept(input, lost));
+    } finally {
+      // A no-op after a commit; else the staged bytes go (a failure here is cleanup()'s).
+      await input.staged.discard().catch(() => {});
+    }
+  }
+
+  /**
+   * Asks again about cids whose record failed after their bytes were
+   * committed: removes the bytes of those no row names. Never rejects; what
+   * cannot be decided now stays for the next call.
+   */
+  async settleUnrecorded(): Promise<void> {
+    for (const cid of [...this.#unrecorded]) {
+      await this.#options.cidLocks.run(cid, (lost) => this.#dropUnrecorded(cid, lost))
+        .catch(() => {});
+    }
+  }
+
+  async #accept(input: AcceptUploadInput, lockLost: AbortSignal): Promise<DealRecord> {
+    const { records, clock, dealIds, digests } = this.#options;
+    const existing = await records.getPiece(input.cid);
+    let newPiece: PieceRecord | null = null;
+    let repairedPiece: { cid: string; sha256: string } | null = null;
+    const now = clock.now();
+    if (existing?.corruptAt) {
+      repairedPiece = await this.#repair(existing, input, lockLost);
+    } else if (existing) {
+      let sameBytes: boolean;
+      try {
+        const [incoming, stored] = await Promise.all([
+          input.staged.computeSha256(),
+          digests.sha256Of(existing),
+        ]);
+        sameBytes = incoming === stored;
+      } finally {
+        await input.staged.discard();
       }
-      const deal: DealRecord = {
-        id: dealIds.next(),
+      if (!sameBytes) throw new CidConflictError(input.cid);
+    } else {
+      stopIfLost(lockLost);
+      await input.staged.commit(input.cid);
+      newPiece = {
         cid: input.cid,
-        tier: input.tier,
-        ownerSub: input.owner?.sub ?? null,
-        ownerName: input.owner?.name ?? null,
         size: input.staged.size,
+        sha256: input.staged.sha256,
         contentType: input.contentType,
         filename: input.filename,
-        termDays: input.termDays,
         createdAt: toRfc3339(now),
-        termEndsAt: toRfc3339(addDays(now, input.termDays)),
+        corruptAt: null,
       };
-      try {
-        await records.recordUpload({
-          newPiece,
-          repairedPiece,
-          deal,
-          usage: { subject: input.usageSubject, day: input.usageDay, bytes: input.staged.size },
-          reservation: input.reservation,
-        });
-      } catch (error) {
-        // The row never appeared, so the file must not outlive it.
-        if (newPiece) await store.delete(input.cid).catch(() => {});
-        throw error;
-      }
-      if (newPiece?.sha256 === null) digests.enqueue(input.cid);
-      return deal;
-    });
+    }
+    const deal: DealRecord = {
+      id: dealIds.next(),
+      cid: input.cid,
+      tier: input.tier,
+      ownerSub: input.owner?.sub ?? null,
+      ownerName: input.owner?.name ?? null,
+      size: input.staged.size,
+      contentType: input.contentType,
+      filename: input.filename,
+      termDays: input.termDays,
+      createdAt: toRfc3339(now),
+      termEndsAt: toRfc3339(addDays(now, input.termDays)),
+    };
+    try {
+      stopIfLost(lockLost);
+      await records.recordUpload({
+        newPiece,
+        repairedPiece,
+        deal,
+        usage: { subject: input.usageSubject, day: input.usageDay, bytes: input.staged.size },
+        reservation: input.reservation,
+      });
+    } catch (error) {
+      // The file must not outlive a row that never appeared (if it never did).
+      if (newPiece) await this.#dropUnrecorded(input.cid, lockLost);
+      throw error;
+    }
+    if (newPiece?.sha256 === null) digests.enqueue(input.cid);
+    return deal;
+  }
+
+  /**
+   * Removes cid's committed bytes if no row names them; when that cannot be
+   * known now (the database away, the lock lost), keeps cid for
+   * settleUnrecorded. Never rejects.
+   */
+  async #dropUnrecorded(cid: string, lockLost: AbortSignal): Promise<void> {
+    try {
+      stopIfLost(lockLost);
+      const recorded = await this.#options.records.getPiece(cid);
+      stopIfLost(lockLost);
+      if (recorded === null) await this.#options.store.delete(cid);
+      this.#unrecorded.delete(cid);
+    } catch {
+      this.#unrecorded.add(cid);
+    }
   }
 
   /** Replaces a corrupt piece's file with the upload's bytes if they are the right ones. */
   async #repair(
     existing: PieceRecord,
     input: AcceptUploadInput,
+    lockLost: AbortSignal,
   ): Promise<{ cid: string; sha256: string }> {
     const { staged } = input;
     let sha256: string;
@@ -162,7 +212,13 @@ export class PieceCatalog {
       throw new CidConflictError(input.cid);
     }
     // The rename replaces the corrupt file; readers that have it open keep the old bytes.
+    stopIfLost(lockLost);
     await staged.commit(input.cid);
     return { cid: input.cid, sha256 };
   }
+}
+
+/** A commit whose lock was lost stops before it writes (another instance may hold it now). */
+function stopIfLost(lockLost: AbortSignal): void {
+  if (lockLost.aborted) throw lockLost.reason;
 }

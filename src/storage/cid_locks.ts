@@ -10,17 +10,24 @@
  */
 
 export interface CidLocks {
-  /** Runs fn while holding the cid's lock; the lock is released however fn ends. */
-  run<T>(cid: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Runs fn while holding the cid's lock; the lock is released however fn
+   * ends. `lockLost` aborts if the lock is lost while fn runs (a database
+   * lock whose connection died): fn must then stop before it writes.
+   */
+  run<T>(cid: string, fn: (lockLost: AbortSignal) => Promise<T>): Promise<T>;
 }
+
+/** A lock held in this process's memory is never lost while the process lives. */
+const NEVER_LOST = new AbortController().signal;
 
 export class LocalCidLocks implements CidLocks {
   /** Per-cid queue: the last commit queued for each cid that has one running. */
   readonly #tails = new Map<string, Promise<unknown>>();
 
-  async run<T>(cid: string, fn: () => Promise<T>): Promise<T> {
+  async run<T>(cid: string, fn: (lockLost: AbortSignal) => Promise<T>): Promise<T> {
     const previous = this.#tails.get(cid) ?? Promise.resolve();
-    const run = previous.catch(() => {}).then(fn);
+    const run = previous.catch(() => {}).then(() => fn(NEVER_LOST));
     this.#tails.set(cid, run);
     try {
       return await run;

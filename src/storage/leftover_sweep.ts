@@ -6,8 +6,10 @@
  * leftovers of one that died (SIGKILL, a lost host) go within about a
  * heartbeat's dead-after time plus one interval, instead of after a day or
  * at some later start; the store's own leftovers (an abort that failed while
- * the bucket was away) go on the next run. A run that fails (the store or the
- * database away) is logged and simply tried again on the next one.
+ * the bucket was away) go on the next run, and so do committed bytes whose
+ * record failed once the database says no row names them (`settle`). A run
+ * that fails (the store or the database away) is logged and simply tried
+ * again on the next one.
  */
 import type { Logger } from "../log.ts";
 import type { CleanupOptions, PieceStore } from "./driver/driver.ts";
@@ -16,6 +18,8 @@ export interface LeftoverSweepOptions {
   store: PieceStore;
   /** The instances known alive (with a shared database); null: the store judges by age. */
   liveWriters: (() => Promise<NonNullable<CleanupOptions["writers"]>>) | null;
+  /** Runs first on each sweep: the catalog asks again about bytes whose record failed. */
+  settle?: () => Promise<void>;
   intervalMs: number;
   logger: Logger;
 }
@@ -47,6 +51,7 @@ export class LeftoverSweep {
 
   async #sweep(): Promise<void> {
     const { store, liveWriters, logger } = this.#options;
+    await this.#options.settle?.();
     try {
       const writers = liveWriters === null ? undefined : await liveWriters();
       const { removedTemporaryFiles } = await store.cleanup({ writers });

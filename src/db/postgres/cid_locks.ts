@@ -2,30 +2,71 @@
  * Per-cid commit locks across instances (see storage/cid_locks.ts for why):
  * a session-level advisory lock on the cid's 64-bit hash, held on a
  * connection of a pool kept for locks only, so a commit waiting for its lock
- * never starves the queries of the commits that hold one. If an instance dies
- * holding a lock, its connection closes and PostgreSQL drops the lock.
+ * never starves the queries of the commits that hold one. If an instance
+ * dies holding a lock, its connection closes and PostgreSQL drops the lock.
+ *
+ * When the database goes away under a held lock (a restart, a failover),
+ * the lock goes with the connection: `lockLost` aborts, so the commit stops
+ * before it writes anything another instance may now be deciding about
+ * (storage/catalog.ts), and the connection is destroyed, never reused.
+ *
+ * The lock is taken with pg_try_advisory_lock, tried again every
+ * LOCK_POLL_MS: each try is a short statement under the call deadline, so a
+ * database that stops answering fails the wait like any call, while waiting
+ * for another instance's commit of the same cid (a large server-side copy
+ * may take a while) is bounded by LOCK_WAIT_MS, then answered 503.
  */
-import type { Sql } from "./connection.ts";
+import { sleep } from "../../clock.ts";
+import type { PostgresPool } from "./connection.ts";
+import { DatabaseUnavailableError } from "./unavailable.ts";
+
+const LOCK_POLL_MS = 50;
+const LOCK_WAIT_MS = 60_000;
+
+export interface PostgresCidLocksOptions {
+  /** A pool of its own; its size bounds the commits that hold or wait for a lock at once. */
+  locks: PostgresPool;
+  /** Bound of each statement (--db-timeout). */
+  timeoutMs: number;
+}
 
 export class PostgresCidLocks {
-  readonly #locks: Sql;
+  readonly #options: PostgresCidLocksOptions;
 
-  /** `locks` is a pool of its own; its size bounds the commits that wait at once. */
-  constructor(locks: Sql) {
-    this.#locks = locks;
+  constructor(options: PostgresCidLocksOptions) {
+    this.#options = options;
   }
 
-  async run<T>(cid: string, fn: () => Promise<T>): Promise<T> {
-    const connection = await this.#locks.reserve();
+  async run<T>(cid: string, fn: (lockLost: AbortSignal) => Promise<T>): Promise<T> {
+    const { locks, timeoutMs } = this.#options;
+    const session = await locks.checkout();
+    let held = false;
     try {
-      await connection`SELECT pg_advisory_lock(hashtextextended(${cid}, 0))`;
-      try {
-        return await fn();
-      } finally {
-        await connection`SELECT pg_advisory_unlock(hashtextextended(${cid}, 0))`.catch(() => {});
+      const until = performance.now() + LOCK_WAIT_MS;
+      while (!held) {
+        const [row] = await session.query(
+          "SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS taken",
+          [cid],
+          timeoutMs,
+        );
+        held = row.taken === true;
+        if (held) break;
+        if (performance.now() > until) {
+          throw new DatabaseUnavailableError(
+            `Another instance has been storing ${cid} for ${LOCK_WAIT_MS / 1000} s; retry later`,
+          );
+        }
+        await sleep(LOCK_POLL_MS);
       }
+      return await fn(session.lost);
     } finally {
-      connection.release();
+      if (held && session.usable) {
+        await session
+          .query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [cid], timeoutMs)
+          // Not known to be unlocked: the connection goes, and the lock with it.
+          .catch((error) => session.cut(error));
+      }
+      session.release();
     }
   }
 }

@@ -2,7 +2,11 @@
  * The PostgreSQL backend: connects, brings the schema up to date, registers
  * this instance (instances.ts) and hands out the records, the cap ledger, the
  * cid locks, the shared HMAC key and the operator's row copies, all over one
- * connection pool (plus a small pool that only holds cid locks).
+ * connection pool (plus a small pool that only holds cid locks). Both pools
+ * share one judgement of whether the database answers at all (liveness.ts):
+ * while it does not, every call fails at once as DatabaseUnavailableError,
+ * and /healthz says so; the heartbeat, the corrupt-mark poll and requests
+ * probe it again, so the instance comes back by itself.
  *
  * Migrations run in one transaction under an advisory lock, so N instances
  * starting at once migrate once; a schema newer than this build is refused
@@ -10,12 +14,13 @@
  */
 import { systemClock } from "../../clock.ts";
 import type { Clock } from "../../clock.ts";
+import { Liveness } from "../../liveness.ts";
 import type { Logger } from "../../log.ts";
 import { DatabaseTooNewError } from "../too_new.ts";
 import { PostgresCapLedger } from "./cap_ledger.ts";
 import { PostgresCatalogRecords } from "./catalog_records.ts";
 import { PostgresCidLocks } from "./cid_locks.ts";
-import { connect, whereOf } from "./connection.ts";
+import { PostgresPool, probeDatabase, whereOf } from "./connection.ts";
 import type { Sql } from "./connection.ts";
 import { PostgresHmacKeys } from "./hmac_keys.ts";
 import { InstanceHeartbeat } from "./instances.ts";
@@ -25,6 +30,7 @@ import { PostgresRowTarget, readSnapshot } from "./row_copy.ts";
 import type { RowSource, SnapshotSource } from "../row_copy.ts";
 import { PostgresSignupCodeRecords } from "./signup_code_records.ts";
 import { PostgresTokenRecords } from "./token_records.ts";
+import { DatabaseUnavailableError } from "./unavailable.ts";
 import { PostgresWalletNonceRecords } from "./wallet_nonce_records.ts";
 
 /** PostgreSQL could not be reached (or refused us) at start: the instance must not serve. */
@@ -45,6 +51,8 @@ export interface PostgresDatabaseOptions {
   maxConnections?: number;
   /** Connections that may hold cid locks at once (default 4). */
   maxLockConnections?: number;
+  /** Bound of every call: connection, statement, transaction (--db-timeout; default 5 s). */
+  timeoutMs?: number;
   /** How often this instance says it is alive (default 5 s). */
   heartbeatMs?: number;
   /** Silence after which an instance is taken for dead and its reservations released (default 30 s). */
@@ -54,7 +62,10 @@ export interface PostgresDatabaseOptions {
 
 /** An arbitrary constant: the advisory lock that serialises migrations. */
 const MIGRATION_LOCK_KEY = 0x5354_4f52;
+/** Instances starting together wait for each other's migration: longer than a call. */
+const MIGRATION_TIMEOUT_MS = 60_000;
 const HEALTH_TIMEOUT_MS = 1000;
+export const DEFAULT_DB_TIMEOUT_MS = 5000;
 
 export class PostgresDatabase implements SnapshotSource {
   readonly instanceId: string;
@@ -69,33 +80,42 @@ export class PostgresDatabase implements SnapshotSource {
   readonly rowTarget: PostgresRowTarget;
   /** Host, port and database name (no credentials), for /healthz and logs. */
   readonly where: string;
-  readonly #sql: Sql;
-  readonly #locks: Sql;
+  readonly #pool: PostgresPool;
+  readonly #locks: PostgresPool;
+  readonly #liveness: Liveness;
   readonly #heartbeat: InstanceHeartbeat;
   readonly #deadAfterMs: number;
   #closed: Promise<void> | null = null;
 
   static async open(options: PostgresDatabaseOptions): Promise<PostgresDatabase> {
-    const where = whereOf(options.url);
-    const sql = connect({ url: options.url, max: options.maxConnections ?? 10 });
-    const locks = connect({ url: options.url, max: options.maxLockConnections ?? 4 });
-    const database = new PostgresDatabase(options, sql, locks, where);
+    const database = new PostgresDatabase(options);
     try {
-      await migrate(sql, options.migrations ?? POSTGRES_MIGRATIONS);
+      await migrate(database.#pool.sql, options.migrations ?? POSTGRES_MIGRATIONS);
       await database.#heartbeat.start();
     } catch (error) {
       await database.close();
       if (error instanceof DatabaseTooNewError) throw error;
-      throw new PostgresUnavailableError(where, error);
+      throw new PostgresUnavailableError(database.where, error);
     }
     return database;
   }
 
-  private constructor(options: PostgresDatabaseOptions, sql: Sql, locks: Sql, where: string) {
+  private constructor(options: PostgresDatabaseOptions) {
     this.instanceId = crypto.randomUUID();
-    this.where = where;
-    this.#sql = sql;
-    this.#locks = locks;
+    this.where = whereOf(options.url);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_DB_TIMEOUT_MS;
+    this.#liveness = new Liveness({
+      where: `PostgreSQL at ${this.where}`,
+      probe: (signal) => probeDatabase(options.url, signal),
+      failure: (message) => new DatabaseUnavailableError(message),
+      // A probe makes a connection of its own: allow it the call deadline, up to 2 s.
+      probeTimeoutMs: Math.min(timeoutMs, 2000),
+    });
+    const pool = (max: number) =>
+      new PostgresPool({ url: options.url, max, timeoutMs, liveness: this.#liveness });
+    this.#pool = pool(options.maxConnections ?? 10);
+    this.#locks = pool(options.maxLockConnections ?? 4);
+    const sql = this.#pool.sql;
     this.catalog = new PostgresCatalogRecords(sql);
     this.tokens = new PostgresTokenRecords(sql);
     this.signupCodes = new PostgresSignupCodeRecords(sql);
@@ -105,7 +125,7 @@ export class PostgresDatabase implements SnapshotSource {
       clock: options.clock ?? systemClock,
       instanceId: this.instanceId,
     });
-    this.cidLocks = new PostgresCidLocks(locks);
+    this.cidLocks = new PostgresCidLocks({ locks: this.#locks, timeoutMs });
     this.hmacKeys = new PostgresHmacKeys(sql);
     this.rowTarget = new PostgresRowTarget(sql);
     this.#deadAfterMs = options.deadAfterMs ?? 30_000;
@@ -121,7 +141,7 @@ export class PostgresDatabase implements SnapshotSource {
 
   /** The query pool, for tests and the migrate command. */
   get sql(): Sql {
-    return this.#sql;
+    return this.#pool.sql;
   }
 
   /**
@@ -132,21 +152,24 @@ export class PostgresDatabase implements SnapshotSource {
    */
   async liveWriters(): Promise<{ live: ReadonlySet<string>; before: number }> {
     const before = Date.now() - this.#deadAfterMs;
-    const rows = await this.#sql`SELECT id FROM instances`;
+    const rows = await this.#pool.sql`SELECT id FROM instances`;
     return { live: new Set(rows.map((row) => row.id as string)), before };
   }
 
   /** Reads the copied tables as of one instant (a backup's source; db/row_copy.ts). */
   snapshot<T>(read: (rows: RowSource) => Promise<T>): Promise<T> {
-    return readSnapshot(this.#sql, read);
+    return readSnapshot(this.#pool.sql, read);
   }
 
-  /** Whether a trivial query answers within a second. */
+  /**
+   * Whether a trivial query answers within a second; at once "no" while the
+   * database is known not to answer (with why, and since when).
+   */
   async health(): Promise<{ ok: boolean; detail: string }> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       await Promise.race([
-        this.#sql`SELECT 1`,
+        this.#pool.sql`SELECT 1`,
         new Promise((_, reject) => {
           timer = setTimeout(
             () => reject(new Error(`no answer within ${HEALTH_TIMEOUT_MS} ms`)),
@@ -166,7 +189,7 @@ export class PostgresDatabase implements SnapshotSource {
   close(): Promise<void> {
     return this.#closed ??= (async () => {
       await this.#heartbeat.stop();
-      await Promise.all([this.#sql.end({ timeout: 5 }), this.#locks.end({ timeout: 5 })]);
+      await Promise.all([this.#pool.end(), this.#locks.end()]);
     })();
   }
 }
@@ -189,5 +212,5 @@ async function migrate(sql: Sql, migrations: readonly PostgresMigration[]): Prom
       await tx`INSERT INTO schema_version (id, version) VALUES (1, ${latest})
         ON CONFLICT (id) DO UPDATE SET version = excluded.version`;
     }
-  });
+  }, { timeoutMs: MIGRATION_TIMEOUT_MS });
 }

@@ -34,7 +34,7 @@ export class PostgresRowTarget implements RowTarget {
     const rows = pieces.map(pieceRowOf);
     // A digest the source learned after an earlier run fills one the target lacks.
     const written = await this.#sql.begin((tx) =>
-      tx`INSERT INTO pieces ${tx(rows, PIECE_COLUMNS)}
+      tx`INSERT INTO pieces ${tx.values(rows, PIECE_COLUMNS)}
         ON CONFLICT (cid) DO UPDATE SET sha256 = excluded.sha256
         WHERE pieces.sha256 IS NULL AND excluded.sha256 IS NOT NULL
         RETURNING (xmax = 0) AS inserted`
@@ -58,7 +58,7 @@ export class PostgresRowTarget implements RowTarget {
 
 /** Rows as the VALUES of an INSERT, in the written columns' order. */
 const valuesOf = (tx: TransactionSql, rows: TableRow[], columns: readonly string[]) =>
-  tx(rows, columns);
+  tx.values(rows, columns);
 type Upsert = (tx: TransactionSql, values: ReturnType<typeof valuesOf>) => Promise<Written>;
 
 const UPSERTS: Readonly<Record<CopiedTable, Upsert>> = {
@@ -93,7 +93,7 @@ const UPSERTS: Readonly<Record<CopiedTable, Upsert>> = {
 /** The rows whose piece (their `cid`) has its row in the target already. */
 async function withPiece(tx: TransactionSql, rows: readonly TableRow[]): Promise<TableRow[]> {
   const cids = [...new Set(rows.map((row) => row.cid as string))];
-  const found = await tx`SELECT cid FROM pieces WHERE cid IN ${tx(cids)}`;
+  const found = await tx`SELECT cid FROM pieces WHERE cid IN ${tx.list(cids)}`;
   const present = new Set(found.map((row) => row.cid as string));
   return rows.filter((row) => present.has(row.cid as string)).map((row) => ({ ...row }));
 }
@@ -110,10 +110,11 @@ function countsOf(written: Written, deferred: number): WriteCounts {
  * nothing is written. `read` runs inside it; the transaction ends with it.
  */
 export async function readSnapshot<T>(sql: Sql, read: (rows: RowSource) => Promise<T>): Promise<T> {
-  return await sql.begin(
-    "ISOLATION LEVEL REPEATABLE READ READ ONLY",
-    (tx) => read(new PostgresRowSource(tx)),
-  ) as T;
+  // Each page within the deadline; the snapshot as long as the copy takes.
+  return await sql.begin((tx) => read(new PostgresRowSource(tx)), {
+    mode: "ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    deadline: "each statement",
+  });
 }
 
 class PostgresRowSource implements RowSource {

@@ -13,7 +13,7 @@
  *
  * Deadlines: each attempt has `requestTimeoutMs` to its answer's headers
  * (and its whole body, for `text`); on top, the bucket's liveness
- * (bucket_liveness.ts) stops whatever waits on a bucket that has gone silent
+ * (src/liveness.ts) stops whatever waits on a bucket that has gone silent
  * within a few seconds, and fails calls at once while it stays offline, so
  * a silent or refusing bucket is a fast "offline" failure, never a hang.
  *
@@ -26,8 +26,8 @@
  */
 import { AwsClient } from "aws4fetch";
 import { sleep } from "../../../clock.ts";
-import { BucketLiveness } from "./bucket_liveness.ts";
-import type { BucketLivenessOptions } from "./bucket_liveness.ts";
+import { Liveness } from "../../../liveness.ts";
+import type { LivenessOptions } from "../../../liveness.ts";
 import { errorOfAnswer, errorOfNoAnswer, S3RequestError } from "./s3_errors.ts";
 
 export interface S3ClientOptions {
@@ -41,8 +41,8 @@ export interface S3ClientOptions {
   requestTimeoutMs: number;
   /** Attempts per call when the failure is worth retrying (default 3). */
   attempts?: number;
-  /** How silence is judged (tests shorten it); see bucket_liveness.ts. */
-  liveness?: Pick<BucketLivenessOptions, "silenceMs" | "probeTimeoutMs" | "recheckMs">;
+  /** How silence is judged (tests shorten it); see liveness.ts. */
+  liveness?: Pick<LivenessOptions, "silenceMs" | "probeTimeoutMs" | "recheckMs">;
 }
 
 export interface S3Call {
@@ -90,7 +90,7 @@ export class S3Client {
   readonly #timeoutMs: number;
   readonly #attempts: number;
   /** Whether the bucket answers at all: calls fail fast while it does not. */
-  readonly liveness: BucketLiveness;
+  readonly liveness: Liveness;
 
   constructor(options: S3ClientOptions) {
     this.endpoint = options.endpoint.replace(/\/+$/, "");
@@ -104,10 +104,16 @@ export class S3Client {
       service: "s3",
       retries: 0,
     }) as RequestSigner;
-    this.liveness = new BucketLiveness({
+    this.liveness = new Liveness({
       ...options.liveness,
       where: `bucket ${this.bucket} at ${this.endpoint}`,
       probe: (signal) => this.#answers(signal),
+      failure: (message) =>
+        new S3RequestError("offline", `S3 is offline: ${message}`, {
+          status: null,
+          code: null,
+          retryable: false,
+        }),
     });
   }
 
@@ -235,7 +241,7 @@ export class S3Client {
  */
 function watchedBody(
   body: ReadableStream<Uint8Array>,
-  liveness: BucketLiveness,
+  liveness: Liveness,
   halt: AbortController,
 ): ReadableStream<Uint8Array> {
   const reader = body.getReader();

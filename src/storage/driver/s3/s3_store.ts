@@ -35,7 +35,7 @@
  *     a piece after commit returns, so nothing points at a missing object.
  * Ages are judged by S3's own timestamps against this process's clock.
  *
- * A bucket that stops answering is found within seconds (bucket_liveness.ts):
+ * A bucket that stops answering is found within seconds (src/liveness.ts):
  * calls then fail at once as "offline" until it answers again.
  */
 import { assertSafeKey } from "../disk/layout.ts";
@@ -109,7 +109,7 @@ export interface S3StoreOptions {
   staleUploadMs?: number;
   /** Bound of one S3 request until its answer's headers (default 30 s); retries get their own. */
   requestTimeoutMs?: number;
-  /** How a silent bucket is found (tests shorten it; see bucket_liveness.ts). */
+  /** How a silent bucket is found (tests shorten it; see src/liveness.ts). */
   liveness?: S3ClientOptions["liveness"];
   /**
    * This process's name in its staging keys (`staging/<writer>/<uuid>`): the

@@ -1,36 +1,40 @@
 /**
- * Whether the bucket answers at all, so that a silent or refusing S3 turns
- * into fast "offline" failures (503 storage_offline) instead of requests that
- * each wait out their own timeout and retries.
+ * Whether a backend (the bucket, the database) answers at all, so that one
+ * that is silent or refuses turns into fast "offline" failures (503
+ * storage_offline) instead of requests that each wait out their own timeout
+ * and retries.
  *
- * Why not just a shorter request timeout: an S3 call's time to its answer
- * includes sending its body and, for a copy, S3's own work, which can take
- * far longer than a silence should (an 8 MiB part over a slow uplink, a
- * multi-GiB server-side copy). So each call keeps its long bound
- * (--s3-timeout), and silence is judged on the bucket as a whole:
+ * Why not just a shorter timeout per call: a call's time to its answer may
+ * rightly be long (sending an upload's part over a slow uplink, S3's own
+ * copy of a large piece, a row lock another instance holds), far longer than
+ * a silence should be. So each call keeps its own bound, and silence is
+ * judged on the backend as a whole:
  *
- *   - Everything that waits on the bucket (a request until its answer's
- *     headers, a read of a body as it streams) is "waiting". When something
- *     has waited `silenceMs` and nothing at all has come from the bucket for
- *     as long, the bucket is probed (a HEAD of the bucket, `probeTimeoutMs`).
- *     A request that got no answer (refused, reset, timed out) is probed at
- *     once. Any answer, even an error status, means the bucket is there.
- *   - A probe without an answer takes the bucket offline: everything waiting
- *     is stopped with an "offline" failure, and new calls fail at once,
- *     without touching the network.
+ *   - Everything that waits on the backend (a request until its answer, a
+ *     read of a body as it streams, a query) is "waiting". When something
+ *     has waited `silenceMs` and nothing at all has come from the backend
+ *     for as long, the backend is probed (`probe`, bounded by
+ *     `probeTimeoutMs`). A call that got no answer (refused, reset, timed
+ *     out) gets it probed at once. Any answer, even an error, means the
+ *     backend is there.
+ *   - A probe without an answer takes the backend offline: everything waiting
+ *     is stopped (its `halt` aborted with the offline failure), and new calls
+ *     fail at once, without touching the network.
  *   - While offline, a call at most every `recheckMs` probes again (the
- *     server's store probe makes one every second); the first answer brings
- *     the bucket back, with no restart and no timer left running.
+ *     server's store probe and the heartbeat make one every second or so);
+ *     the first answer brings the backend back, with no restart and no timer
+ *     left running.
  *
  * No timer outlives the work: the watchdog runs only while something waits.
  */
-import { S3RequestError } from "./s3_errors.ts";
 
-export interface BucketLivenessOptions {
-  /** Resolves true when the bucket answered (any status) within the signal's time. */
+export interface LivenessOptions {
+  /** Resolves true when the backend answered (any answer) before the signal aborted. */
   probe(signal: AbortSignal): Promise<boolean>;
-  /** "bucket <name> at <endpoint>", for messages. */
+  /** "bucket <name> at <endpoint>", "PostgreSQL at <host>", for messages. */
   where: string;
+  /** The failure calls get while the backend is offline, given why. */
+  failure(message: string): Error;
   /** Waiting this long with nothing from the bucket gets it probed (default 2 s). */
   silenceMs?: number;
   /** Bound of one probe (default 2 s). */
@@ -41,14 +45,14 @@ export interface BucketLivenessOptions {
 
 export const LIVENESS_DEFAULTS = { silenceMs: 2000, probeTimeoutMs: 2000, recheckMs: 1000 };
 
-/** Something that waits on the bucket, stopped (its `halt` aborted) if the bucket goes silent. */
+/** Something that waits on the backend, stopped (its `halt` aborted) if it goes silent. */
 interface Waiting {
   since: number;
   halt: AbortController;
 }
 
-export class BucketLiveness {
-  readonly #options: Required<BucketLivenessOptions>;
+export class Liveness {
+  readonly #options: Required<LivenessOptions>;
   readonly #waiting = new Set<Waiting>();
   #lastAnswerAt = performance.now();
   #offline: { since: number; reason: string } | null = null;
@@ -56,11 +60,11 @@ export class BucketLiveness {
   #lastProbeAt = -Infinity;
   #watchdog: ReturnType<typeof setInterval> | null = null;
 
-  constructor(options: BucketLivenessOptions) {
+  constructor(options: LivenessOptions) {
     this.#options = { ...LIVENESS_DEFAULTS, ...options };
   }
 
-  /** Why the bucket counts as offline, or null while it answers. */
+  /** Why the backend counts as offline, or null while it answers. */
   get offlineReason(): string | null {
     if (this.#offline === null) return null;
     const seconds = Math.round((performance.now() - this.#offline.since) / 1000);
@@ -68,7 +72,7 @@ export class BucketLiveness {
   }
 
   /**
-   * Before a call: throws the "offline" failure while the bucket is offline,
+   * Before a call: throws the offline failure while the backend is offline,
    * unless this call is the one that probes it again (at most every recheckMs)
    * and the probe gets an answer.
    */
@@ -79,24 +83,20 @@ export class BucketLiveness {
     throw this.offlineError();
   }
 
-  /** The failure calls get while the bucket is offline. */
-  offlineError(): S3RequestError {
-    return new S3RequestError("offline", `S3 is offline: ${this.offlineReason}`, {
-      status: null,
-      code: null,
-      retryable: false,
-    });
+  /** The failure calls get while the backend is offline. */
+  offlineError(): Error {
+    return this.#options.failure(this.offlineReason ?? `${this.#options.where} is offline`);
   }
 
-  /** Something heard from the bucket: headers or body bytes. */
+  /** Something heard from the backend: an answer, a chunk of a body. */
   answered(): void {
     this.#lastAnswerAt = performance.now();
     if (this.#offline !== null) this.#offline = null;
   }
 
   /**
-   * Registers `halt` as waiting on the bucket until the returned function is
-   * called; if the bucket is found silent meanwhile, `halt` is aborted with
+   * Registers `halt` as waiting on the backend until the returned function is
+   * called; if the backend is found silent meanwhile, `halt` is aborted with
    * the offline failure.
    */
   waiting(halt: AbortController): () => void {
@@ -117,7 +117,7 @@ export class BucketLiveness {
     if (this.#probing === null) void this.probe(reason);
   }
 
-  /** Probes the bucket now (or joins the probe under way); offline when it does not answer. */
+  /** Probes the backend now (or joins the probe under way); offline when it does not answer. */
   probe(reason = "it did not answer a probe"): Promise<boolean> {
     return this.#probing ??= (async () => {
       this.#lastProbeAt = performance.now();
