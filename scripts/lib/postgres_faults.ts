@@ -111,8 +111,18 @@ export async function startStandby(primary: PostgresServer): Promise<PostgresSer
       `\n# startStandby()\nport = ${port}\nunix_socket_directories = '${socketDir}'\n`,
       { append: true },
     );
+    // --log: a postmaster writing to pg_ctl's pipes would keep them open, and runTool waiting.
     await runTool(`${primary.binDir}/pg_ctl`, {
-      args: ["start", "--wait", "--timeout", String(TIMEOUT_S), "--pgdata", dataDir],
+      args: [
+        "start",
+        "--wait",
+        "--timeout",
+        String(TIMEOUT_S),
+        "--pgdata",
+        dataDir,
+        "--log",
+        logFile,
+      ],
       runAs,
       timeoutMs: (TIMEOUT_S + 10) * 1000,
     });
@@ -140,10 +150,13 @@ export async function startStandby(primary: PostgresServer): Promise<PostgresSer
   }
 }
 
-/** A URL naming both servers, for a client that fails over to whichever takes writes. */
+/**
+ * libpq's URL naming both servers (a WHATWG URL cannot hold two hosts), for a
+ * client that fails over to whichever takes writes.
+ */
 export function multiHostUrl(primary: PostgresServer, standby: PostgresServer): string {
-  const url = new URL(primary.url);
-  url.host = `127.0.0.1:${primary.port},127.0.0.1:${standby.port}`;
-  url.searchParams.set("target_session_attrs", "read-write");
-  return url.href;
+  const user = encodeURIComponent(primary.user);
+  const password = encodeURIComponent(primary.password);
+  return `postgres://${user}:${password}@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/` +
+    `${primary.database}?target_session_attrs=read-write`;
 }
