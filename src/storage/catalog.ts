@@ -11,7 +11,9 @@
  *
  * When recording fails after the bytes were committed, they are removed only
  * once no row is known to name them: a database that went away mid-commit
- * may have committed the row all the same (the answer was lost). So the
+ * may have committed the row all the same (the answer was lost). A commit
+ * that failed is treated alike: a copy sent to a bucket that went silent may
+ * be carried out once it answers again. So the
  * catalog asks again, under the cid's lock, and when the database cannot
  * say, keeps the cid and asks again later (settleUnrecorded, run from the
  * leftover sweep). A commit whose database lock was lost meanwhile (another
@@ -132,7 +134,11 @@ export class PieceCatalog {
       if (!sameBytes) throw new CidConflictError(input.cid);
     } else {
       stopIfLost(lockLost);
-      await input.staged.commit(input.cid);
+      await input.staged.commit(input.cid).catch((error) => {
+        // A commit that got no answer may land after all (a copy a silent bucket runs later).
+        this.#unrecorded.add(input.cid);
+        throw error;
+      });
       newPiece = {
         cid: input.cid,
         size: input.staged.size,
@@ -184,8 +190,11 @@ export class PieceCatalog {
       stopIfLost(lockLost);
       const recorded = await this.#options.records.getPiece(cid);
       stopIfLost(lockLost);
-      if (recorded === null) await this.#options.store.delete(cid);
-      this.#unrecorded.delete(cid);
+      // Settled once a row names the bytes, or none are there. Bytes just removed are
+      // looked for once more: a late copy may still have been on its way.
+      const removed = recorded === null && await this.#options.store.delete(cid);
+      if (removed) this.#unrecorded.add(cid);
+      else this.#unrecorded.delete(cid);
     } catch {
       this.#unrecorded.add(cid);
     }
