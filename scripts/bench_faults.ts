@@ -277,30 +277,36 @@ function same(a: Uint8Array, b: Uint8Array): boolean {
 
 function printTable(results: FaultResult[]): void {
   const mark = (ok: boolean) => ok ? "✓" : "✗";
-  console.log(
-    `| fault | window | instances exited | requests > 2 s outside window + ${
-      GRACE_MS / 1000
-    } s | ` +
-      "during: 503 + Retry-After / 200 / other | recovery | acknowledged lost | left in bucket |",
-  );
-  console.log("|---|---|---|---|---|---|---|---|");
+  const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const pct = (share: number) => `${Math.round(share * 1000) / 10} %`;
+  const head = [
+    "fault",
+    "window",
+    "instances exited",
+    `requests > 2 s outside window + ${GRACE_MS / 1000} s`,
+    "during: 503 + Retry-After / 200 / other",
+    "slowest",
+    "recovery",
+    "acknowledged lost",
+    "left in bucket",
+  ];
+  console.log(`| ${head.join(" | ")} |`);
+  console.log(`|${"---|".repeat(head.length)}`);
   for (const r of results) {
     const d = r.during;
-    console.log(
-      `| ${r.fault} | ${(r.windowMs / 1000).toFixed(1)} s | ${r.instancesExited} ` +
-        `${mark(r.instancesExited === 0)} | ${r.slowOutside} of ${r.requests} ` +
-        `${mark(r.slowOutside === 0)} | ${pct(d.offlineShare)} / ${pct(d.okShare)} / ` +
-        `${pct(d.otherShare)} of ${d.requests} | ${(r.recoveryMs / 1000).toFixed(1)} s ` +
-        `${mark(r.recoveryMs < 5000)} | ${r.acknowledgedLost} of ${r.acknowledged} ` +
-        `${mark(r.acknowledgedLost === 0)} | ${r.leftoverObjects} ${
-          mark(r.leftoverObjects === 0)
-        } |`,
-    );
+    const cells = [
+      r.fault,
+      seconds(r.windowMs),
+      `${r.instancesExited} ${mark(r.instancesExited === 0)}`,
+      `${r.slowOutside} of ${r.requests} ${mark(r.slowOutside === 0)}`,
+      `${pct(d.offlineShare)} / ${pct(d.okShare)} / ${pct(d.otherShare)} of ${d.requests}`,
+      seconds(r.slowestMs),
+      `${seconds(r.recoveryMs)} ${mark(r.recoveryMs < 5000)}`,
+      `${r.acknowledgedLost} of ${r.acknowledged} ${mark(r.acknowledgedLost === 0)}`,
+      `${r.leftoverObjects} ${mark(r.leftoverObjects === 0)}`,
+    ];
+    console.log(`| ${cells.join(" | ")} |`);
   }
-}
-
-function pct(share: number): string {
-  return `${Math.round(share * 100)} %`;
 }
 
 if (import.meta.main) await main();
