@@ -130,7 +130,11 @@ export class Liveness {
       if (answered) this.answered();
       else this.#goOffline(reason);
       return answered;
-    })().finally(() => this.#probing = null);
+    })().finally(() => {
+      // Counted from its end: a probe longer than recheckMs must not make every call a probe.
+      this.#lastProbeAt = performance.now();
+      this.#probing = null;
+    });
   }
 
   #goOffline(reason: string): void {

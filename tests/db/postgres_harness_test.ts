@@ -1,8 +1,10 @@
 /**
  * The PostgreSQL harness (scripts/lib/postgres_server.ts, tests/helpers/postgres.ts) and the
- * pinned client, postgres.js, under Deno: a real server is started, used and stopped, and each
- * behaviour the service will rely on is asserted, so a bump of PostgreSQL, postgres.js or Deno
- * that changes one fails here first.
+ * tests' own client, postgres.js, under Deno: a real server is started, used and stopped, and
+ * each behaviour the tests rely on is asserted, so a bump of PostgreSQL, postgres.js or Deno that
+ * changes one fails here first. (The service itself runs on node-postgres since postgres.js
+ * could not survive its database restarting: tests/db/postgres_client_test.ts; postgres.js stays
+ * as an independent client for tests, whose connections are short-lived.)
  *
  * Known postgres.js 3.4.9 defects these tests step around (open upstream, porsager/postgres
  * #1066, #1154, #1208, #1130): once a connection is lost, a query sent on the same client can
@@ -275,7 +277,7 @@ Deno.test("two", async () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// postgres.js behaviours the service relies on
+// postgres.js behaviours the tests rely on
 
 Deno.test({
   name: "postgres.js: sql.begin commits, and rolls back when its callback throws",

@@ -54,7 +54,11 @@ export class Checkout {
     if (this.#broken) throw this.#unusable();
     const halt = new AbortController();
     const stopWaiting = this.#context.liveness.waiting(halt);
-    const timer = setTimeout(() => halt.abort(this.#deadline(deadlineMs)), deadlineMs);
+    const timer = setTimeout(() => {
+      halt.abort(this.#deadline(deadlineMs));
+      // No answer in time: is the database there at all?
+      this.#context.liveness.suspect(`a statement got no answer within ${deadlineMs} ms`);
+    }, deadlineMs);
     const onHalt = () => this.cut(halt.signal.reason);
     halt.signal.addEventListener("abort", onHalt, { once: true });
     try {

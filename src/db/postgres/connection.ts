@@ -109,10 +109,10 @@ export class PostgresPool {
     await this.#options.liveness.admit();
     const halt = new AbortController();
     const stopWaiting = this.#options.liveness.waiting(halt);
-    const timer = setTimeout(
-      () => halt.abort(this.#deadline(this.#options.timeoutMs)),
-      this.#options.timeoutMs,
-    );
+    const timer = setTimeout(() => {
+      halt.abort(this.#deadline(this.#options.timeoutMs));
+      this.#options.liveness.suspect(`no connection within ${this.#options.timeoutMs} ms`);
+    }, this.#options.timeoutMs);
     const connecting = this.#pool.connect();
     try {
       const client = await raceAbort(connecting, [halt.signal]);
