@@ -21,8 +21,6 @@ import {
   s3ForTests,
   s3ServerFlags,
   s3ServerKeys,
-  startS3,
-  stopS3,
   uploadKeys,
 } from "../helpers/s3.ts";
 import { postgresInstalled, startPostgres } from "../../scripts/lib/postgres_server.ts";
@@ -46,14 +44,7 @@ Deno.test({
   ignore,
   sanitizeResources: false,
   sanitizeOps: false,
-  fn: async () => {
-    await startS3();
-    try {
-      await deadInstanceLeftovers();
-    } finally {
-      await stopS3();
-    }
-  },
+  fn: () => deadInstanceLeftovers(),
 });
 
 async function deadInstanceLeftovers(): Promise<void> {

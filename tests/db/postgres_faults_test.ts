@@ -25,8 +25,6 @@ import {
   s3ForTests,
   s3ServerFlags,
   s3ServerKeys,
-  startS3,
-  stopS3,
   uploadKeys,
 } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
@@ -167,19 +165,8 @@ async function reportedDown(instances: TestServer[]): Promise<void> {
   );
 }
 
-function pgTest(name: string, fn: () => Promise<void>, last = false): void {
-  Deno.test({
-    name: `postgres fault: ${name}`,
-    ignore,
-    fn: async () => {
-      await startS3();
-      try {
-        await fn();
-      } finally {
-        if (last) await stopS3(); // the file's last test stops the file's cluster
-      }
-    },
-  });
+function pgTest(name: string, fn: () => Promise<void>): void {
+  Deno.test({ name: `postgres fault: ${name}`, ignore, fn });
 }
 
 pgTest(
@@ -242,5 +229,4 @@ pgTest(
       await postgresFaults(primary).stop("fast");
       await postgresFaults(standby!).promote();
     }),
-  true,
 );

@@ -1,10 +1,10 @@
 /**
  * A real S3 whose gateway a test may silence (SIGSTOP) or stop (connections
  * refused): a Ceph cluster of the test file's own (scripts/lib/radosgw.ts),
- * never the shared one of /tmp/s3.env or CI, which other tests are using.
- * Its start (10 to 20 s) is paid once per file: the first test that asks
- * starts it, `stopFaultyS3` (the file's last test) stops it, and an `unload`
- * handler kills it should that test not run.
+ * never the shared one (STORAGE_TEST_S3_*), which other tests are using. A
+ * fixture like tests/helpers/s3.ts's own cluster: started by the first test
+ * that asks for a bucket (10 to 20 s, in that test's time), shared by the
+ * file's later tests, and killed by PID when the file's module unloads.
  *
  * Each test gets a bucket of its own on it; buckets go with the cluster.
  */
@@ -29,8 +29,11 @@ let cluster: Promise<RadosgwCluster> | null = null;
 export async function faultyBucket(): Promise<FaultyBucket> {
   if (cluster === null) {
     cluster = startRadosgw();
-    const started = await cluster.catch(() => null);
-    if (started) globalThis.addEventListener("unload", () => started.killSync());
+    // `unload` cannot wait: the cluster is SIGKILLed by PID (memstore keeps nothing to lose).
+    cluster.then(
+      (started) => globalThis.addEventListener("unload", () => started.killSync()),
+      () => {}, // every test that asks sees the failure
+    );
   }
   const own = await cluster;
   const bucket = `fault-${crypto.randomUUID()}`;
@@ -46,11 +49,4 @@ export async function faultyBucket(): Promise<FaultyBucket> {
   // The cluster and its buckets are thrown away together (stopFaultyS3).
   const dispose = () => Promise.resolve();
   return { ...s3, bucket, gateway: own.gateway, dispose, [Symbol.asyncDispose]: dispose };
-}
-
-/** Stops the file's cluster, if it started one. */
-export async function stopFaultyS3(): Promise<void> {
-  const started = await cluster?.catch(() => null);
-  cluster = null;
-  await started?.stop();
 }

@@ -1,5 +1,5 @@
 /** Sponsored uploads: the result object, caps, reservations, dedupe, conflicts, restarts. */
-import { assertEquals, assertMatch, assertNotEquals, assertOk } from "../helpers/assert.ts";
+import { assertEquals, assertMatch, assertNotEquals } from "../helpers/assert.ts";
 import { errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { rawRequest } from "../helpers/raw_http.ts";

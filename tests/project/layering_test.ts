@@ -59,7 +59,7 @@ function breaks(rule: Rule, imported: string): boolean {
 /** Modules of src/'s root that import nothing of the service, so the SDK may use them too. */
 const SHARED_LEAVES = ["wire.ts", "cid_format.ts", "clock.ts"];
 /** Modules of src/'s root that import nothing at all (the server's own leaves). */
-const LEAVES = ["units.ts", "errors.ts", "log.ts", "version.ts"];
+const LEAVES = ["units.ts", "errors.ts", "log.ts", "version.ts", "liveness.ts", "postgres_url.ts"];
 
 const RULES: Rule[] = [
   // The composition root builds everything; nothing but main.ts (and tests) builds it.
@@ -68,10 +68,11 @@ const RULES: Rule[] = [
   { from: "server/", mayNotImport: ["cli/"] },
   { from: "db/", mayNotImport: ["auth/", "http/", "storage/", "config/", "ops/", "cli/"] },
   { from: "auth/", mayNotImport: ["db/", "http/", "storage/", "config/"] },
-  // The driver stands on streams, files and the clock; the domain code and HTTP stand on it.
+  // The driver stands on streams, files, the clock and the judgement whether its backend answers;
+  // the domain code and HTTP stand on it.
   {
     from: "storage/driver/",
-    mayImportOnly: ["storage/driver/", "streams/", "fs/", "clock.ts"],
+    mayImportOnly: ["storage/driver/", "streams/", "fs/", "clock.ts", "liveness.ts"],
   },
   // The domain code beside the driver sees the database through db/'s ports, not a dialect.
   {
@@ -83,7 +84,7 @@ const RULES: Rule[] = [
   // The listener and the TLS files are given plain values: no config, no HTTP.
   { from: "net/", mayImportOnly: ["net/", "clock.ts", "log.ts"] },
   // Config is read by everyone, so it depends on none of its readers.
-  { from: "config/", mayImportOnly: ["config/", "net/", "units.ts"] },
+  { from: "config/", mayImportOnly: ["config/", "net/", "units.ts", "postgres_url.ts"] },
   // Tiers and caps are decided from the caller and the config; HTTP and the dialects come to them.
   { from: "limits/", mayNotImport: ["http/", "db/", "storage/", "ops/"] },
   // Counters are fed by the pipeline; the scrape handler is http/metrics.ts.

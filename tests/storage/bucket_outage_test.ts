@@ -16,7 +16,7 @@ import { eventually, within } from "../helpers/wait.ts";
 import { errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { objectKeys, s3ServerFlags, s3ServerKeys, uploadKeys } from "../helpers/s3.ts";
-import { faultyBucket, faultyS3Available, stopFaultyS3 } from "../helpers/s3_faults.ts";
+import { faultyBucket, faultyS3Available } from "../helpers/s3_faults.ts";
 import type { FaultyBucket } from "../helpers/s3_faults.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 
@@ -186,52 +186,48 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
+    await using s3 = await faultyBucket();
+    const dataDir = await Deno.makeTempDir({ prefix: "bucket-outage-" });
+    await s3.gateway.stop();
     try {
-      await using s3 = await faultyBucket();
-      const dataDir = await Deno.makeTempDir({ prefix: "bucket-outage-" });
-      await s3.gateway.stop();
-      try {
-        // The real program with the start task's permissions: it must start, not exit.
-        await using server = await spawnServer(dataDir, s3ServerFlags(s3), {
-          env: s3ServerKeys(s3),
-        });
-        const health = await fetch(`${server.url}/healthz`);
-        assertEquals(health.status, 503);
-        assertEquals((await health.json()).storage.ok, false);
-        const refused = await fetch(`${server.url}/api/upload?cid=bafkstartdown001`, {
-          method: "POST",
-          headers: { "content-type": "application/octet-stream" },
-          body: patternBytes(1000, 10),
-        });
-        await assertOffline(refused, "upload while the bucket is down");
-        await s3.gateway.start();
-        await eventually(
-          async () => {
-            const answer = await fetch(`${server.url}/healthz`);
-            await answer.body?.cancel();
-            return answer.status === 200;
-          },
-          "/healthz 200 once the bucket answers",
-          { timeoutMs: 20_000, intervalMs: 100 },
-        );
-        const stored = await fetch(`${server.url}/api/upload?cid=bafkstartdown001`, {
-          method: "POST",
-          headers: { "content-type": "application/octet-stream" },
-          body: patternBytes(1000, 10),
-        });
-        await stored.body?.cancel();
-        assertEquals(stored.status, 200);
-        // Never an uncaught error (the process would have exited: spawnServer's `exited`).
-        assertEquals(server.stderr().includes("Uncaught"), false, server.stderr());
-        assertEquals(
-          await Promise.race([server.exited, Promise.resolve("running")]),
-          "running",
-        );
-      } finally {
-        await Deno.remove(dataDir, { recursive: true }).catch(() => {});
-      }
+      // The real program with the start task's permissions: it must start, not exit.
+      await using server = await spawnServer(dataDir, s3ServerFlags(s3), {
+        env: s3ServerKeys(s3),
+      });
+      const health = await fetch(`${server.url}/healthz`);
+      assertEquals(health.status, 503);
+      assertEquals((await health.json()).storage.ok, false);
+      const refused = await fetch(`${server.url}/api/upload?cid=bafkstartdown001`, {
+        method: "POST",
+        headers: { "content-type": "application/octet-stream" },
+        body: patternBytes(1000, 10),
+      });
+      await assertOffline(refused, "upload while the bucket is down");
+      await s3.gateway.start();
+      await eventually(
+        async () => {
+          const answer = await fetch(`${server.url}/healthz`);
+          await answer.body?.cancel();
+          return answer.status === 200;
+        },
+        "/healthz 200 once the bucket answers",
+        { timeoutMs: 20_000, intervalMs: 100 },
+      );
+      const stored = await fetch(`${server.url}/api/upload?cid=bafkstartdown001`, {
+        method: "POST",
+        headers: { "content-type": "application/octet-stream" },
+        body: patternBytes(1000, 10),
+      });
+      await stored.body?.cancel();
+      assertEquals(stored.status, 200);
+      // Never an uncaught error (the process would have exited: spawnServer's `exited`).
+      assertEquals(server.stderr().includes("Uncaught"), false, server.stderr());
+      assertEquals(
+        await Promise.race([server.exited, Promise.resolve("running")]),
+        "running",
+      );
     } finally {
-      await stopFaultyS3(); // the file's last test stops the file's cluster
+      await Deno.remove(dataDir, { recursive: true }).catch(() => {});
     }
   },
 });

@@ -13,8 +13,6 @@ import {
   putObject,
   s3Available,
   s3ForTests,
-  startS3,
-  stopS3,
   uploadKeys,
 } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
@@ -30,7 +28,6 @@ Deno.test({
   name: "s3 leftovers: a dead writer's go at once; a live one's, an unnamed one's stay",
   ignore,
   fn: async () => {
-    await startS3();
     await using s3 = await s3ForTests();
     const store = storeOf(s3, "self");
     const bytes = patternBytes(1024);
@@ -63,35 +60,31 @@ Deno.test({
   name: "s3 leftovers: an upload in progress is left alone by its own store's cleanup",
   ignore,
   fn: async () => {
-    try {
-      await using s3 = await s3ForTests();
-      const store = storeOf(s3, "self");
-      const bytes = patternBytes(12 * MIB, 5);
-      let release = () => {};
-      const held = new Promise<void>((resolve) => release = resolve);
-      // Two parts go, then the body waits: a multipart upload under staging/self/ in use.
-      const body = new ReadableStream<Uint8Array>({
-        async start(controller) {
-          controller.enqueue(bytes.subarray(0, 10 * MIB));
-          await held;
-          controller.enqueue(bytes.subarray(10 * MIB));
-          controller.close();
-        },
-      });
-      const staging = store.stage(body, { expectedBytes: bytes.byteLength });
-      while ((await uploadKeys(s3, "staging/self/")).length === 0) {
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      const writers = { live: new Set<string>(), before: Date.now() + 60_000 };
-      assertEquals(await store.cleanup({ writers }), { removedTemporaryFiles: 0 });
-      release();
-      const staged = await staging;
-      await staged.commit("bafkleftoverinuse");
-      assertEquals(await objectKeys(s3, "staging/"), [], "the staging object went with the commit");
-      const opened = await store.open("bafkleftoverinuse");
-      assertEquals(new Uint8Array(await new Response(opened!.body).arrayBuffer()), bytes);
-    } finally {
-      await stopS3();
+    await using s3 = await s3ForTests();
+    const store = storeOf(s3, "self");
+    const bytes = patternBytes(12 * MIB, 5);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => release = resolve);
+    // Two parts go, then the body waits: a multipart upload under staging/self/ in use.
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(bytes.subarray(0, 10 * MIB));
+        await held;
+        controller.enqueue(bytes.subarray(10 * MIB));
+        controller.close();
+      },
+    });
+    const staging = store.stage(body, { expectedBytes: bytes.byteLength });
+    while ((await uploadKeys(s3, "staging/self/")).length === 0) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    const writers = { live: new Set<string>(), before: Date.now() + 60_000 };
+    assertEquals(await store.cleanup({ writers }), { removedTemporaryFiles: 0 });
+    release();
+    const staged = await staging;
+    await staged.commit("bafkleftoverinuse");
+    assertEquals(await objectKeys(s3, "staging/"), [], "the staging object went with the commit");
+    const opened = await store.open("bafkleftoverinuse");
+    assertEquals(new Uint8Array(await new Response(opened!.body).arrayBuffer()), bytes);
   },
 });
