@@ -15,7 +15,7 @@ import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/
 import { startPostgres } from "../../scripts/lib/postgres_server.ts";
 import { postgresFaults } from "../../scripts/lib/postgres_faults.ts";
 import { Liveness } from "../../src/liveness.ts";
-import { PostgresPool, probeDatabase } from "../../src/db/postgres/connection.ts";
+import { databaseProbe, PostgresPool } from "../../src/db/postgres/connection.ts";
 import { PostgresDatabase } from "../../src/db/postgres/postgres_database.ts";
 import { DatabaseUnavailableError } from "../../src/db/postgres/unavailable.ts";
 import { silentLogger } from "../../src/log.ts";
@@ -25,7 +25,7 @@ const ignore = !postgresAvailable();
 function poolOf(url: string, timeoutMs = 2000): PostgresPool & AsyncDisposable {
   const liveness = new Liveness({
     where: "the test database",
-    probe: (signal) => probeDatabase(url, signal),
+    probe: databaseProbe(url),
     failure: (message) => new DatabaseUnavailableError(message),
   });
   const pool = new PostgresPool({ url, max: 4, timeoutMs, liveness });

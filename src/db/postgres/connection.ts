@@ -199,34 +199,37 @@ export class PostgresPool {
   }
 }
 
-/** Connects and disconnects once: whether the database answers, for liveness.ts. */
-export async function probeDatabase(url: string, signal: AbortSignal): Promise<boolean> {
+/**
+ * Whether the database answers, for liveness.ts: each call connects once
+ * (with several hosts, to the one its own cursor points at, so successive
+ * probes walk the hosts too), asks, and disconnects.
+ */
+export function databaseProbe(url: string): (signal: AbortSignal) => Promise<boolean> {
   const target = parsePostgresUrl(url);
-  const cursor = probeCursors.get(url) ?? hostCursor(target.hostUrls);
-  probeCursors.set(url, cursor);
+  const cursor = hostCursor(target.hostUrls);
   const Client = failoverClient(cursor);
-  const client = new Client({ connectionTimeoutMillis: 60_000 });
-  client.on("error", () => {});
-  const close = () => {
-    destroySocket(client);
-    client.end().catch(() => {});
+  const writable = requireWritable(cursor, target.where);
+  return async (signal) => {
+    const client = new Client({ connectionTimeoutMillis: 60_000 });
+    client.on("error", () => {});
+    const close = () => {
+      destroySocket(client);
+      client.end().catch(() => {});
+    };
+    signal.addEventListener("abort", close, { once: true });
+    try {
+      await raceAbort(client.connect(), [signal]);
+      if (target.readWrite) await raceAbort(writable(client), [signal]);
+      else await raceAbort(client.query("SELECT 1"), [signal]);
+      return true;
+    } catch {
+      return false;
+    } finally {
+      signal.removeEventListener("abort", close);
+      close();
+    }
   };
-  signal.addEventListener("abort", close, { once: true });
-  try {
-    await raceAbort(client.connect(), [signal]);
-    if (target.readWrite) await raceAbort(requireWritable(cursor, target.where)(client), [signal]);
-    else await raceAbort(client.query("SELECT 1"), [signal]);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    signal.removeEventListener("abort", close);
-    close();
-  }
 }
-
-/** The probe's own host cursor per URL, so successive probes walk the hosts too. */
-const probeCursors = new Map<string, ReturnType<typeof hostCursor>>();
 
 function poolConfig(options: PoolOptions): pg.PoolConfig {
   const target = parsePostgresUrl(options.url);

@@ -20,7 +20,7 @@ import { DatabaseTooNewError } from "../too_new.ts";
 import { PostgresCapLedger } from "./cap_ledger.ts";
 import { PostgresCatalogRecords } from "./catalog_records.ts";
 import { PostgresCidLocks } from "./cid_locks.ts";
-import { PostgresPool, probeDatabase, whereOf } from "./connection.ts";
+import { databaseProbe, PostgresPool, whereOf } from "./connection.ts";
 import type { Sql } from "./connection.ts";
 import { PostgresHmacKeys } from "./hmac_keys.ts";
 import { InstanceHeartbeat } from "./instances.ts";
@@ -106,7 +106,7 @@ export class PostgresDatabase implements SnapshotSource {
     const timeoutMs = options.timeoutMs ?? DEFAULT_DB_TIMEOUT_MS;
     this.#liveness = new Liveness({
       where: `PostgreSQL at ${this.where}`,
-      probe: (signal) => probeDatabase(options.url, signal),
+      probe: databaseProbe(options.url),
       failure: (message) => new DatabaseUnavailableError(message),
       // A probe makes a connection of its own: allow it the call deadline, up to 2 s.
       probeTimeoutMs: Math.min(timeoutMs, 2000),
