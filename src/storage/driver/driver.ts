@@ -21,6 +21,11 @@
  * SHA-256 is optional on the way in because it costs about a quarter of the
  * upload's throughput on the thread that receives the body, and a first upload
  * of a cid does not need it yet: `sha256Of` reads it back afterwards.
+ *
+ * Reading takes an optional byte range, which every driver serves without
+ * reading what lies outside it (the disk driver reads from an offset, the S3
+ * driver sends a ranged GET): HTTP ranges, a split file's pieces and, later,
+ * blocks at known offsets all read through `open(key, range)`.
  */
 
 export interface StoreHealth {
@@ -30,8 +35,19 @@ export interface StoreHealth {
 }
 
 export interface OpenedPiece {
+  /** The whole piece's size, whatever range was asked for. */
   size: number;
+  /** The bytes asked for: the whole piece, or the range. */
   body: ReadableStream<Uint8Array>;
+}
+
+/**
+ * `length` bytes from `offset` (0-based). The offset must lie inside the piece
+ * (a RangeError otherwise); a range that runs past the end is cut at the end.
+ */
+export interface ByteRange {
+  offset: number;
+  length: number;
 }
 
 export interface StagedPiece {
@@ -69,7 +85,14 @@ export interface PieceStore {
   /** Whether the store can read and write right now. */
   check(): Promise<StoreHealth>;
   stat(key: string): Promise<{ size: number } | null>;
-  open(key: string): Promise<OpenedPiece | null>;
+  /** The piece's bytes, or only `range` of them; null when nothing is stored under key. */
+  open(key: string, range?: ByteRange): Promise<OpenedPiece | null>;
+  /**
+   * Optional: the local file that holds a committed piece (the disk driver),
+   * so a proxy in front can send it itself (--x-accel-redirect). Stores
+   * without local files (S3) leave it out.
+   */
+  localFileOf?(key: string): string;
   /**
    * Lowercase hex SHA-256 of a committed piece, read back from the store; null when
    * missing. Aborting the signal abandons the read (it throws the signal's reason).
@@ -113,4 +136,19 @@ export class StoreError extends Error {
     this.name = "StoreError";
     this.failure = failure;
   }
+}
+
+/**
+ * How many bytes `range` covers of a piece of `size` bytes (cut at the end);
+ * a RangeError when it does not start inside the piece or is not whole numbers.
+ */
+export function bytesInRange(range: ByteRange, size: number): number {
+  const { offset, length } = range;
+  if (!Number.isSafeInteger(offset) || !Number.isSafeInteger(length) || length < 1) {
+    throw new RangeError(`Cannot read ${length} bytes at ${offset}: not a byte range`);
+  }
+  if (offset < 0 || offset >= size) {
+    throw new RangeError(`Cannot read at ${offset}: the piece has ${size} bytes`);
+  }
+  return Math.min(length, size - offset);
 }

@@ -18,7 +18,16 @@ import {
   writeAll,
 } from "../../../fs/files.ts";
 import { pumpBody } from "../body_pump.ts";
-import type { OpenedPiece, PieceStore, StagedPiece, StageOptions, StoreHealth } from "../driver.ts";
+import { bytesInRange } from "../driver.ts";
+import type {
+  ByteRange,
+  OpenedPiece,
+  PieceStore,
+  StagedPiece,
+  StageOptions,
+  StoreHealth,
+} from "../driver.ts";
+import { fileRangeStream } from "./file_range.ts";
 import { toStoreError } from "./fs_errors.ts";
 import { assertSafeKey, shardOf, TEMP_DIR, TEMP_SUFFIX } from "./layout.ts";
 import { StagedFile } from "./staged_file.ts";
@@ -77,7 +86,7 @@ export class DiskStore implements PieceStore {
     }
   }
 
-  async open(key: string): Promise<OpenedPiece | null> {
+  async open(key: string, range?: ByteRange): Promise<OpenedPiece | null> {
     let file: Deno.FsFile;
     try {
       file = await Deno.open(this.#pathOf(key), { read: true });
@@ -85,13 +94,20 @@ export class DiskStore implements PieceStore {
       return await this.#missingOrOffline(error);
     }
     try {
-      const info = await file.stat();
+      const { size } = await file.stat();
       // file.readable closes the file when the stream ends or is cancelled.
-      return { size: info.size, body: file.readable };
+      if (range === undefined) return { size, body: file.readable };
+      const length = bytesInRange(range, size);
+      if (range.offset > 0) await file.seek(range.offset, Deno.SeekMode.Start);
+      return { size, body: fileRangeStream(file, length) };
     } catch (error) {
       file.close();
       throw toStoreError(error);
     }
+  }
+
+  localFileOf(key: string): string {
+    return this.#pathOf(key);
   }
 
   async sha256Of(key: string, options: { signal?: AbortSignal } = {}): Promise<string | null> {

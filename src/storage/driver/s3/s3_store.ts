@@ -39,8 +39,9 @@
  * calls then fail at once as "offline" until it answers again.
  */
 import { assertSafeKey } from "../disk/layout.ts";
-import { StoreError } from "../driver.ts";
+import { bytesInRange, StoreError } from "../driver.ts";
 import type {
+  ByteRange,
   CleanupOptions,
   OpenedPiece,
   PieceStore,
@@ -207,18 +208,27 @@ export class S3Store implements PieceStore {
     return response.status === 404 ? null : { size: sizeOf(response.headers) };
   }
 
-  async open(key: string): Promise<OpenedPiece | null> {
+  async open(key: string, range?: ByteRange): Promise<OpenedPiece | null> {
+    if (range !== undefined) bytesInRange(range, Number.MAX_SAFE_INTEGER);
     const response = await this.#client.open({
       method: "GET",
       key: this.#pieceKeyOf(key),
-      allow: [404],
+      // A ranged GET: S3 sends only these bytes (206), cut at the object's end.
+      headers: range && { range: `bytes=${range.offset}-${range.offset + range.length - 1}` },
+      allow: [404, 416],
     });
-    if (response.status === 404) {
+    if (response.status === 404 || response.status === 416) {
       await response.body?.cancel();
-      return null;
+      if (response.status === 404) return null;
+      throw new RangeError(`Cannot read ${key} at ${range?.offset}: it is not that long`);
+    }
+    if (range !== undefined && response.status !== 206) {
+      // An S3 that ignores Range would send the whole object: never pass that off as the range.
+      await response.body?.cancel();
+      throw new StoreError("offline", `${this.#where} answered a ranged GET with the whole object`);
     }
     // The body streams from S3 as the caller reads it.
-    return { size: sizeOf(response.headers), body: response.body! };
+    return { size: wholeSizeOf(response), body: response.body! };
   }
 
   async sha256Of(key: string, options: { signal?: AbortSignal } = {}): Promise<string | null> {
@@ -294,6 +304,12 @@ export class S3Store implements PieceStore {
     assertSafeKey(key);
     return `${this.#keyPrefix}${key}`;
   }
+}
+
+/** The object's size: a 206's Content-Range says it (`bytes a-b/size`), a 200's length is it. */
+function wholeSizeOf(response: Response): number {
+  const total = /\/(\d+)$/.exec(response.headers.get("content-range") ?? "");
+  return response.status === 206 && total ? Number(total[1]) : sizeOf(response.headers);
 }
 
 function isPieceKey(key: string): boolean {

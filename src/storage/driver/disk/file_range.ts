@@ -1,0 +1,45 @@
+/**
+ * A byte range of an open file as a stream: the file is read from its
+ * current position, exactly `length` bytes, and closed when the range is
+ * done, fails or is cancelled. Reads are sized to what is left of the range,
+ * so a 64 KiB range costs one 64 KiB read, not a whole default-sized buffer
+ * past it. A file that ends before the range does fails the stream: a
+ * reader never takes a short answer for a whole one.
+ */
+
+/** Largest single read: the size Deno's own file streams read in. */
+const READ_BYTES = 64 * 1024;
+
+export function fileRangeStream(file: Deno.FsFile, length: number): ReadableStream<Uint8Array> {
+  let left = length;
+  let closed = false;
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    file.close();
+  };
+  return new ReadableStream<Uint8Array>({
+    type: "bytes",
+    async pull(controller) {
+      const buffer = new Uint8Array(Math.min(left, READ_BYTES));
+      let read: number | null;
+      try {
+        read = await file.read(buffer);
+      } catch (error) {
+        close();
+        throw error;
+      }
+      if (read === null || read === 0) {
+        close();
+        throw new Error(`The file ended ${left} bytes before the range did`);
+      }
+      left -= read;
+      controller.enqueue(buffer.subarray(0, read));
+      if (left === 0) {
+        close();
+        controller.close();
+      }
+    },
+    cancel: close,
+  });
+}
