@@ -3,6 +3,7 @@
  * WebAssembly, Workers): the same code runs in Deno and in a browser page.
  * File-system sources live in a separate Deno-only module (fs.ts).
  */
+import type { Manifest } from "../manifest_format.ts";
 
 /**
  * Bytes to upload or hash. A Blob (a browser File included) is read in
@@ -138,19 +139,6 @@ export interface DownloadInfo {
   verified: boolean;
 }
 
-/** A split file's table of contents, stored as its own piece (docs/client.md). */
-export interface Manifest {
-  format: "storage-manifest";
-  version: 1;
-  name: string | null;
-  contentType: string;
-  /** Bytes of the whole file. */
-  size: number;
-  /** Lowercase hex SHA-256 of the whole file. */
-  sha256: string;
-  /** The pieces in order; their sizes add up to `size`. */
-  pieces: { cid: string; size: number }[];
-}
-
-/** The Content-Type a manifest piece is stored with, which marks it as one on retrieval. */
-export const MANIFEST_CONTENT_TYPE = "application/vnd.storage-manifest+json";
+// The manifest's shape and type are defined with its format, which the server shares.
+export { MANIFEST_CONTENT_TYPE } from "../manifest_format.ts";
+export type { Manifest };

@@ -3,11 +3,14 @@
  * cookies), so any origin may read it. Browsers see only the headers listed
  * in Expose-Headers, hence the explicit list (WWW-Authenticate included, so a
  * browser client can tell an expired token from a revoked one). Preflights
- * allow If-None-Match, so retrievals can be conditional from browser code.
+ * allow If-None-Match, Range and If-Range, so retrievals can be conditional
+ * and partial from browser code (which reads Content-Range and Accept-Ranges).
  */
 const EXPOSED_HEADERS = [
   "Content-Disposition",
   "Content-Length",
+  "Content-Range",
+  "Accept-Ranges",
   "ETag",
   "X-Service-Piece-Cid",
   "X-Service-Source",
@@ -28,7 +31,8 @@ export function applyCorsHeaders(headers: Headers): void {
 export function preflightResponse(): Response {
   const headers = new Headers({
     "access-control-allow-methods": "GET, HEAD, POST, OPTIONS",
-    "access-control-allow-headers": "Authorization, Content-Type, X-Filename, If-None-Match",
+    "access-control-allow-headers":
+      "Authorization, Content-Type, X-Filename, If-None-Match, Range, If-Range",
     "access-control-max-age": "86400",
   });
   applyCorsHeaders(headers);

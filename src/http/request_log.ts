@@ -5,7 +5,7 @@
  */
 import type { Logger } from "../log.ts";
 import type { RequestContext } from "./context.ts";
-import { RETRIEVAL_PATH } from "./pieces.ts";
+import { RETRIEVAL_PATH } from "./retrieval/pieces.ts";
 
 export interface RequestLog {
   /** A GET of a cached piece, answered 200 by the fast path. */

@@ -35,8 +35,15 @@ import {
   createPieceCidsInfoHandler,
   describePieceCidsDoc,
 } from "./piece_cids.ts";
-import { getPieceDoc, RETRIEVAL_PATH } from "./pieces.ts";
-import type { Retrieval } from "./pieces.ts";
+import {
+  FILE_PATH,
+  getFileDoc,
+  getGatewayPieceDoc,
+  getPieceDoc,
+  PIECE_GATEWAY_PATH,
+  RETRIEVAL_PATH,
+} from "./retrieval/mod.ts";
+import type { Retrieval } from "./retrieval/mod.ts";
 import type { RouteDoc } from "./route_doc.ts";
 import type { Handler, Route } from "./router.ts";
 import {
@@ -123,7 +130,9 @@ export function createRoutes(services: RouteServices): Route[] {
   });
   const rows: Row[] = [
     ["POST", UPLOAD_PATH, upload, uploadDoc],
-    ["GET", RETRIEVAL_PATH, services.retrieval.handler, getPieceDoc],
+    ["GET", RETRIEVAL_PATH, services.retrieval.pieces, getPieceDoc],
+    ["GET", FILE_PATH, services.retrieval.files, getFileDoc],
+    ["GET", PIECE_GATEWAY_PATH, services.retrieval.pieceGateway, getGatewayPieceDoc],
     ["POST", "/api/auth/signup", createSignupHandler(signup), signupDoc],
     ["POST", "/api/auth/signup/verify", createSignupVerifyHandler(signup), verifySignupDoc],
     ["GET", "/api/auth/wallet/nonce", createWalletNonceHandler(wallet), getWalletNonceDoc],

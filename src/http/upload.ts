@@ -11,8 +11,9 @@ import { formatUnits } from "viem";
 import { normalizeCid } from "../cid_format.ts";
 import { ApiError } from "../errors.ts";
 import type { PieceCatalog } from "../storage/catalog.ts";
-import type { PieceStore, StageOptions } from "../storage/driver/driver.ts";
+import type { PieceStore, StagedPiece, StageOptions } from "../storage/driver/driver.ts";
 import { parseCid } from "../piece_cid/cid_codec.ts";
+import type { ParsedCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createCidVerifier } from "../piece_cid/verify.ts";
 import type { Config } from "../config/mod.ts";
@@ -24,10 +25,12 @@ import { requireScope } from "../auth/scopes.ts";
 import type { TokenCaller } from "../auth/caller.ts";
 import { requireContentLength } from "./body.ts";
 import { decodeFilename, requireContentType } from "./upload_headers.ts";
+import { manifestCollectorFor } from "./manifest_check.ts";
 import { jsonResponse } from "./json.ts";
 import { rateLimitHeaders } from "./rate_limit_headers.ts";
 import { apiErrorOfStoreFailure } from "./store_errors.ts";
 import type { Handler } from "./router.ts";
+import type { RequestContext } from "./context.ts";
 import type { UploadResult } from "../wire.ts";
 import {
   BYTES_BODY_FRAMING,
@@ -69,7 +72,9 @@ export const uploadDoc: RouteDoc = {
   description: "PieceCIDv2, PieceCIDv1 and sha2-256 CIDv1 cids are checked against the " +
     "bytes; other cids are stored as given unless the server requires verifiable cids. " +
     "Size and caps are decided from Content-Length before a byte is read. Bytes under " +
-    "a stored cid never change: the same bytes again answer 200, others 409.",
+    "a stored cid never change: the same bytes again answer 200, others 409. A manifest " +
+    "(Content-Type application/vnd.storage-manifest+json) is accepted only when it parses " +
+    "and every piece it lists is stored with the listed size.",
   auth: "optional",
   scope: "put",
   parameters: [
@@ -109,6 +114,8 @@ export const uploadDoc: RouteDoc = {
     "invalid_content_type",
     "invalid_filename",
     "cid_mismatch",
+    "invalid_manifest",
+    "manifest_incomplete",
     "too_large",
     "rate_limited",
     "quota_exceeded",
@@ -191,24 +198,13 @@ export function createUploadHandler(deps: UploadDeps): Handler {
     const admitted = deps.admission.admit(context.clientKey, length);
     try {
       if (!admitted.ok) throw notAdmitted(admitted.reason);
-      const verifier = createCidVerifier(parsedCid, deps.hashPool);
-      const staged = await stageBody(deps.store, request, {
-        expectedBytes: length,
-        signal: context.signal,
-        idleTimeoutMs: context.bodyIdleTimeoutMs,
-        onChunk: verifier ? (chunk) => verifier.onChunk(chunk) : undefined,
-        // Hashing on the way costs about a quarter of a large upload's throughput, so a
-        // large first upload is hashed after the fact (store/digests.ts). Hash on the way
-        // when the answer needs it (a sha2-256 cid; a cid stored already, to check for a
-        // conflict) or when it is cheaper than a second pass (a small body).
-        computeSha256: length <= HASH_AFTERWARDS_ABOVE_BYTES ||
-          verifier?.usesSha256 === true || await deps.catalog.getPiece(cid) !== null,
+      const { staged, verified } = await stageChecked(deps, request, context, {
+        cid,
+        parsedCid,
+        length,
+        contentType,
       });
-      if (verifier && !await verifier.matches(staged)) {
-        await staged.discard();
-        throw new ApiError("cid_mismatch", "The bytes do not hash to this cid; nothing was stored");
-      }
-      context.logFields.verified = verifier !== null;
+      context.logFields.verified = verified;
       const deal = await deps.catalog.acceptUpload({
         cid,
         staged,
@@ -216,7 +212,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         filename,
         tier: policy.tier,
         owner: caller.kind === "token" ? { sub: caller.sub, name: ownerNameOf(caller) } : null,
-        cidVerified: verifier !== null,
+        cidVerified: verified,
         termDays: policy.termDays,
         usageSubject: policy.usageSubject,
         usageDay: reservation.day,
@@ -259,6 +255,48 @@ function usdcText(balance: { units: bigint; decimals: number }): string {
 /** The deal's owner as the interface shows it: the e-mail, or the wallet's EIP-55 address. */
 function ownerNameOf(caller: TokenCaller): string {
   return caller.account.kind === "email" ? caller.account.email : caller.account.address;
+}
+
+/**
+ * Stages the body, checking it on the way and once it is in: against a verifiable cid
+ * (400 cid_mismatch), and, for a manifest, against the pieces stored (manifest_check.ts).
+ * A staged piece that fails a check is discarded before the error is thrown.
+ */
+async function stageChecked(
+  deps: UploadDeps,
+  request: Request,
+  context: RequestContext,
+  upload: { cid: string; parsedCid: ParsedCid; length: number; contentType: string },
+): Promise<{ staged: StagedPiece; verified: boolean }> {
+  const { cid, length } = upload;
+  const verifier = createCidVerifier(upload.parsedCid, deps.hashPool);
+  const manifest = manifestCollectorFor(upload.contentType, length);
+  const staged = await stageBody(deps.store, request, {
+    expectedBytes: length,
+    signal: context.signal,
+    idleTimeoutMs: context.bodyIdleTimeoutMs,
+    onChunk: verifier || manifest
+      ? (chunk) => {
+        manifest?.onChunk(chunk);
+        return verifier?.onChunk(chunk);
+      }
+      : undefined,
+    // Hashing on the way costs about a quarter of a large upload's throughput, so a
+    // large first upload is hashed after the fact (store/digests.ts). Hash on the way
+    // when the answer needs it (a sha2-256 cid; a cid stored already, to check for a
+    // conflict) or when it is cheaper than a second pass (a small body).
+    computeSha256: length <= HASH_AFTERWARDS_ABOVE_BYTES ||
+      verifier?.usesSha256 === true || await deps.catalog.getPiece(cid) !== null,
+  });
+  if (verifier && !await verifier.matches(staged)) {
+    await staged.discard();
+    throw new ApiError("cid_mismatch", "The bytes do not hash to this cid; nothing was stored");
+  }
+  await manifest?.check(deps.catalog).catch(async (error) => {
+    await staged.discard();
+    throw error;
+  });
+  return { staged, verified: verifier !== null };
 }
 
 async function stageBody(store: PieceStore, request: Request, options: StageOptions) {

@@ -106,6 +106,7 @@ export class RequestMetrics {
   readonly #uploads: Counter;
   readonly #capRefusals: Counter;
   readonly #verificationFailures: CounterSeries;
+  readonly #streamAborts: Counter;
   readonly #fastPath: RouteSeries;
   readonly #fastPathOk: CounterSeries;
 
@@ -154,6 +155,12 @@ export class RequestMetrics {
       name: "storage_verification_failures_total",
       help: "Uploads whose bytes did not match their cid (cid_mismatch); nothing was stored",
     }).series();
+    this.#streamAborts = registry.counter({
+      name: "storage_stream_aborts_total",
+      help: "Answers cut off mid-body by route: a split file's piece was missing, corrupt or " +
+        "of another size when its turn came (the client saw a broken transfer, never wrong bytes)",
+      labelNames: ["route"],
+    });
     this.#fastPath = this.#route(options.fastPathRoute);
     this.#fastPathOk = this.#fastPath.requests(200);
   }
@@ -162,6 +169,11 @@ export class RequestMetrics {
   fastPathAnswered(started: number): void {
     this.#fastPathOk.value++;
     this.#fastPath.latency.observe((performance.now() - started) / 1000);
+  }
+
+  /** An answer's body was cut off after its head was sent (file_stream.ts says why, in the log). */
+  streamAborted(route: string): void {
+    this.#streamAborts.series(route).inc();
   }
 
   /** Any other answer, once the pipeline has it. */

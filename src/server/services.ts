@@ -21,10 +21,9 @@
 import type { Clock } from "../clock.ts";
 import type { Config } from "../config/mod.ts";
 import type { Metadata } from "../metadata.ts";
-import { createRetrieval, RETRIEVAL_PATH } from "../http/pieces.ts";
+import { createRetrieval, RETRIEVAL_PATH, SmallPieceCache } from "../http/retrieval/mod.ts";
 import { UPLOAD_PATH } from "../http/routes.ts";
 import type { RouteServices } from "../http/routes.ts";
-import { SmallPieceCache } from "../http/small_piece_cache.ts";
 import { UploadDrain } from "../http/upload_drain.ts";
 import { createAuthenticator } from "../auth/authenticator.ts";
 import type { Authenticator } from "../auth/caller.ts";
@@ -92,9 +91,24 @@ const SMALL_PIECE_MAX_BYTES = 64 * 1024;
 /** Builds every long-lived object that does not need the public URL; starts their timers. */
 export async function buildServices(deps: ServiceDeps): Promise<Services> {
   const { config, metadata } = deps;
-  const pieces = await buildPieceServices(deps);
+  // Made after the pieces' services (it reads some); they count stream aborts through it.
+  let metrics: ServiceMetrics | null = null;
+  const pieces = await buildPieceServices(deps, {
+    onStreamAborted: (route) => metrics?.requests.streamAborted(route),
+  });
   const accounts = buildAccountServices(deps);
   const uploadDrain = new UploadDrain();
+  // With --metrics false nothing is made, so nothing is counted.
+  metrics = config.metricsEnabled
+    ? buildServiceMetrics({
+      config,
+      metadata,
+      digests: pieces.digests,
+      hashPool: pieces.hashPool,
+      uploadDrain,
+      dbPath: deps.dbPath,
+    })
+    : null;
   return {
     config,
     clock: deps.clock,
@@ -120,17 +134,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
       maxPinnedBytes: config.uploadMemoryBytes,
       maxPerClient: config.maxUploadsPerClient,
     }),
-    // With --metrics false nothing is made, so nothing is counted.
-    metrics: config.metricsEnabled
-      ? buildServiceMetrics({
-        config,
-        metadata,
-        digests: pieces.digests,
-        hashPool: pieces.hashPool,
-        uploadDrain,
-        dbPath: deps.dbPath,
-      })
-      : null,
+    metrics,
     async stopBackgroundWork() {
       accounts.stopWatchingKey();
       await pieces.stop();
@@ -166,7 +170,10 @@ export function routeServicesOf(
 }
 
 /** Storing, hashing, serving and checking pieces; stop() ends their timers and workers. */
-async function buildPieceServices(deps: ServiceDeps) {
+async function buildPieceServices(
+  deps: ServiceDeps,
+  hooks: { onStreamAborted: (route: string) => void },
+) {
   const { config, clock, logger, store, storeProbeIntervalMs } = deps;
   const records = deps.metadata.catalog;
   const hashPool = config.hashWorkers === 0
@@ -196,6 +203,8 @@ async function buildPieceServices(deps: ServiceDeps) {
       maxPieceBytes: SMALL_PIECE_MAX_BYTES,
       maxTotalBytes: config.smallPieceCacheBytes,
     }),
+    offload: null,
+    onStreamAborted: hooks.onStreamAborted,
   });
   const corruptWatch = new CorruptPieceWatch({
     marksAfter: (mark) => records.corruptMarksAfter(mark),

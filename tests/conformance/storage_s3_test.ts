@@ -7,7 +7,7 @@
  * for a bucket brings it up, unless STORAGE_TEST_S3_ENDPOINT names one).
  */
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
-import { MIB, sha256Hex } from "../helpers/bytes.ts";
+import { MIB, seededBytes, sha256Hex } from "../helpers/bytes.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import {
   abandonedUpload,
@@ -47,17 +47,6 @@ async function s3Fixture(): Promise<StoreFixture & { bucket: TestBucket }> {
   return { bucket, store: storeOn(bucket), [Symbol.asyncDispose]: () => bucket.dispose() };
 }
 
-/** Bytes no two offsets of which repeat soon: a part misplaced or doubled shows. */
-function patterned(size: number, seed: number): Uint8Array<ArrayBuffer> {
-  const bytes = new Uint8Array(size);
-  let x = seed >>> 0;
-  for (let i = 0; i < size; i++) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    bytes[i] = x >>> 24;
-  }
-  return bytes;
-}
-
 /** The bytes as a stream of uneven chunks (as a network body arrives). */
 function unevenStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
   const chunks: Uint8Array[] = [];
@@ -87,7 +76,7 @@ Deno.test({
   async fn() {
     await using fixture = await s3Fixture();
     const store = storeOn(fixture.bucket, { partSizeBytes: 5 * MIB, partConcurrency: 2 });
-    const bytes = patterned(17 * MIB + 12_345, 1);
+    const bytes = seededBytes(17 * MIB + 12_345, 1);
     const staged = await store.stage(unevenStream(bytes), { expectedBytes: bytes.length });
     assertEquals(staged.sha256, await sha256Hex(bytes));
     assertEquals(await objectKeys(fixture.bucket, "pieces/"), []);
@@ -113,7 +102,7 @@ Deno.test({
       // As if S3's 5 GiB CopyObject limit were 6 MiB: a 12 MiB piece is copied in 3 parts.
       copyLimits: { singleCopyMaxBytes: 6 * MIB, copyPartBytes: 5 * MIB },
     });
-    const bytes = patterned(12 * MIB + 1, 2);
+    const bytes = seededBytes(12 * MIB + 1, 2);
     const staged = await store.stage(unevenStream(bytes), {
       expectedBytes: bytes.length,
       computeSha256: false,
@@ -132,7 +121,7 @@ Deno.test({
     await using fixture = await s3Fixture();
     const store = storeOn(fixture.bucket, { partSizeBytes: 5 * MIB, partConcurrency: 2 });
     // Three parts' worth arrive (two sent, one filling), then the connection drops.
-    const sent = patterned(13 * MIB, 3);
+    const sent = seededBytes(13 * MIB, 3);
     let offset = 0;
     const body = new ReadableStream<Uint8Array>({
       pull(controller) {

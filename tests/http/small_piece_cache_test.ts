@@ -1,6 +1,6 @@
 /** The small-piece cache: its byte bound, second-chance eviction, and reusable answers. */
 import { assertEquals } from "../helpers/assert.ts";
-import { CachedPiece, SmallPieceCache } from "../../src/http/small_piece_cache.ts";
+import { CachedPiece, SmallPieceCache } from "../../src/http/retrieval/small_piece_cache.ts";
 
 function piece(size: number, fill = 1): CachedPiece {
   return new CachedPiece(new Uint8Array(size).fill(fill), [

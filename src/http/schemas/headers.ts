@@ -50,28 +50,39 @@ export const RESPONSE_HEADERS = {
     },
   },
   "Content-Type": {
-    description: "The media type given when the piece was uploaded, sent verbatim",
+    description: "The media type given at upload, sent verbatim (a split file's: its " +
+      "manifest's; application/octet-stream on /piece/)",
     schema: stringSchema,
   },
   "Content-Length": {
-    description: "The piece's size in bytes",
+    description: "The bytes of the body: the whole, or the range a 206 sends",
     schema: { ...integerSchema, minimum: 1 },
   },
   "Content-Disposition": {
-    description: "inline, with the uploaded X-Filename as filename and filename* (RFC 6266)",
+    description: "inline, with the uploaded X-Filename (a split file's: its manifest's name) as " +
+      "filename and filename* (RFC 6266); on /piece/, attachment named by the cid",
     schema: { ...stringSchema, examples: [`inline; filename="a.txt"; filename*=UTF-8''a.txt`] },
   },
   "Cache-Control": {
-    description: "Pieces never change under their cid",
-    schema: { ...stringSchema, const: "public, max-age=3600" },
+    description: "Pieces never change under their cid: an hour on /p/ and /f/ (as the " +
+      "interface says), the piece gateway spec's immutable year on /piece/",
+    schema: {
+      ...stringSchema,
+      enum: ["public, max-age=3600", "public, max-age=29030400, immutable"],
+    },
   },
   ETag: {
-    description: "The cid, quoted: send it back in If-None-Match",
+    description: 'The cid, quoted ("<cid>.file" for a split file on /f/): send it back in ' +
+      "If-None-Match or If-Range",
     schema: stringSchema,
   },
   "Accept-Ranges": {
-    description: "Range requests are not supported",
-    schema: { ...stringSchema, const: "none" },
+    description: "One byte range per request is served (RFC 9110 §14)",
+    schema: { ...stringSchema, const: "bytes" },
+  },
+  "Content-Range": {
+    description: "206: the range sent and the whole size (bytes a-b/size); 416: bytes */size",
+    schema: { ...stringSchema, examples: ["bytes 0-1048575/104857600", "bytes */104857600"] },
   },
   "X-Service-Piece-Cid": {
     description: "The piece's cid in canonical (lowercase) form",

@@ -4,12 +4,13 @@
  */
 import * as account from "./account.ts";
 import * as auth from "./auth.ts";
+import * as files from "./files.ts";
 import * as retrieval from "./retrieval.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 import * as service from "./service.ts";
 import * as uploads from "./uploads.ts";
 
-const AREAS = [uploads, retrieval, auth, account, service];
+const AREAS = [uploads, retrieval, files, auth, account, service];
 
 export type { Scenario } from "./scenario.ts";
 

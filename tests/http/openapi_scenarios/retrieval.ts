@@ -1,4 +1,7 @@
-/** Declared-codes scenarios (see scenario.ts) of public retrieval: GET and HEAD /p/{cid}. */
+/**
+ * Declared-codes scenarios (see scenario.ts) of public retrieval: GET and HEAD
+ * /p/{cid}; /f/ and /piece/ are in files.ts, with the helpers here.
+ */
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "../../helpers/assert.ts";
 import type { Probe } from "../openapi_probe.ts";
@@ -6,7 +9,7 @@ import { CID, wrongMethod } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 
 /** A stored piece and its cid, for retrieval scenarios. */
-async function stored(p: Probe): Promise<string> {
+export async function stored(p: Probe): Promise<string> {
   const answer = await p.upload(CID, "stored bytes");
   assertEquals(answer.status, 200, answer.body);
   return CID;
@@ -16,8 +19,8 @@ async function stored(p: Probe): Promise<string> {
  * A stored piece marked corrupt, as `main.ts scrub` marks one whose bytes fail
  * verification (tests/ops/backup_scrub_test.ts flips a byte and runs the real one).
  */
-async function corrupted(p: Probe): Promise<string> {
-  const cid = await stored(p);
+export async function corrupted(p: Probe, cid?: string): Promise<string> {
+  cid ??= await stored(p);
   const scrub = new DatabaseSync(`${p.server.dataDir}/storage.db`);
   try {
     scrub.prepare(
@@ -49,6 +52,19 @@ export const scenarios: Record<string, Scenario[]> = {
       send: async (p) =>
         p.send("GET", `/p/${await stored(p)}`, { headers: { "if-none-match": `"${CID}"` } }),
       status: 304,
+    },
+    {
+      name: "one byte range",
+      send: async (p) =>
+        p.send("GET", `/p/${await stored(p)}`, { headers: { range: "bytes=1-3" } }),
+      status: 206,
+    },
+    {
+      name: "a range that starts past the end",
+      send: async (p) =>
+        p.send("GET", `/p/${await stored(p)}`, { headers: { range: "bytes=99-" } }),
+      status: 416,
+      code: "range_not_satisfiable",
     },
     {
       name: "a malformed cid",
@@ -88,6 +104,18 @@ export const scenarios: Record<string, Scenario[]> = {
       send: async (p) =>
         p.send("HEAD", `/p/${await stored(p)}`, { headers: { "if-none-match": `"${CID}"` } }),
       status: 304,
+    },
+    {
+      name: "one byte range",
+      send: async (p) =>
+        p.send("HEAD", `/p/${await stored(p)}`, { headers: { range: "bytes=-3" } }),
+      status: 206,
+    },
+    {
+      name: "a range that starts past the end",
+      send: async (p) =>
+        p.send("HEAD", `/p/${await stored(p)}`, { headers: { range: "bytes=99-" } }),
+      status: 416,
     },
     { name: "a malformed cid", send: (p) => p.send("HEAD", "/p/abc"), status: 400 },
     {

@@ -7,6 +7,7 @@ import { assertEquals } from "../../helpers/assert.ts";
 import { shardOf } from "../../../src/storage/driver/disk/layout.ts";
 import { patternBytes } from "../../helpers/server.ts";
 import type { Probe } from "../openapi_probe.ts";
+import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/manifest_format.ts";
 import { bearer, chainDown, CID, rawPost, tokenScenarios, wrongMethod } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 
@@ -97,6 +98,29 @@ export const scenarios: Record<string, Scenario[]> = {
       send: (p) => p.upload(CID, "hello", { headers: { "x-filename": "%E0%A4%A" } }),
       status: 400,
       code: "invalid_filename",
+    },
+    {
+      name: "a manifest that does not parse",
+      send: (p) => p.upload(CID, "{}", { headers: { "content-type": MANIFEST_CONTENT_TYPE } }),
+      status: 400,
+      code: "invalid_manifest",
+    },
+    {
+      name: "a manifest listing a piece that is not stored",
+      send: async (p) => {
+        const manifest = serializeManifest({
+          format: "storage-manifest",
+          version: 1,
+          name: null,
+          contentType: "text/plain",
+          size: 5,
+          sha256: "0".repeat(64),
+          pieces: [{ cid: await pieceCidOf(p, "hello"), size: 5 }],
+        });
+        return p.upload(CID, manifest, { headers: { "content-type": MANIFEST_CONTENT_TYPE } });
+      },
+      status: 400,
+      code: "manifest_incomplete",
     },
     {
       name: "a PieceCIDv2 of another size",

@@ -1,0 +1,121 @@
+/**
+ * The body of GET /f/{cid} for a manifest: the bytes of a range of the whole
+ * file, read piece after piece. Only the pieces the range touches are opened,
+ * one at a time, each from the offset the range needs within it; memory
+ * stays at one read buffer whatever the file's size.
+ *
+ * A piece that cannot be served when its turn comes (its row gone, marked
+ * corrupt, missing from the store, or delivering more or fewer bytes than the
+ * manifest lists) ends the body with an error, which cuts the answer off:
+ * the client sees a broken transfer, never a short or wrong file that looks
+ * whole. The first piece is opened before the answer's head is sent, so a
+ * file whose first piece is unavailable gets an error status instead.
+ */
+import type { Manifest } from "../../manifest_format.ts";
+import type { ByteRange } from "../../storage/driver/driver.ts";
+import { findServablePiece, mustExist } from "./stored_piece.ts";
+import type { RetrievalDeps } from "./stored_piece.ts";
+
+/** One piece's share of a range of the file. */
+export interface PiecePart {
+  cid: string;
+  /** The size the manifest lists for the piece. */
+  size: number;
+  /** The bytes of the piece that belong to the range. */
+  range: ByteRange;
+}
+
+/** The parts of the pieces that a range of the whole file covers, in order. */
+export function partsOf(manifest: Manifest, range: ByteRange): PiecePart[] {
+  const end = range.offset + range.length;
+  const parts: PiecePart[] = [];
+  let start = 0;
+  for (const piece of manifest.pieces) {
+    const pieceEnd = start + piece.size;
+    if (pieceEnd > range.offset && start < end) {
+      const offset = Math.max(range.offset, start) - start;
+      const length = Math.min(end, pieceEnd) - start - offset;
+      parts.push({ cid: piece.cid, size: piece.size, range: { offset, length } });
+    }
+    if (pieceEnd >= end) break;
+    start = pieceEnd;
+  }
+  return parts;
+}
+
+/** A part's bytes: the piece must still be servable and hold the size the manifest lists. */
+export async function openPart(
+  deps: RetrievalDeps,
+  part: PiecePart,
+): Promise<ReadableStream<Uint8Array>> {
+  const piece = await findServablePiece(deps, part.cid);
+  if (piece.size !== part.size) {
+    throw new Error(`Piece ${part.cid} has ${piece.size} bytes, the manifest lists ${part.size}`);
+  }
+  const whole = part.range.offset === 0 && part.range.length === part.size;
+  const opened = await mustExist(
+    deps,
+    part.cid,
+    () => deps.store.open(part.cid, whole ? undefined : part.range),
+  );
+  if (opened.size !== part.size) {
+    await opened.body.cancel();
+    throw new Error(
+      `Piece ${part.cid} has ${opened.size} bytes stored, the manifest lists ${part.size}`,
+    );
+  }
+  return opened.body;
+}
+
+export interface FileStreamOptions {
+  deps: RetrievalDeps;
+  parts: PiecePart[];
+  /** The first part, opened already (before the answer's head). */
+  first: ReadableStream<Uint8Array>;
+  /** Told (once) why the body was cut off. */
+  onAbort: (error: unknown, part: PiecePart) => void;
+}
+
+/** The parts' bytes as one stream, each part checked to deliver exactly its length. */
+export function fileStream(options: FileStreamOptions): ReadableStream<Uint8Array> {
+  const { deps, parts } = options;
+  let index = 0;
+  let reader: ReadableStreamDefaultReader<Uint8Array> | null = options.first.getReader();
+  let left = parts[0].range.length;
+  const fail = (error: unknown) => {
+    options.onAbort(error, parts[index]);
+    return error;
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        for (;;) {
+          if (reader === null) {
+            if (++index >= parts.length) return controller.close();
+            reader = (await openPart(deps, parts[index])).getReader();
+            left = parts[index].range.length;
+          }
+          const { done, value } = await reader.read();
+          if (done) {
+            if (left !== 0) throw new Error(`Piece ${parts[index].cid} ended ${left} bytes early`);
+            reader = null;
+            continue;
+          }
+          if (value.byteLength > left) {
+            throw new Error(`Piece ${parts[index].cid} has more bytes than the manifest lists`);
+          }
+          left -= value.byteLength;
+          controller.enqueue(value);
+          return;
+        }
+      } catch (error) {
+        await reader?.cancel().catch(() => {});
+        reader = null;
+        throw fail(error);
+      }
+    },
+    async cancel(reason) {
+      await reader?.cancel(reason);
+    },
+  });
+}

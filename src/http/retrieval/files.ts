@@ -1,0 +1,139 @@
+/**
+ * GET and HEAD /f/{cid} — one URL for a whole file, however it was stored.
+ *
+ * When the cid is a manifest (stored with the manifest Content-Type, and its
+ * bytes parse as one), the answer is the file it describes: the manifest's
+ * type, name and total length, `ETag: "<cid>.file"`, and ranges that may
+ * cross piece boundaries (file_stream.ts opens only the pieces a range
+ * touches). Any other stored cid answers exactly as /p/ does, so a client can
+ * hand out /f/ links for everything. The bytes always come through the
+ * service, never through nginx's offload: they span several files.
+ */
+import { ApiError } from "../../errors.ts";
+import type { PieceRecord } from "../../db/records.ts";
+import type { Logger } from "../../log.ts";
+import {
+  isManifestType,
+  ManifestFormatError,
+  MAX_MANIFEST_BYTES,
+  readManifest,
+} from "../../manifest_format.ts";
+import type { Manifest } from "../../manifest_format.ts";
+import type { RequestContext } from "../context.ts";
+import { contentDisposition } from "../upload_headers.ts";
+import { isServableType } from "../manifest_check.ts";
+import { fileStream, openPart, partsOf } from "./file_stream.ts";
+import { applyRange, matchesEtag, notModified } from "./piece_answer.ts";
+import { answerPieceRoute, cidParam } from "./pieces.ts";
+import { decideRange } from "./range_request.ts";
+import { findServablePiece, mustExist } from "./stored_piece.ts";
+import type { RetrievalDeps } from "./stored_piece.ts";
+import { CID_PARAM, retrievalDoc } from "./route_docs.ts";
+
+export const FILE_PATH = "/f/:cid";
+
+export const getFileDoc = retrievalDoc({
+  operationId: "getFile",
+  summary: "Retrieve a whole file, split or not (public)",
+  description: "For a manifest (a piece stored with Content-Type " +
+    "application/vnd.storage-manifest+json), the file it describes: its pieces in order as one " +
+    'body, with the manifest\'s type, name and total length, ETag "<cid>.file", and byte ranges ' +
+    "across piece boundaries. A piece that fails while the body streams cuts the answer off " +
+    "(never a short or wrong file that looks whole). Any other cid answers as GET /p/{cid}.",
+  param: CID_PARAM,
+  whole: "The whole file",
+});
+
+export async function answerFileRoute(
+  request: Request,
+  context: RequestContext,
+  deps: RetrievalDeps,
+): Promise<Response> {
+  const cid = cidParam(context);
+  const cached = deps.cache.get(cid);
+  const contentType = cached
+    ? cached.headers.find(([name]) => name === "content-type")?.[1] ?? null
+    : null;
+  if (cached && !isManifestType(contentType)) {
+    return await answerPieceRoute(request, context, deps, { cid, offload: false });
+  }
+  const piece = await findServablePiece(deps, cid);
+  const manifest = isManifestType(piece.contentType)
+    ? await manifestOf(deps, piece, cached?.bytes)
+    : null;
+  if (manifest === null) {
+    return await answerPieceRoute(request, context, deps, { cid, offload: false });
+  }
+  const etag = `"${cid}.file"`;
+  const headers = fileHeaders(cid, manifest, deps.store.source);
+  if (matchesEtag(request.headers.get("if-none-match"), etag)) return notModified(headers);
+  const decision = decideRange(request.headers, manifest.size, etag);
+  const { status, length } = applyRange(decision, headers, manifest.size, context);
+  if (request.method === "HEAD") return new Response(null, { status, headers });
+  const offset = decision.kind === "partial" ? decision.offset : 0;
+  const parts = partsOf(manifest, { offset, length });
+  // Opened before the head is sent, so a file whose first piece is unavailable gets a status.
+  const first = await openPart(deps, parts[0]);
+  context.logFields.bytesOut = length;
+  context.logFields.pieces = parts.length;
+  const body = fileStream({
+    deps,
+    parts,
+    first,
+    onAbort: (error, part) => {
+      logAbort(deps.logger, { cid, piece: part.cid, error });
+      deps.onStreamAborted?.(FILE_PATH);
+    },
+  });
+  return new Response(body, { status, headers });
+}
+
+/** The manifest behind a manifest-typed piece; null when its bytes are not one. */
+async function manifestOf(
+  deps: RetrievalDeps,
+  piece: PieceRecord,
+  cachedBytes: Uint8Array | undefined,
+): Promise<Manifest | null> {
+  if (piece.size > MAX_MANIFEST_BYTES) return null;
+  let bytes = cachedBytes;
+  if (bytes === undefined) {
+    const opened = await mustExist(deps, piece.cid, () => deps.store.open(piece.cid));
+    bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
+  }
+  if (bytes.byteLength !== piece.size) {
+    throw new ApiError("internal_error", `Piece ${piece.cid} has ${bytes.byteLength} bytes stored`);
+  }
+  try {
+    return readManifest(bytes);
+  } catch (error) {
+    // Stored before uploads were checked, perhaps: then it is served as the bytes it is.
+    if (error instanceof ManifestFormatError) return null;
+    throw error;
+  }
+}
+
+function fileHeaders(cid: string, manifest: Manifest, source: string): Headers {
+  return new Headers({
+    // Checked at upload; a manifest stored before that was checked is served as bytes.
+    "content-type": isServableType(manifest.contentType)
+      ? manifest.contentType
+      : "application/octet-stream",
+    "content-length": String(manifest.size),
+    "content-disposition": contentDisposition(manifest.name),
+    "cache-control": "public, max-age=3600",
+    "etag": `"${cid}.file"`,
+    "accept-ranges": "bytes",
+    "x-service-piece-cid": cid,
+    "x-service-source": source,
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "sandbox",
+  });
+}
+
+function logAbort(logger: Logger, fields: { cid: string; piece: string; error: unknown }): void {
+  logger.error("split file answer cut off: a piece failed mid-stream", {
+    cid: fields.cid,
+    piece: fields.piece,
+    error: fields.error instanceof Error ? fields.error.message : String(fields.error),
+  });
+}

@@ -1,0 +1,43 @@
+/**
+ * Retrieval's one home: the handlers of GET (and so HEAD) /p/{cid},
+ * /f/{cid} and /piece/{pieceCid}, the pipeline's fast path for cached
+ * pieces, and the hook that evicts a piece whose bytes failed verification.
+ * All three routes go through the same lookup (stored_piece.ts) and, for one
+ * piece, the same answer (piece_answer.ts).
+ */
+import type { Handler } from "../router.ts";
+import { answerFileRoute } from "./files.ts";
+import { answerPieceGateway } from "./piece_gateway.ts";
+import { answerPieceRoute, cidParam, fastPathOf } from "./pieces.ts";
+import type { RetrievalDeps } from "./stored_piece.ts";
+
+export { FILE_PATH, getFileDoc } from "./files.ts";
+export { getGatewayPieceDoc, PIECE_GATEWAY_PATH } from "./piece_gateway.ts";
+export { getPieceDoc, RETRIEVAL_PATH } from "./pieces.ts";
+export type { PieceOffload } from "./offload.ts";
+export type { RetrievalDeps } from "./stored_piece.ts";
+export { SmallPieceCache } from "./small_piece_cache.ts";
+
+export interface Retrieval {
+  /** GET /p/:cid. */
+  pieces: Handler;
+  /** GET /f/:cid. */
+  files: Handler;
+  /** GET /piece/:pieceCid. */
+  pieceGateway: Handler;
+  /** A 200 for a plain GET of a cached piece, or null to let the pipeline and handler decide. */
+  fastPath(request: Request): Response | null;
+  /** Evicts cid from the cache: its stored bytes failed verification. */
+  distrust(cid: string): void;
+}
+
+export function createRetrieval(deps: RetrievalDeps): Retrieval {
+  return {
+    pieces: (request, context) =>
+      answerPieceRoute(request, context, deps, { cid: cidParam(context), offload: true }),
+    files: (request, context) => answerFileRoute(request, context, deps),
+    pieceGateway: (request, context) => answerPieceGateway(request, context, deps),
+    fastPath: fastPathOf(deps),
+    distrust: (cid) => deps.cache.delete(cid.toLowerCase()),
+  };
+}

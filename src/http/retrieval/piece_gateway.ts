@@ -1,0 +1,87 @@
+/**
+ * GET and HEAD /piece/{pieceCid} — the IPFS piece gateway
+ * (ipfs/specs/src/http-gateways/piece-gateway.md): the URL a Filecoin storage provider
+ * pulls a staged piece from (Curio's piece pull wants a sourceUrl ending in
+ * /piece/{pieceCid}).
+ *
+ * A piece is found by its PieceCIDv2, or by its PieceCIDv1 when its size is
+ * known: a v2 names a piece stored under it, or one stored under the v1 of
+ * the same root with the size the v2 fixes; a v1 names a piece stored under
+ * that v1 (a v1 carries no size, so it cannot find one stored under its v2).
+ * Ranges are served as on /p/. The spec's recommendations are followed:
+ * `application/octet-stream`, `Content-Disposition: attachment` named by the
+ * cid asked for, `Cache-Control: public, max-age=29030400, immutable`, a
+ * quoted ETag (the cid asked for), nosniff.
+ */
+import { ApiError } from "../../errors.ts";
+import type { PieceRecord } from "../../db/records.ts";
+import { normalizeCid } from "../../cid_format.ts";
+import { parseCid, pieceCidV1 } from "../../piece_cid/cid_codec.ts";
+import type { RequestContext } from "../context.ts";
+import { answerPiece } from "./piece_answer.ts";
+import { findServablePiece } from "./stored_piece.ts";
+import type { RetrievalDeps } from "./stored_piece.ts";
+import { retrievalDoc } from "./route_docs.ts";
+
+export const PIECE_GATEWAY_PATH = "/piece/:pieceCid";
+
+export const getGatewayPieceDoc = retrievalDoc({
+  operationId: "getGatewayPiece",
+  summary: "Retrieve a piece by its PieceCID, as the IPFS piece gateway spec says (public)",
+  description: "The URL a Filecoin storage provider pulls a staged piece from. By PieceCIDv2; " +
+    "by PieceCIDv1 when the piece was uploaded under that v1 (a v1 carries no size). Always " +
+    "application/octet-stream, Content-Disposition attachment named by the cid, immutable " +
+    "caching. Other cids are 400 invalid_cid.",
+  param: {
+    name: "pieceCid",
+    description: "A PieceCIDv2 (bafkzcib…) or PieceCIDv1 (baga6ea4seaq…)",
+  },
+  whole: "The piece's bytes",
+});
+
+/** The spec's cache lifetime for immutable pieces (48 weeks). */
+const PIECE_CACHE_CONTROL = "public, max-age=29030400, immutable";
+
+export async function answerPieceGateway(
+  request: Request,
+  context: RequestContext,
+  deps: RetrievalDeps,
+): Promise<Response> {
+  const asked = normalizeCid(context.params.pieceCid);
+  const parsed = asked === null ? null : parseCid(asked);
+  if (
+    asked === null || parsed === null || (parsed.kind !== "piece_v2" && parsed.kind !== "piece_v1")
+  ) {
+    throw new ApiError("invalid_cid", "The piece gateway takes a PieceCIDv2 or PieceCIDv1");
+  }
+  let stored = asked;
+  if (parsed.kind === "piece_v2" && await deps.catalog.getPiece(asked) === null) {
+    // Stored under the v1 of the same root, with the size this v2 fixes: the same bytes.
+    const v1 = pieceCidV1(parsed.root);
+    if ((await deps.catalog.getPiece(v1))?.size === parsed.payloadSize) stored = v1;
+  }
+  const piece = await findServablePiece(deps, stored);
+  const cached = request.method === "GET" ? deps.cache.get(piece.cid) : undefined;
+  return await answerPiece(request, context, deps, {
+    piece,
+    headers: gatewayHeaders(asked, piece, deps.store.source),
+    etag: `"${asked}"`,
+    offload: true,
+    bytes: cached?.bytes,
+  });
+}
+
+function gatewayHeaders(asked: string, piece: PieceRecord, source: string): Headers {
+  return new Headers({
+    "content-type": "application/octet-stream",
+    "content-length": String(piece.size),
+    "content-disposition": `attachment; filename="${asked}"`,
+    "cache-control": PIECE_CACHE_CONTROL,
+    "etag": `"${asked}"`,
+    "accept-ranges": "bytes",
+    "x-service-piece-cid": piece.cid,
+    "x-service-source": source,
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "sandbox",
+  });
+}

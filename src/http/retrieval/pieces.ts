@@ -1,0 +1,155 @@
+/**
+ * GET and HEAD /p/{cid} — public retrieval, streamed from the store.
+ *
+ * The straight line: cid format → small-piece cache → the servable piece
+ * (stored_piece.ts) → the answer (piece_answer.ts: 304, ranges, HEAD, the
+ * bytes from memory, nginx or the store). Pieces are immutable, so the cid
+ * is a perfect strong ETag. Content-Type is echoed verbatim from the upload,
+ * so nosniff and a sandbox CSP keep uploaded HTML from running on our origin.
+ *
+ * The fast path the pipeline tries first answers a plain GET of a cached
+ * piece synchronously (no URL object, no Promise, no header edits); it
+ * declines anything unusual (a Range, a conditional) and the handler
+ * decides, still from memory for a cached piece.
+ *
+ * A piece a scrub marked corrupt answers 503 piece_corrupt, never its bytes.
+ * Cache hits skip the database, so a marked cid is evicted from the cache
+ * when `distrust` is told (by the server's poll of the marks) or the handler
+ * sees the mark; and a piece is cached only if it is still unmarked once its
+ * bytes are read, so a read that raced the mark cannot put it back.
+ */
+import { normalizeCid } from "../../cid_format.ts";
+import { ApiError } from "../../errors.ts";
+import type { PieceRecord } from "../../db/records.ts";
+import { contentDisposition } from "../upload_headers.ts";
+import { applyCorsHeaders } from "../cors.ts";
+import type { RequestContext } from "../context.ts";
+import { CachedPiece } from "./small_piece_cache.ts";
+import { answerPiece, applyRange, matchesEtag, notModified, sliceOf } from "./piece_answer.ts";
+import { decideRange } from "./range_request.ts";
+import { findServablePiece, mustExist } from "./stored_piece.ts";
+import type { RetrievalDeps } from "./stored_piece.ts";
+import { CID_PARAM, retrievalDoc } from "./route_docs.ts";
+
+export const RETRIEVAL_PATH = "/p/:cid";
+
+export const getPieceDoc = retrievalDoc({
+  operationId: "getPiece",
+  summary: "Retrieve a piece's bytes (public)",
+  description: "The bytes stored under the cid, whole or one byte range of them. A split " +
+    "file's manifest is served as its own bytes here; GET /f/{cid} serves the file it describes.",
+  param: CID_PARAM,
+  whole: "The stored bytes, with the Content-Type given at upload",
+});
+
+/** The cid of a retrieval path, canonical; 400 invalid_cid when it is not one. */
+export function cidParam(context: RequestContext): string {
+  const cid = normalizeCid(context.params.cid);
+  if (cid === null) throw new ApiError("invalid_cid", "cid must be 8 to 80 letters or digits");
+  return cid;
+}
+
+/** The /p/ answer for a cid; `offload` false for /f/, which never hands a piece to nginx. */
+export async function answerPieceRoute(
+  request: Request,
+  context: RequestContext,
+  deps: RetrievalDeps,
+  options: { cid: string; offload: boolean },
+): Promise<Response> {
+  const { cid } = options;
+  const etag = `"${cid}"`;
+  // HEAD takes the catalog path below: cached answers carry no Content-Length to copy.
+  const cached = request.method === "GET" ? deps.cache.get(cid) : undefined;
+  if (cached && deps.reachability.reachable) {
+    if (matchesEtag(request.headers.get("if-none-match"), etag)) return notModified(cached.headers);
+    const decision = decideRange(request.headers, cached.bytes.byteLength, etag);
+    if (decision.kind === "whole" && !decision.ignoredRange) return cached.okResponse();
+    const headers = new Headers(cached.headers as [string, string][]);
+    const { status } = applyRange(decision, headers, cached.bytes.byteLength, context);
+    if (status === 200) return cached.okResponse();
+    return new Response(sliceOf(cached.bytes, decision), { status, headers });
+  }
+  const piece = await findServablePiece(deps, cid);
+  const headers = pieceHeaders(piece, deps.store.source);
+  const plainGet = request.method === "GET" && !request.headers.has("if-none-match");
+  if (!plainGet || !deps.cache.accepts(piece.size)) {
+    return await answerPiece(request, context, deps, {
+      piece,
+      headers,
+      etag,
+      offload: options.offload,
+    });
+  }
+  const bytes = await readSmallPiece(deps, piece);
+  // Marked while its bytes were read: answer them this once (as a stream would have),
+  // but never from the cache.
+  if ((await deps.catalog.getPiece(cid))?.corruptAt === null) {
+    // Cached answers skip the pipeline's CORS step on the fast path, so they carry it.
+    const cachedHeaders = new Headers(headers);
+    applyCorsHeaders(cachedHeaders);
+    deps.cache.set(cid, new CachedPiece(bytes, [...cachedHeaders]));
+  }
+  return await answerPiece(request, context, deps, {
+    piece,
+    headers,
+    etag,
+    offload: false,
+    bytes,
+  });
+}
+
+/** A plain GET of a cached piece, answered synchronously; null to let the handler decide. */
+export function fastPathOf(deps: RetrievalDeps): (request: Request) => Response | null {
+  return (request) => {
+    if (request.method !== "GET") return null;
+    const url = request.url;
+    const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+    if (!url.startsWith("/p/", pathStart)) return null;
+    const cidText = url.slice(pathStart + 3);
+    const { headers } = request;
+    if (
+      cidText.includes("/") || cidText.includes("?") || headers.has("if-none-match") ||
+      headers.has("range")
+    ) {
+      return null;
+    }
+    // Cids are cached in their canonical lowercase form, which is how clients almost
+    // always send them: try the text as it is before validating and lowercasing it.
+    let cached = deps.cache.get(cidText);
+    if (!cached) {
+      const cid = normalizeCid(cidText);
+      if (cid !== null && cid !== cidText) cached = deps.cache.get(cid);
+    }
+    if (!cached || !deps.reachability.reachable) return null;
+    return cached.okResponse();
+  };
+}
+
+/** The whole of a small piece, read to be cached; 500 when the store holds another size. */
+async function readSmallPiece(
+  deps: RetrievalDeps,
+  piece: PieceRecord,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const opened = await mustExist(deps, piece.cid, () => deps.store.open(piece.cid));
+  const bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
+  if (bytes.byteLength !== piece.size) {
+    throw new ApiError("internal_error", `Piece ${piece.cid} has ${bytes.byteLength} bytes stored`);
+  }
+  return bytes;
+}
+
+/** The headers of a 200 from /p/ (and from /f/ for a piece that is not a manifest). */
+export function pieceHeaders(piece: PieceRecord, source: string): Headers {
+  return new Headers({
+    "content-type": piece.contentType,
+    "content-length": String(piece.size),
+    "content-disposition": contentDisposition(piece.filename),
+    "cache-control": "public, max-age=3600",
+    "etag": `"${piece.cid}"`,
+    "accept-ranges": "bytes",
+    "x-service-piece-cid": piece.cid,
+    "x-service-source": source,
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "sandbox",
+  });
+}

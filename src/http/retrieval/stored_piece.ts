@@ -1,0 +1,74 @@
+/**
+ * What every route that serves stored bytes (/p/, /f/, /piece/) shares: its
+ * dependencies, and the one straight line from a cid to a piece that may be
+ * served. The catalog row decides existence (a row exists only once its bytes
+ * are durable); a scrub's corrupt mark refuses the bytes; a piece's state
+ * that refuses serving (removal, later) is checked here too, once for every
+ * route, and for every piece a split file's stream opens.
+ */
+import { ApiError } from "../../errors.ts";
+import type { PieceRecord } from "../../db/records.ts";
+import type { Logger } from "../../log.ts";
+import type { PieceCatalog } from "../../storage/catalog.ts";
+import { StoreError } from "../../storage/driver/driver.ts";
+import type { PieceStore } from "../../storage/driver/driver.ts";
+import type { StoreReachability } from "../../storage/reachability.ts";
+import type { PieceOffload } from "./offload.ts";
+import type { SmallPieceCache } from "./small_piece_cache.ts";
+
+export interface RetrievalDeps {
+  store: PieceStore;
+  catalog: PieceCatalog;
+  logger: Logger;
+  cache: SmallPieceCache;
+  reachability: Pick<StoreReachability, "reachable">;
+  /** Hands disk-stored pieces to the proxy in front (--x-accel-redirect); null: never. */
+  offload: PieceOffload | null;
+  /** Told when a split file's answer is cut off because a piece failed mid-stream. */
+  onStreamAborted?: (route: string) => void;
+}
+
+/** The piece stored under cid, if it may be served; ApiError (404, 503) otherwise. */
+export async function findServablePiece(deps: RetrievalDeps, cid: string): Promise<PieceRecord> {
+  const piece = await deps.catalog.getPiece(cid);
+  if (piece === null) {
+    // Tell "not stored" from "cannot look": the store says offline if it is.
+    await deps.store.stat(cid).catch((error) => {
+      throw error instanceof StoreError && error.failure === "offline" ? offline() : error;
+    });
+    throw new ApiError("not_found", `No piece is stored under ${cid}`);
+  }
+  if (piece.corruptAt !== null) {
+    deps.cache.delete(cid);
+    throw new ApiError(
+      "piece_corrupt",
+      `The stored bytes of ${cid} failed verification; the operator must restore it from a backup`,
+    );
+  }
+  return piece;
+}
+
+/** What read() finds, or 500 when the catalog knows the piece but the store does not. */
+export async function mustExist<T>(
+  deps: RetrievalDeps,
+  cid: string,
+  read: () => Promise<T | null>,
+): Promise<T> {
+  let result: T | null;
+  try {
+    result = await read();
+  } catch (error) {
+    if (error instanceof StoreError && error.failure === "offline") throw offline();
+    throw error;
+  }
+  if (result === null) {
+    // The database knows the piece but the store does not: never serve a guess.
+    deps.logger.error("piece missing from store", { cid });
+    throw new ApiError("internal_error", `Piece ${cid} is recorded but its bytes are missing`);
+  }
+  return result;
+}
+
+export function offline(): ApiError {
+  return new ApiError("storage_offline", "Storage backend is offline; try again later");
+}
