@@ -237,7 +237,11 @@ async function openDataDir(
       return null;
     });
   }
-  if (options.dataDir === "create") await makePrivateDirectory(dataDir, options.logger);
+  if (options.dataDir === "create") {
+    // Behind nginx with the offload, its workers pass through to the pieces (data_dir.ts).
+    const groupMayEnter = config.xAccelRedirect !== null && config.store === "disk";
+    await makePrivateDirectory(dataDir, options.logger, { groupMayEnter });
+  }
 }
 
 /** What the caller needs from the directory must be there already. */
@@ -260,7 +264,9 @@ async function openStore(
 ): Promise<PieceStore> {
   if (config.store === "s3") return await openS3Store(config, { writer });
   const root = dataDirPaths(config.dataDir!).pieces;
-  return access === "create" ? await DiskStore.create({ root }) : new DiskStore({ root });
+  if (access !== "create") return new DiskStore({ root });
+  // nginx's workers read the pieces themselves with --x-accel-redirect: share them (only them).
+  return await DiskStore.create({ root, shareWithGroup: config.xAccelRedirect !== null });
 }
 
 /** The database (PostgreSQL is open already), and the records over it when asked for. */

@@ -29,13 +29,30 @@ export function dataDirPaths(dataDir: string): DataDirPaths {
   };
 }
 
-/** Creates the directory 0700, or tightens an existing one that others can read. */
-export async function makePrivateDirectory(path: string, logger: Logger): Promise<void> {
+/**
+ * Creates the directory 0700, or tightens an existing one that others can read.
+ * With `groupMayEnter` (nginx's workers, in the directory's group, read the
+ * pieces: --x-accel-redirect) it is 0710: the group may pass through to
+ * pieces/ but neither list the directory nor read anything else in it.
+ */
+export async function makePrivateDirectory(
+  path: string,
+  logger: Logger,
+  options: { groupMayEnter?: boolean } = {},
+): Promise<void> {
+  const groupBits = options.groupMayEnter ? 0o010 : 0;
   await Deno.mkdir(path, { recursive: true, mode: 0o700 });
   const { mode } = await Deno.stat(path);
-  if (mode !== null && (mode & 0o077) !== 0) {
-    await Deno.chmod(path, 0o700);
-    logger.info("data directory made private (0700)", { was: (mode & 0o777).toString(8) });
+  if (mode === null) return;
+  const tightened = (mode & 0o077 & ~groupBits) !== 0;
+  if (tightened || (mode & groupBits) !== groupBits) {
+    const wanted = (mode & 0o700) | groupBits;
+    await Deno.chmod(path, wanted);
+    if (tightened) {
+      logger.info(`data directory made private (${wanted.toString(8).padStart(4, "0")})`, {
+        was: (mode & 0o777).toString(8),
+      });
+    }
   }
 }
 

@@ -61,6 +61,10 @@ export function loadConfig(
     throw new ConfigError("--signup verify needs --smtp-url and --mail-from to send codes");
   }
   checkWallet(config.wallet);
+  if (config.xAccelRedirect !== null && config.store !== "disk") {
+    // A bucket's pieces are no files nginx could open; a bucket has its own URLs for that.
+    throw new ConfigError("--x-accel-redirect is for --store disk: bucket pieces are not files");
+  }
   const s3 = s3ConfigOf(config, env);
   const {
     tlsCertFile,

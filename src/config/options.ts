@@ -11,6 +11,7 @@
  * is why the request log comes last, away from the other logs.
  */
 import {
+  parseAccelPrefix,
   parseAddress,
   parseBaseUrl,
   parseBoolean,
@@ -111,6 +112,16 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: "",
     defaultHelp: "none",
     apply: (c, v, n) => c.trustedProxies = parseProxyList(v, n),
+  },
+  {
+    flag: "x-accel-redirect",
+    env: "STORAGE_X_ACCEL_REDIRECT",
+    placeholder: "PREFIX",
+    description: "Behind nginx: let it send disk-stored pieces (X-Accel-Redirect: PREFIX<path " +
+      "under the data dir>; see deploy/nginx.conf)",
+    default: "",
+    defaultHelp: "off",
+    apply: (c, v, n) => c.xAccelRedirect = v === "" ? null : parseAccelPrefix(v, n),
   },
   // Upload tiers: anonymous clients (sponsored, per IP) and token holders (per user).
   {

@@ -116,6 +116,21 @@ export function parseSourceLabel(value: string, name: string): string {
   return value;
 }
 
+/**
+ * The X-Accel-Redirect prefix: an nginx location's path, "/" at both ends
+ * (the piece's path under the data directory follows it), in characters a
+ * URI path keeps as they are.
+ */
+export function parseAccelPrefix(value: string, name: string): string {
+  const segments = value.slice(1, -1).split("/");
+  if (
+    !/^\/(?:[A-Za-z0-9._~-]+\/)+$/.test(value) || segments.some((s) => s === "." || s === "..")
+  ) {
+    throw new ConfigError(`${name} must be a path like /_pieces/ (starting and ending with /)`);
+  }
+  return value;
+}
+
 /** An Ethereum address, returned EIP-55 checksummed; a mixed-case one must carry a valid checksum. */
 export function parseAddress(value: string, name: string): string {
   // isAddress checks the EIP-55 checksum of a mixed-case address; all-lowercase has none.

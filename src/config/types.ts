@@ -62,6 +62,11 @@ export interface Config {
   /** Public base URL without a trailing slash; null derives it from the listen address. */
   baseUrl: string | null;
   trustedProxies: readonly IpRange[];
+  /**
+   * Behind nginx: the location prefix a disk-stored piece's GET /p/ or /piece/ is
+   * handed to (X-Accel-Redirect: prefix + its path under the data directory); null = off.
+   */
+  xAccelRedirect: string | null;
   sponsored: Readonly<TierConfig>;
   token: Readonly<TierConfig>;
   wallet: Readonly<WalletConfig>;

@@ -52,6 +52,7 @@ import { LeftoverSweep } from "../storage/leftover_sweep.ts";
 import { StoreReachability } from "../storage/reachability.ts";
 import { scrubPieces } from "../ops/scrub.ts";
 import { WalletChain } from "../wallet/chain.ts";
+import { pieceOffloadOf } from "./piece_offload.ts";
 
 export interface ServiceDeps {
   config: Config;
@@ -203,7 +204,7 @@ async function buildPieceServices(
       maxPieceBytes: SMALL_PIECE_MAX_BYTES,
       maxTotalBytes: config.smallPieceCacheBytes,
     }),
-    offload: null,
+    offload: pieceOffloadOf({ prefix: config.xAccelRedirect, dataDir: config.dataDir, store }),
     onStreamAborted: hooks.onStreamAborted,
   });
   const corruptWatch = new CorruptPieceWatch({

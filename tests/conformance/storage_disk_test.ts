@@ -1,7 +1,7 @@
 import { assertEquals, assertRejects } from "../helpers/assert.ts";
 import { runStoreConformance } from "./store_conformance.ts";
 import { DiskStore } from "../../src/storage/driver/disk/disk_store.ts";
-import { TEMP_DIR } from "../../src/storage/driver/disk/layout.ts";
+import { shardOf, TEMP_DIR } from "../../src/storage/driver/disk/layout.ts";
 import { listFiles } from "../helpers/files.ts";
 
 async function diskFixture() {
@@ -70,4 +70,34 @@ Deno.test("disk store: cleanup while serving spares the uploads in progress and 
 Deno.test("disk store: keys that are not canonical cids never reach the file system", async () => {
   await using fixture = await diskFixture();
   await assertRejects(() => fixture.store.open("../../etc/passwd"), /Cannot use piece key/);
+});
+
+Deno.test("disk store: shared with the group, pieces (old and new) are 0640 under 0710, tmp/ 0700", async () => {
+  await using fixture = await diskFixture();
+  const root = `${fixture.dir}/pieces`;
+  const stage = async (store: DiskStore, key: string) => {
+    const staged = await store.stage(ReadableStream.from([new Uint8Array([1, 2, 3])]), {
+      expectedBytes: 3,
+    });
+    await staged.commit(key);
+  };
+  // Stored before the sharing began (as umask 077 leaves them under systemd), then shared.
+  const old = Deno.umask(0o077);
+  try {
+    await stage(await DiskStore.create({ root }), "bafkbeforeshare1");
+  } finally {
+    Deno.umask(old);
+  }
+  const shared = await DiskStore.create({ root, shareWithGroup: true });
+  await stage(shared, "bafkaftershare01");
+  const mode = (path: string) => ((Deno.statSync(path).mode ?? 0) & 0o777).toString(8);
+  assertEquals(mode(root), "710");
+  assertEquals(mode(`${root}/tmp`), "700");
+  for (const key of ["bafkbeforeshare1", "bafkaftershare01"]) {
+    const file = shared.localFileOf(key);
+    assertEquals(file, `${root}/${shardOf(key)}/${key}`);
+    assertEquals(mode(file), "640", key);
+    assertEquals(mode(`${root}/${shardOf(key)}`), "710", key);
+    assertEquals(mode(`${root}/${shardOf(key).split("/")[0]}`), "710", key);
+  }
 });

@@ -97,6 +97,7 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     dataDir: "./data",
     baseUrl: null,
     trustedProxies: [],
+    xAccelRedirect: null,
     sponsored: { maxFileBytes: 100 * MIB, dailyCapBytes: 200 * MIB, termDays: 30 },
     token: { maxFileBytes: 5 * 1024 * MIB, dailyCapBytes: 1024 * MIB, termDays: 365 },
     wallet: {
@@ -256,6 +257,20 @@ Deno.test("config: --store s3 takes endpoint and bucket from flags and the keys 
   assertOk(configError(["--s3-bucket", "No_Such"]).includes("bucket name"));
   assertOk(configError(["--s3-source", "r2\r\nx: y"]).includes("--s3-source"));
   assertOk(configError(["--store", "tape"]).includes("--store"));
+});
+
+Deno.test("config: --x-accel-redirect takes a location prefix, for the disk store only", () => {
+  assertEquals(configOf(["--x-accel-redirect", "/_pieces/"]).xAccelRedirect, "/_pieces/");
+  assertEquals(configOf([], { STORAGE_X_ACCEL_REDIRECT: "/a/b/" }).xAccelRedirect, "/a/b/");
+  for (const bad of ["_pieces/", "/_pieces", "/", "/a b/", "/a/../", "http://x/"]) {
+    assertMatch(configError(["--x-accel-redirect", bad]), /--x-accel-redirect must be a path/);
+  }
+  const s3 = ["--store", "s3", "--s3-endpoint", "https://x.example", "--s3-bucket", "b-1"];
+  const keys = { STORAGE_S3_ACCESS_KEY_ID: "a", STORAGE_S3_SECRET_ACCESS_KEY: "b" };
+  assertMatch(
+    configError([...s3, "--x-accel-redirect", "/_pieces/"], keys),
+    /--x-accel-redirect is for --store disk/,
+  );
 });
 
 Deno.test("config: --database takes a postgres URL, from the flag or STORAGE_DATABASE", () => {

@@ -56,6 +56,8 @@ export async function answerPiece(
     await mustExist(deps, cid, () => deps.store.stat(cid));
     // nginx sends the file with its own length (and cuts the range itself): no body here.
     headers.delete("content-length");
+    // nginx adds its own Accept-Ranges: bytes to a whole file (not to a range): never two.
+    if (status === 200) headers.delete("accept-ranges");
     headers.set("x-accel-redirect", redirect);
     context.logFields.offloaded = true;
     return new Response(null, { status, headers });

@@ -7,6 +7,12 @@
  * either nothing visible or a complete, durable piece; cleanup() sweeps the
  * temp files no upload of this process is using (one process per data
  * directory: the directory lock), at start-up and while serving.
+ *
+ * Sharing with the group (`shareWithGroup`, for nginx's workers behind
+ * --x-accel-redirect): committed pieces 0640 and the directories above them
+ * 0710 (enter, not list), tmp/ 0700, so the group reads pieces by their
+ * exact paths and nothing else; modes are set explicitly, whatever the
+ * umask, and pieces committed before are brought in line at create().
  */
 import {
   joinPath,
@@ -35,12 +41,20 @@ import { StagedFile } from "./staged_file.ts";
 export interface DiskStoreOptions {
   /** Directory the pieces live under; `DiskStore.create` makes it (with tmp/) if missing. */
   root: string;
+  /** Let the directory's group read committed pieces, and only them (see above). */
+  shareWithGroup?: boolean;
 }
+
+/** Modes when sharing with the group: pieces readable, directories enterable, tmp/ private. */
+const SHARED_PIECE_MODE = 0o640;
+const SHARED_DIR_MODE = 0o710;
+const PRIVATE_DIR_MODE = 0o700;
 
 export class DiskStore implements PieceStore {
   readonly source = "stage";
   readonly #root: string;
   readonly #tempDir: string;
+  readonly #share: boolean;
   /** Shard directories known to exist, so the hot path skips mkdir and its fsync. */
   readonly #knownShards = new Set<string>();
   /** Temp files of this process's uploads from their creation until they settle. */
@@ -50,12 +64,14 @@ export class DiskStore implements PieceStore {
   static async create(options: DiskStoreOptions): Promise<DiskStore> {
     const store = new DiskStore(options);
     await Deno.mkdir(store.#tempDir, { recursive: true });
+    if (store.#share) await store.#shareExisting();
     return store;
   }
 
   constructor(options: DiskStoreOptions) {
     this.#root = options.root.replace(/\/+$/, "") || "/";
     this.#tempDir = joinPath(this.#root, TEMP_DIR);
+    this.#share = options.shareWithGroup ?? false;
   }
 
   async check(): Promise<StoreHealth> {
@@ -134,6 +150,8 @@ export class DiskStore implements PieceStore {
     try {
       pumped = await pumpBody(body, options, (chunk) => writeAll(file, chunk));
       await file.sync();
+      // Still in tmp/ (private): readable by the group only once committed.
+      if (this.#share) await Deno.chmod(tempPath, SHARED_PIECE_MODE);
     } catch (error) {
       file.close();
       await removeQuietly(tempPath);
@@ -165,15 +183,8 @@ export class DiskStore implements PieceStore {
   }
 
   async *list(): AsyncIterable<string> {
-    for await (const level1 of readDirQuietly(this.#root)) {
-      if (!level1.isDirectory || level1.name === TEMP_DIR) continue;
-      const dir1 = joinPath(this.#root, level1.name);
-      for await (const level2 of readDirQuietly(dir1)) {
-        if (!level2.isDirectory) continue;
-        for await (const entry of readDirQuietly(joinPath(dir1, level2.name))) {
-          if (entry.isFile) yield entry.name;
-        }
-      }
+    for await (const entry of this.#entries()) {
+      if (entry.isFile) yield entry.name;
     }
   }
 
@@ -216,10 +227,43 @@ export class DiskStore implements PieceStore {
     const [outer] = shard.split("/");
     const outerDir = joinPath(this.#root, outer);
     const created = await mkdirIfMissing(outerDir);
-    if (await mkdirIfMissing(joinPath(this.#root, shard))) await syncDirectory(outerDir);
+    if (created && this.#share) await Deno.chmod(outerDir, SHARED_DIR_MODE);
+    const innerDir = joinPath(this.#root, shard);
+    if (await mkdirIfMissing(innerDir)) {
+      if (this.#share) await Deno.chmod(innerDir, SHARED_DIR_MODE);
+      await syncDirectory(outerDir);
+    }
     // A new directory entry is durable only once its parent is synced too.
     if (created) await syncDirectory(this.#root);
     this.#knownShards.add(shard);
+  }
+
+  /** Gives what is stored already the shared modes (each start: pieces may come from a restore). */
+  async #shareExisting(): Promise<void> {
+    await Deno.chmod(this.#root, SHARED_DIR_MODE);
+    await Deno.chmod(this.#tempDir, PRIVATE_DIR_MODE);
+    for await (const entry of this.#entries()) {
+      await Deno.chmod(entry.path, entry.isFile ? SHARED_PIECE_MODE : SHARED_DIR_MODE);
+    }
+  }
+
+  /** The shard directories and the committed pieces in them (tmp/ left out), parents first. */
+  async *#entries(): AsyncIterable<{ path: string; name: string; isFile: boolean }> {
+    for await (const level1 of readDirQuietly(this.#root)) {
+      if (!level1.isDirectory || level1.name === TEMP_DIR) continue;
+      const dir1 = joinPath(this.#root, level1.name);
+      yield { path: dir1, name: level1.name, isFile: false };
+      for await (const level2 of readDirQuietly(dir1)) {
+        if (!level2.isDirectory) continue;
+        const dir2 = joinPath(dir1, level2.name);
+        yield { path: dir2, name: level2.name, isFile: false };
+        for await (const entry of readDirQuietly(dir2)) {
+          if (entry.isFile) {
+            yield { path: joinPath(dir2, entry.name), name: entry.name, isFile: true };
+          }
+        }
+      }
+    }
   }
 
   async #missingOrOffline(error: unknown): Promise<null> {
