@@ -78,6 +78,11 @@ export class StorageClient implements Disposable {
     return this.#transport.retrievalUrl(cid);
   }
 
+  /** `<server>/f/<cid>`: the whole file, split or not, ranges included (the one URL to share). */
+  fileUrl(cid: string): string {
+    return this.#transport.fileUrl(cid);
+  }
+
   /** Uploads a file, split into pieces plus a manifest when it is over the tier's per-file cap. */
   async upload(source: UploadSource, options: UploadOptions = {}): Promise<UploadResult> {
     return await upload(this.#context(), source, options);

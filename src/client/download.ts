@@ -15,6 +15,11 @@
  * after the bytes of the pieces before it, which did match. The complete
  * piece is never released unverified; a consumer that writes to a file
  * discards it on error (or writes to a temporary name and renames on success).
+ *
+ * Resuming (resume.ts): every body read here resumes where it broke off when
+ * the connection drops (or it ends before its length), with a ranged GET from
+ * the first byte not yet received, so the checks go on where they were and a
+ * big file is never fetched again from its start.
  */
 import type { DownloadInfo, DownloadOptions, DownloadProgress, Manifest } from "./types.ts";
 import { NetworkError, VerificationError } from "./errors.ts";
@@ -25,6 +30,7 @@ import { parseCid } from "../piece_cid/mod.ts";
 import { readChunks } from "./piece_cid.ts";
 import { toHex } from "./sha256.ts";
 import type { Transport } from "./transport.ts";
+import { resumable } from "./resume.ts";
 
 export interface DownloadContext extends ContentCheckOptions {
   transport: Transport;
@@ -106,7 +112,8 @@ async function openPiece(
   signal: AbortSignal | undefined,
   followManifest: boolean,
 ): Promise<OpenedPiece> {
-  const response = await context.transport.getPiece(cid, signal);
+  const fetched = await context.transport.getPiece(cid, signal);
+  const response = resumingResponse(context, cid, fetched, signal);
   if (!followManifest || parseCid(cid.toLowerCase()).kind !== "piece_v2" || !response.body) {
     return { manifest: null, response };
   }
@@ -200,10 +207,15 @@ async function* manifestChunks(
   const last = manifest.pieces.length - 1;
   for (const [index, piece] of manifest.pieces.entries()) {
     // A listed piece is served as bytes whatever it contains: manifests do not nest.
-    const response = await context.transport.getPiece(piece.cid, signal);
+    const fetched = await context.transport.getPiece(piece.cid, signal);
     yield* pieceChunks({
       cid: piece.cid,
-      body: response.body!,
+      body: resumable(fetched.body!, {
+        transport: context.transport,
+        cid: piece.cid,
+        size: piece.size,
+        signal,
+      }),
       check: contentCheckFor(piece.cid, context),
       size: piece.size,
       signal,
@@ -322,6 +334,23 @@ function streamOf(
       await chunks.return(undefined).catch(() => {});
     },
   }, { highWaterMark: 0 });
+}
+
+/** The response with a body that resumes where it breaks off (resume.ts); HEAD-less as it was. */
+function resumingResponse(
+  context: DownloadContext,
+  cid: string,
+  response: Response,
+  signal: AbortSignal | undefined,
+): Response {
+  if (!response.body) return response;
+  const body = resumable(response.body, {
+    transport: context.transport,
+    cid,
+    size: contentLengthOf(response),
+    signal,
+  });
+  return new Response(body, { status: response.status, headers: response.headers });
 }
 
 function contentLengthOf(response: Response): number | null {

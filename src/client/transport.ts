@@ -69,6 +69,11 @@ export class Transport {
     return `${this.server}/p/${encodeURIComponent(cid)}`;
   }
 
+  /** `<server>/f/<cid>`: where anyone retrieves a whole file, split or not. */
+  fileUrl(cid: string): string {
+    return `${this.server}/f/${encodeURIComponent(cid)}`;
+  }
+
   /** A JSON call; answers 2xx with the parsed body, otherwise throws StorageError. */
   async json<T>(request: JsonRequest): Promise<T> {
     const url = this.#url(request.path, request.query);
@@ -102,6 +107,37 @@ export class Transport {
   /** GET /p/{cid}, retried until the status line is in; the caller owns the body. */
   async getPiece(cid: string, signal?: AbortSignal): Promise<Response> {
     return await this.#retrieve("GET", cid, signal);
+  }
+
+  /**
+   * GET /p/{cid} from byte `offset` on (to resume a read that broke off), retried until
+   * the status line is in. `If-Range` holds the answer to the piece's own ETag: pieces
+   * never change, but a 200 then means a server that ignores ranges, and the caller
+   * skips what it has (ranged: false).
+   */
+  async getPieceFrom(
+    cid: string,
+    offset: number,
+    signal?: AbortSignal,
+  ): Promise<{ response: Response; ranged: boolean }> {
+    const headers = this.#headers(false);
+    headers.set("range", `bytes=${offset}-`);
+    headers.set("if-range", `"${cid.toLowerCase()}"`);
+    const response = await this.#retrying(
+      "safe",
+      signal,
+      () => this.#send(this.retrievalUrl(cid), { method: "GET", headers }, { signal }),
+    );
+    if (response.status === 200) return { response, ranged: false };
+    const from = /^bytes (\d+)-/.exec(response.headers.get("content-range") ?? "");
+    if (response.status !== 206 || from === null || Number(from[1]) !== offset) {
+      await response.body?.cancel();
+      throw new NetworkError(
+        `GET ${this.retrievalUrl(cid)} from byte ${offset} answered ${response.status} ` +
+          `(${response.headers.get("content-range")})`,
+      );
+    }
+    return { response, ranged: true };
   }
 
   async #retrieve(method: "GET" | "HEAD", cid: string, signal?: AbortSignal): Promise<Response> {

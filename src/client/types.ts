@@ -100,7 +100,13 @@ export interface UploadedPiece {
 export interface UploadResult {
   /** The manifest's PieceCIDv2 for a split file; the single piece's otherwise. */
   cid: string;
+  /** `<server>/p/<cid>`: the piece itself (for a split file, its manifest's bytes). */
   retrievalUrl: string;
+  /**
+   * The URL that serves the whole file, ranges included: `<server>/f/<cid>` for a split file
+   * (the pieces in order, as one body), the same as retrievalUrl for a single piece.
+   */
+  fileUrl: string;
   /** Bytes of the original file. */
   size: number;
   /** The file's pieces in order (one when not split). */

@@ -192,6 +192,7 @@ export async function upload(
     return {
       cid,
       retrievalUrl: transport.retrievalUrl(cid),
+      fileUrl: manifest ? transport.fileUrl(cid) : transport.retrievalUrl(cid),
       size: file.size,
       pieces,
       deals,

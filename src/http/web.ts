@@ -19,13 +19,17 @@ import type { Handler } from "./router.ts";
 import type { ParameterDoc, RouteDoc, SuccessDoc } from "./route_doc.ts";
 import { stringSchema } from "./schemas/json_schema.ts";
 
-/** The page's policy; img-src blob: for previews of files picked on this machine. */
+/**
+ * The page's policy; img-src blob: for previews of files picked on this machine,
+ * media-src 'self' for the player that previews a stored video or audio file.
+ */
 export const PAGE_CSP = [
   "default-src 'self'",
   "script-src 'self' 'wasm-unsafe-eval'",
   "worker-src 'self'",
   "connect-src 'self'",
   "img-src 'self' blob: data:",
+  "media-src 'self'",
   "style-src 'self'",
   "object-src 'none'",
   "base-uri 'none'",

@@ -173,6 +173,7 @@ Deno.test("cli: upload splits a file over the cap into pieces and a manifest; do
     assertEquals(Object.keys(result).sort(), [
       "cid",
       "deals",
+      "fileUrl",
       "manifest",
       "path",
       "pieces",
@@ -189,6 +190,9 @@ Deno.test("cli: upload splits a file over the cap into pieces and a manifest; do
     ]);
     assertEquals(result.deals.length, 5, "four pieces and the manifest");
     assertEquals(result.retrievalUrl, `${server.url}/p/${result.cid}`);
+    // The URL to share is /f/: the whole file, served from the pieces.
+    assertEquals(result.fileUrl, `${server.url}/f/${result.cid}`);
+    assertEquals(new Uint8Array(await (await fetch(result.fileUrl)).arrayBuffer()), bytes);
     // The cid is the manifest's, stored with the manifest content type.
     const manifest = await server.get(`/p/${result.cid}`);
     assertEquals(manifest.headers.get("content-type"), MANIFEST_CONTENT_TYPE);

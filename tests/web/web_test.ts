@@ -213,9 +213,18 @@ Deno.test("web: a file over the per-file cap is split and the page shows the man
     const { item, cid } = await storedCid(page, "big.bin");
     await item.getByText("sent as 4 pieces plus a small manifest").waitFor();
     await item.getByText("Stored as 4 pieces and a manifest").waitFor();
+    // The link to share is the whole file's, /f/, not the manifest's /p/.
+    const link = item.getByRole("textbox", { name: "Link to the file", exact: true });
+    assertEquals(await link.inputValue(), `${server.url}/f/${cid}`);
+    assertEquals(
+      await item.getByRole("link", { name: "Open the link" }).getAttribute("href"),
+      `${server.url}/f/${cid}`,
+    );
     await checkNoCspViolations(page);
     return cid;
   }, { allowErrors: [PIECE_CHECK_404] });
+  const whole = await server.get(`/f/${cid}`);
+  assertEquals(new Uint8Array(await whole.arrayBuffer()), bytes);
 
   const answer = await server.get(`/p/${cid}`);
   assertEquals(answer.headers.get("content-type"), MANIFEST_CONTENT_TYPE);
@@ -267,7 +276,8 @@ Deno.test("web: the sending bar moves while a piece is still on the wire", async
 });
 
 Deno.test("web: sign-up shows the token once, the tab stays signed in, files, extend and revoke work", async () => {
-  await using server = await startTestServer();
+  // A token's files over 64 KiB are split: the files list links such a file by its /f/ URL.
+  await using server = await startTestServer({ args: ["--token-max-file-size", "64KiB"] });
   const email = "web@example.org";
   await withBrowser(async (page) => {
     await openPage(page, server);
@@ -294,6 +304,18 @@ Deno.test("web: sign-up shows the token once, the tab stays signed in, files, ex
     const row = page.locator("#files tbody tr", { hasText: "notes.txt" });
     await row.waitFor();
     assertOk((await row.textContent())?.includes(cid), "the files list shows the cid");
+    await pickFiles(page, [
+      {
+        name: "movie.bin",
+        mimeType: "application/octet-stream",
+        bytes: patternBytes(150 * KIB, 3),
+      },
+    ]);
+    const split = await storedCid(page, "movie.bin");
+    const manifestRow = page.locator("#files tbody tr", { hasText: "(split file)" });
+    await manifestRow.waitFor();
+    const fileLink = manifestRow.getByRole("link", { name: "movie.bin", exact: true });
+    assertEquals(await fileLink.getAttribute("href"), `${server.url}/f/${split.cid}`);
 
     // Reload: still signed in (sessionStorage), the token is not shown again.
     await page.reload();

@@ -153,11 +153,11 @@ function describeUpload(file: InputFile, r: UploadResult): string[] {
     : skipped
     ? ", already stored"
     : "";
-  return [
-    `${file.path}: ${formatBytes(r.size)}${split}`,
-    `  cid  ${r.cid}`,
-    `  url  ${r.retrievalUrl}`,
-  ];
+  const lines = [`${file.path}: ${formatBytes(r.size)}${split}`, `  cid  ${r.cid}`];
+  // A split file's URL is /f/: the whole file in one body (ranges too); /p/ is its manifest.
+  if (r.manifest !== null) lines.push(`  url  ${r.fileUrl}`, `  manifest  ${r.retrievalUrl}`);
+  else lines.push(`  url  ${r.retrievalUrl}`);
+  return lines;
 }
 
 /** The --json shape of one upload (docs/client.md#json-output). */
@@ -166,6 +166,7 @@ function uploadJson(r: UploadResult & { path: string }) {
     path: r.path,
     cid: r.cid,
     retrievalUrl: r.retrievalUrl,
+    fileUrl: r.fileUrl,
     size: r.size,
     pieces: r.pieces,
     deals: r.deals,

@@ -1,10 +1,12 @@
 /// <reference lib="dom" />
 /**
  * "Your files": GET /api/files page by page (newest first; "Show more"
- * follows the API's cursor), each with its link, size, dates and, when the
+ * follows the API's cursor), each with its link (a split file's manifest by
+ * its /f/ URL, the whole file), size, dates and, when the
  * token has the `pin` scope, an Extend button that adds one term to that
  * deal (POST /api/deals/{dealId}/extend).
  */
+import { MANIFEST_CONTENT_TYPE } from "../../client/mod.ts";
 import type { Deal } from "../../client/mod.ts";
 import { byId, dataTable, el, onClickBusy, say, show } from "./dom.ts";
 import { formatBytes, formatDate } from "./format.ts";
@@ -47,13 +49,18 @@ function headings(canExtend: boolean): string[] {
 }
 
 function row(deal: Deal, session: Session, status: HTMLElement): HTMLTableRowElement {
-  const name = deal.filename ?? "Unnamed file";
+  // A split file's manifest stands for the file: its link is /f/, the whole file.
+  const split = isManifest(deal.contentType);
+  const stored = deal.filename ?? "Unnamed file";
+  const name = split ? stored.replace(/\.manifest\.json$/, "") : stored;
+  const href = split ? session.client.fileUrl(deal.cid) : deal.retrievalUrl;
   const keptUntil = el("td", { class: "nowrap" }, formatDate(deal.termEndsAt));
   const cells = [
     el(
       "td",
       {},
-      el("a", { href: deal.retrievalUrl, target: "_blank", rel: "noopener" }, name),
+      el("a", { href, target: "_blank", rel: "noopener" }, name),
+      split ? el("span", { class: "hint" }, " (split file)") : null,
       el("code", { class: "cid" }, deal.cid),
     ),
     el("td", { class: "nowrap" }, formatBytes(deal.size)),
@@ -75,4 +82,8 @@ function row(deal: Deal, session: Session, status: HTMLElement): HTMLTableRowEle
     cells.push(el("td", {}, extend));
   }
   return el("tr", { "data-deal": deal.dealId }, ...cells);
+}
+
+function isManifest(contentType: string): boolean {
+  return contentType.split(";")[0].trim().toLowerCase() === MANIFEST_CONTENT_TYPE;
 }

@@ -23,6 +23,12 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   cid_mismatch:
     "The bytes that arrived do not match the content id computed for them, so nothing was " +
     "stored. Did the file change while it was being uploaded?",
+  invalid_manifest:
+    "The list of pieces for this large file was not valid, so it was not stored. Please try " +
+    "again.",
+  manifest_incomplete:
+    "Some pieces of this large file were not on the server when its list of pieces arrived. " +
+    "Upload the file again: pieces already stored are not sent twice.",
   invalid_json: "The server could not read the request. Reload the page and try again.",
   invalid_email: "That e-mail address does not look right.",
   invalid_label: "The token's name must be 1 to 64 characters, without control characters.",
@@ -43,6 +49,7 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   cid_conflict: "Different bytes are already stored under this content id.",
   length_required: "The server needs to know the size up front, and it was not sent.",
   too_large: "This is larger than the server accepts in one go.",
+  range_not_satisfiable: "The part of the file asked for lies past its end.",
   rate_limited:
     "Too many requests from your network address, or today's allowance for it is used up.",
   quota_exceeded: "Your daily upload quota is used up.",

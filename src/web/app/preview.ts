@@ -1,9 +1,11 @@
 /// <reference lib="dom" />
 /**
- * A look at the file just stored, made from the local file (nothing is
- * fetched back): an image through a blob: URL (which the page's img-src
- * allows), text as the first few KiB put in as text, never as HTML, so an
- * uploaded page or script is shown as its source and cannot run.
+ * A look at the file just stored: an image through a blob: URL of the local
+ * file (which the page's img-src allows), text as the first few KiB put in as
+ * text, never as HTML, so an uploaded page or script is shown as its source
+ * and cannot run; video and audio in the browser's own player, from the
+ * file's URL on the server (/f/ for a split file), which answers the ranges a
+ * player asks for when it seeks.
  */
 import { el } from "./dom.ts";
 import { formatBytes } from "./format.ts";
@@ -18,8 +20,23 @@ function isText(file: File): boolean {
   return TEXT_TYPES.test(file.type) || (file.type === "" && TEXT_EXTENSIONS.test(file.name));
 }
 
-/** A figure previewing the file, or null for kinds the page does not preview. */
-export async function previewOf(file: File): Promise<HTMLElement | null> {
+/** A figure previewing the file (stored at url), or null for kinds the page does not preview. */
+export async function previewOf(file: File, url: string): Promise<HTMLElement | null> {
+  const media = file.type.startsWith("video/")
+    ? "video"
+    : file.type.startsWith("audio/")
+    ? "audio"
+    : null;
+  if (media !== null) {
+    const player = el(media, {
+      src: url,
+      controls: true,
+      preload: "metadata",
+      class: `preview-${media}`,
+      "aria-label": `${media === "video" ? "Video" : "Audio"}: ${file.name}`,
+    });
+    return figure(player, "Preview, played from the stored file");
+  }
   if (file.type.startsWith("image/")) {
     const url = URL.createObjectURL(file);
     const image = el("img", { src: url, alt: `Preview of ${file.name}`, class: "preview-image" });

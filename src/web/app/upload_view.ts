@@ -204,17 +204,18 @@ class UploadItem {
     this.state(`Stored${split}${how}${kept}.`);
     this.element.classList.add("upload-done");
     this.element.dataset.cid = result.cid;
+    // A split file's link is /f/: the whole file from its pieces (the /p/ link is its manifest).
     const link = el(
       "a",
-      { href: result.retrievalUrl, target: "_blank", rel: "noopener" },
+      { href: result.fileUrl, target: "_blank", rel: "noopener" },
       "Open the link",
     );
     this.element.append(
       copyField("Content id (cid)", result.cid, { id: `cid-${this.#id}` }),
-      copyField("Link to the file", result.retrievalUrl, { id: `url-${this.#id}` }),
+      copyField("Link to the file", result.fileUrl, { id: `url-${this.#id}` }),
       el("p", { class: "open-link" }, link),
     );
-    const preview = await previewOf(this.#file);
+    const preview = await previewOf(this.#file, result.fileUrl);
     if (preview) this.element.append(preview);
   }
 }
