@@ -25,9 +25,11 @@
  * --big-gib file uploaded through the CLI, pipelined vs sequential, 8 PieceCIDv2
  * in Chromium's Web Worker vs the server's one core, 9 small retrievals with
  * --metrics true vs false, 10 `main.ts backup` MiB/s while serving, 11 the S3 driver vs the
- * raw S3 client on a local Ceph radosgw: scripts/bench_s3.ts), to reproduce one
- * figure quickly; a full run is what
- * the README reports.
+ * raw S3 client on a local Ceph radosgw: scripts/bench_s3.ts, 12 a 100 MiB GET behind nginx with
+ * the offload vs nginx's own file: scripts/bench_offload.ts, 13 /f/ of a --big-gib split file vs
+ * /p/ of the same bytes, 14 random 64 KiB ranges vs whole 64 KiB GETs, both on disk and S3, 15
+ * the service's peak RSS streaming a 5 GiB split file: scripts/bench_ranges.ts), to reproduce one
+ * figure quickly; a full run is what the README reports.
  */
 import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
@@ -42,8 +44,9 @@ import { benchCliUpload } from "./bench_cli_upload.ts";
 import { benchBrowserPieceCid } from "./bench_browser_piece_cid.ts";
 import { benchBackup } from "./bench_backup.ts";
 import { benchS3 } from "./bench_s3.ts";
-import { PieceHasher } from "../src/piece_cid/hasher.ts";
-import { pieceCidV2 } from "../src/piece_cid/cid_codec.ts";
+import { benchOffload } from "./bench_offload.ts";
+import { onEachStore, rangesVsWhole, splitFileMemory, splitFileVsWhole } from "./bench_ranges.ts";
+import { cidOf, download, rotated, sampleRss, timed } from "./lib/measure.ts";
 import { signInWithWallet } from "../src/client/wallet.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { deployTestUsdc, devAccounts, spawnAnvil, usdc } from "./testnet/chain.ts";
@@ -53,7 +56,7 @@ const MIB = 1024 * 1024;
 const USAGE = `Usage: deno task bench [--runs 3] [--transfer-runs 9] [--seconds 10] [--big-gib 1]
                        [--quick] [--only 1,3]
   --quick changes the defaults to --runs 2 --transfer-runs 3 --seconds 3 --big-gib 0.25;
-  --only takes workload numbers 1-11 (see scripts/bench.ts).`;
+  --only takes workload numbers 1-15 (see scripts/bench.ts).`;
 // Defaults depend on --quick, so they are filled in below.
 const opts = scriptArgs(USAGE, {
   runs: { type: "number", integer: true, min: 1 },
@@ -69,11 +72,11 @@ const transferRuns = opts["transfer-runs"] ?? (quick ? 3 : 9);
 const loadSeconds = opts.seconds ?? (quick ? 3 : 10);
 const bigGiB = opts["big-gib"] ?? (quick ? 0.25 : 1);
 const only = new Set(
-  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11").split(",").map((n) => Number(n.trim())),
+  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15").split(",").map((n) => Number(n.trim())),
 );
 for (const workload of only) {
-  if (!Number.isInteger(workload) || workload < 1 || workload > 11) {
-    usageExit(USAGE, `--only takes workload numbers from 1 to 11, got "${opts.only}"`);
+  if (!Number.isInteger(workload) || workload < 1 || workload > 15) {
+    usageExit(USAGE, `--only takes workload numbers from 1 to 15, got "${opts.only}"`);
   }
 }
 const wanted = (workload: number) => only.has(workload);
@@ -134,46 +137,6 @@ async function canPinCpus(): Promise<boolean> {
   }
 }
 
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const start = performance.now();
-  await fn();
-  return (performance.now() - start) / 1000;
-}
-
-async function download(url: string): Promise<number> {
-  const response = await fetch(url);
-  let bytes = 0;
-  for await (const chunk of response.body!) bytes += chunk.byteLength;
-  if (response.status !== 200) throw new Error(`GET ${url}: ${response.status}`);
-  return bytes;
-}
-
-/** Samples a process's RSS every 50 ms until stopped; returns the peak in MiB. */
-function sampleRss(pid: number): { stop(): Promise<number> } {
-  let peak = 0;
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      peak = Math.max(peak, (await rssBytes(pid)) ?? 0);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-      return Math.round((peak / MIB) * 10) / 10;
-    },
-  };
-}
-
-function cidOf(chunk: Uint8Array, count: number): string {
-  const hasher = new PieceHasher();
-  for (let i = 0; i < count; i++) hasher.update(chunk);
-  const d = hasher.digest();
-  return pieceCidV2(d.root, d.height, d.padding);
-}
-
 /**
  * The service acknowledges a first upload before hashing it (SHA-256 runs right
  * after, in the background). Wait for that outside the timed part, so the next
@@ -186,16 +149,6 @@ async function settle(service: SpawnedServer) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error("the service did not finish hashing within 6 s");
-}
-
-/**
- * The contenders in a different order each run (A B C, B C A, C A B, …), so that
- * going first or last in a run, right after another contender's burst, favours
- * nobody.
- */
-function rotated<T>(list: readonly T[], run: number): T[] {
-  const shift = run % list.length;
-  return [...list.slice(shift), ...list.slice(0, shift)];
 }
 
 async function uploadsOf100MiB(service: SpawnedServer, baselines: Baseline[], chunk: Uint8Array) {
@@ -564,6 +517,7 @@ if (wanted(11)) {
     ratio("S3 driver retrieve 100 MiB / raw client", s3.retrieve100MiB_MBps.ratio, 0.8);
   }
 }
+await bigFileWorkloads();
 results.ratios = ratios;
 
 console.log(JSON.stringify(results, null, 2));
@@ -577,3 +531,62 @@ const resultsPath = opts.only !== undefined
   : "bench-results/latest.json";
 await Deno.writeTextFile(resultsPath, JSON.stringify(results, null, 2) + "\n");
 console.log(`wrote ${resultsPath}`);
+
+/** Workloads 12 to 15 (scripts/bench_offload.ts and scripts/bench_ranges.ts). */
+async function bigFileWorkloads(): Promise<void> {
+  const chunk = new Uint8Array(MIB);
+  for (let i = 0; i < chunk.length; i++) chunk[i] = (i * 31 + 7) & 0xff;
+  if (wanted(12)) {
+    progress("12/15 100 MiB behind nginx: the offload vs nginx serving the file itself");
+    const offload = await benchOffload({ runs: transferRuns, chunk });
+    if ("skipped" in offload) console.log(`workload 12 skipped: ${offload.skipped}`);
+    else {
+      results.offload100MiB = offload;
+      ratio("GET 100 MiB behind nginx, offload / nginx's own file", offload.ratio, 0.8);
+    }
+  }
+  if (wanted(13)) {
+    const pieceCount = Math.max(2, Math.round(bigGiB * 10));
+    progress(`13/15 /f/ of ${pieceCount} pieces of 100 MiB vs /p/ of the same bytes, disk and S3`);
+    const split = await onEachStore(
+      [],
+      (service) => splitFileVsWhole(service, { pieceCount, runs }),
+    );
+    results.splitFileVsWhole = split;
+    ratio("GET /f/ split / /p/ whole, disk", split.disk.ratio, 0.9);
+    if ("ratio" in split.s3) ratio("GET /f/ split / /p/ whole, S3", split.s3.ratio, 0.9);
+  }
+  if (wanted(14)) {
+    progress("14/15 1,000 random 64 KiB ranges vs 1,000 whole 64 KiB GETs, disk and S3");
+    const uncached = await onEachStore(
+      ["--small-piece-cache", "0"],
+      (service) => rangesVsWhole(service, { requests: 1000, runs }),
+    );
+    const cached = await onEachStore(
+      [],
+      (service) => rangesVsWhole(service, { requests: 1000, runs }),
+    );
+    results.rangesVsWhole = { smallPieceCacheOff: uncached, smallPieceCacheOn: cached };
+    ratio("64 KiB ranges / whole 64 KiB GETs req/s, disk", uncached.disk.ratio, 0.8);
+    if ("ratio" in uncached.s3) {
+      ratio("64 KiB ranges / whole 64 KiB GETs req/s, S3", uncached.s3.ratio, 0.8);
+    }
+    ratio("64 KiB ranges / cached whole 64 KiB GETs req/s, disk", cached.disk.ratio);
+  }
+  if (wanted(15)) {
+    progress("15/15 the service's peak RSS while GET /f/ streams a 5 GiB split file");
+    const dir = await Deno.makeTempDir({ prefix: "bench-memory-" });
+    try {
+      await using service = await spawnServer(dir, SERVICE_ARGS);
+      const memory = await splitFileMemory(service);
+      results.splitFile5GiBMemory = memory;
+      ratios["peak RSS streaming a 5 GiB split file (MiB)"] = {
+        value: memory.peakRssMiB,
+        target: "< 300",
+        met: memory.peakRssMiB < 300,
+      };
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  }
+}

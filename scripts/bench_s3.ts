@@ -56,21 +56,10 @@ export interface S3BenchResult {
 export async function benchS3(
   options: S3BenchOptions,
 ): Promise<S3BenchResult | { skipped: string }> {
-  const fromEnvironment = s3AccessFromEnvironment();
-  let cluster: RadosgwCluster | null = null;
-  if (fromEnvironment === null) {
-    const missing = missingRadosgwBinaries();
-    if (missing.length > 0) {
-      const install = "apt-get install radosgw ceph-mon ceph-osd ceph-common";
-      return { skipped: `${missing.join(", ")} not installed (${install})` };
-    }
-    try {
-      cluster = await startRadosgw({ memstoreBytes: 16 * 1024 * MIB });
-    } catch (error) {
-      return { skipped: `radosgw did not start: ${(error as Error).message}` };
-    }
-  }
-  const access = fromEnvironment ?? cluster!;
+  const s3 = await s3ForBench();
+  if ("skipped" in s3) return s3;
+  const { access, cluster } = s3;
+  const fromEnvironment = cluster === null;
   const raw = new AwsClient({ ...access, service: "s3", retries: 0 });
   const bucket = `${access.endpoint}/bench-${crypto.randomUUID()}`;
   try {
@@ -272,6 +261,29 @@ async function expectOk(response: Response, what: string): Promise<string> {
   const text = await response.text();
   if (!response.ok) throw new Error(`${what}: ${response.status} ${text.slice(0, 300)}`);
   return text;
+}
+
+/**
+ * The S3 a bench workload uses: STORAGE_TEST_S3_ENDPOINT's (and its keys) when
+ * set, else a radosgw cluster of its own (16 GiB memstore; the caller stops
+ * it), or `{ skipped }` with why there is none.
+ */
+export async function s3ForBench(): Promise<
+  { access: S3Access; cluster: RadosgwCluster | null } | { skipped: string }
+> {
+  const fromEnvironment = s3AccessFromEnvironment();
+  if (fromEnvironment !== null) return { access: fromEnvironment, cluster: null };
+  const missing = missingRadosgwBinaries();
+  if (missing.length > 0) {
+    const install = "apt-get install radosgw ceph-mon ceph-osd ceph-common";
+    return { skipped: `${missing.join(", ")} not installed (${install})` };
+  }
+  try {
+    const cluster = await startRadosgw({ memstoreBytes: 16 * 1024 * MIB });
+    return { access: cluster, cluster };
+  } catch (error) {
+    return { skipped: `radosgw did not start: ${(error as Error).message}` };
+  }
 }
 
 if (import.meta.main) {

@@ -151,6 +151,8 @@ export async function streamUpload(options: {
   method?: string;
   size: number;
   chunk: Uint8Array;
+  /** The chunk to send as the index-th (from 0), when they differ; default always `chunk`. */
+  chunkAt?: (index: number) => Uint8Array;
   headers?: Record<string, string>;
 }): Promise<{ status: number; body: string }> {
   const target = new URL(`${options.url}${options.path ?? `/api/upload?cid=${options.cid}`}`);
@@ -163,8 +165,9 @@ export async function streamUpload(options: {
       `Connection: close\r\n${extra}\r\n`;
     await writeAll(conn, new TextEncoder().encode(head));
     let sent = 0;
-    while (sent < options.size) {
-      const piece = options.chunk.subarray(0, Math.min(options.chunk.length, options.size - sent));
+    for (let index = 0; sent < options.size; index++) {
+      const chunk = options.chunkAt?.(index) ?? options.chunk;
+      const piece = chunk.subarray(0, Math.min(chunk.length, options.size - sent));
       await writeAll(conn, piece);
       sent += piece.length;
     }

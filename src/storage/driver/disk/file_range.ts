@@ -1,14 +1,19 @@
 /**
  * A byte range of an open file as a stream: the file is read from its
  * current position, exactly `length` bytes, and closed when the range is
- * done, fails or is cancelled. Reads are sized to what is left of the range,
- * so a 64 KiB range costs one 64 KiB read, not a whole default-sized buffer
- * past it. A file that ends before the range does fails the stream: a
+ * done, fails or is cancelled. Reads are sized to what is left of the range
+ * (at most READ_BYTES), so a 64 KiB range costs one 64 KiB read, not a whole
+ * buffer past it. A file that ends before the range does fails the stream: a
  * reader never takes a short answer for a whole one.
  */
 
-/** Largest single read: the size Deno's own file streams read in. */
-const READ_BYTES = 64 * 1024;
+/**
+ * Largest single read. Deno's own file streams read 64 KiB at a time; each read
+ * here costs a trip through JavaScript, so larger reads pay it less often: 1 GiB
+ * streamed in 1 MiB reads ran faster than file.readable, in 64 KiB reads at
+ * about half its speed (same machine, same run).
+ */
+const READ_BYTES = 1024 * 1024;
 
 export function fileRangeStream(file: Deno.FsFile, length: number): ReadableStream<Uint8Array> {
   let left = length;
