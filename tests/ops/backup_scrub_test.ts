@@ -314,7 +314,7 @@ Deno.test("scrub: the server's periodic scrub finds a corrupt piece by itself", 
   }
 });
 
-Deno.test("backup and scrub: a bad command line is one line and exit 2; a used destination is left alone", async () => {
+Deno.test("backup and scrub: a bad command line or destination (used, a dangling link) is one line and exit 2; a used destination is left alone", async () => {
   const dataDir = await Deno.makeTempDir({ prefix: "storage-backup-args-" });
   try {
     {
@@ -323,10 +323,16 @@ Deno.test("backup and scrub: a bad command line is one line and exit 2; a used d
     const used = `${dataDir}/used`;
     await Deno.mkdir(used);
     await Deno.writeTextFile(`${used}/keep.txt`, "mine");
+    const dangling = `${dataDir}/dangling`;
+    await Deno.symlink(`${dataDir}/nowhere`, dangling);
     const flags = backupFlags(dataDir, `${dataDir}/`);
     const runs = [
       [await runMain(["backup", "--data-dir", dataDir], { flags }), /usage: main\.ts backup DEST/],
       [await runMain(["backup", used, "--data-dir", dataDir], { flags }), /is not empty/],
+      [
+        await runMain(["backup", dangling, "--data-dir", dataDir], { flags }),
+        /dangling is a symbolic link to .*nowhere, which does not exist/,
+      ],
       [await runMain(["backup", `${dataDir}/x`, "--nope"], { flags }), /Unknown option '--nope'/],
       [
         await runMain(["scrub", "extra", "--data-dir", dataDir], { flags }),

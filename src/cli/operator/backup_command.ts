@@ -83,9 +83,34 @@ async function prepareDestination(destination: string): Promise<boolean> {
     existed = true;
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
+    await refuseDanglingLink(destination);
   }
-  await makePrivateDirectory(destination, silentLogger);
+  try {
+    await makePrivateDirectory(destination, silentLogger);
+  } catch (error) {
+    // Permissions, a read-only file system, a missing parent: the operator's to fix, one line.
+    throw new ConfigError(`cannot create ${destination}: ${messageOf(error)}`);
+  }
   return !existed;
+}
+
+/**
+ * stat follows a symbolic link, so a link to nothing looks free, and mkdir
+ * then fails on the link itself: say what it is instead.
+ */
+async function refuseDanglingLink(destination: string): Promise<void> {
+  const info = await Deno.lstat(destination).catch(() => null);
+  if (info?.isSymlink) {
+    const target = await Deno.readLink(destination).catch(() => "?");
+    throw new ConfigError(
+      `${destination} is a symbolic link to ${target}, which does not exist: ` +
+        "create that directory, or give the backup a new path",
+    );
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** Takes a failed backup away again: DEST itself if it made it, else what it put in DEST. */
