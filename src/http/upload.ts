@@ -89,7 +89,8 @@ export const uploadDoc: RouteDoc = {
       name: "X-Filename",
       in: "header",
       description: "The file's name, URL-encoded UTF-8, at most 255 bytes decoded, no " +
-        "control characters; served back in Content-Disposition",
+        "control characters and no bidirectional text controls (U+061C, U+200E-U+200F, " +
+        "U+202A-U+202E, U+2066-U+2069); served back in Content-Disposition",
       schema: stringSchema,
     },
   ],

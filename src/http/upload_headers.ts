@@ -8,6 +8,12 @@ const MEDIA_TYPE = new RegExp(
 );
 const MAX_CONTENT_TYPE_LENGTH = 1024;
 export const MAX_FILENAME_BYTES = 255;
+/**
+ * Controls that reorder how the rest of a name is shown: "invoice\u202Efdp.exe"
+ * reads "invoiceexe.pdf" in a file list. Other format characters (the zero-width
+ * joiner of emoji, the non-joiner of Persian) stay allowed: names need them.
+ */
+const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
 
 /**
  * Returns the Content-Type verbatim if it is a syntactically valid media type
@@ -44,7 +50,8 @@ export function requireContentType(value: string | null): string {
 /**
  * URL-decodes X-Filename. The name is only ever echoed in Content-Disposition
  * (never used as a path), but control characters are refused so no header or
- * log line can be split by a stored name.
+ * log line can be split by a stored name, and bidirectional controls so no
+ * name can show its extension as another.
  */
 export function decodeFilename(value: string | null): string | null {
   if (value === null) return null;
@@ -64,6 +71,13 @@ export function decodeFilename(value: string | null): string | null {
   // deno-lint-ignore no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(name)) {
     throw new ApiError("invalid_filename", "X-Filename must not contain control characters");
+  }
+  if (BIDI_CONTROLS.test(name)) {
+    throw new ApiError(
+      "invalid_filename",
+      "X-Filename must not contain bidirectional text controls (U+061C, U+200E, U+200F, " +
+        "U+202A to U+202E, U+2066 to U+2069)",
+    );
   }
   return name;
 }

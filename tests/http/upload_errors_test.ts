@@ -128,6 +128,17 @@ const scenarios: Scenario[] = [
     status: 400,
     error: "invalid_filename",
   },
+  ...[
+    ["U+202E (right-to-left override)", "invoice%E2%80%AEfdp.exe"],
+    ["U+2067 (right-to-left isolate)", "a%E2%81%A7b.txt"],
+    ["U+200F (right-to-left mark)", "a%E2%80%8Fb.txt"],
+    ["U+061C (Arabic letter mark)", "a%D8%9Cb.txt"],
+  ].map(([what, filename]): Scenario => ({
+    name: `an X-Filename with ${what} is 400 invalid_filename`,
+    send: (s) => viaFetch(s.upload(CID, "hello", { filename })),
+    status: 400,
+    error: "invalid_filename",
+  })),
   {
     name: "a garbage bearer token is 401 invalid_token",
     send: (s) =>
@@ -207,6 +218,17 @@ for (const scenario of scenarios) {
     assertEquals(await tempFiles(server.dataDir), []);
   });
 }
+
+Deno.test("upload: a filename may keep the joiners names need (emoji ZWJ, Persian ZWNJ)", async () => {
+  await using server = await startTestServer();
+  const name =
+    "\u{1F468}\u200D\u{1F469}\u200D\u{1F467} \u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645.txt";
+  const response = await server.upload(CID, "hello", { filename: encodeURIComponent(name) });
+  assertEquals(response.status, 200, await response.text());
+  const served = await server.get(`/p/${CID}`);
+  await served.body?.cancel();
+  assertMatch(served.headers.get("content-disposition")!, /%E2%80%8D.*%E2%80%8C/);
+});
 
 Deno.test("upload: checks run in order cid, auth, length, type, filename, caps", async () => {
   await using server = await startTestServer({ args: ["--sponsored-max-file-size", "1KiB"] });
