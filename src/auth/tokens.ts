@@ -5,12 +5,14 @@
  * and jti: its quota is not a claim, it follows the wallet's USDC balance.
  *
  * Verification accepts HS256 only (jose rejects `alg: none` and every other
- * algorithm given the allow-list), requires a finite exp in the future, and
- * checks every claim's type. Signature checks are remembered per token string
+ * algorithm given the allow-list), one spelling of each token (canonical
+ * unpadded base64url parts), an exp in the future and before year 10000,
+ * and checks every claim's type. Signature checks are remembered per token string
  * (until the key rotates), because the HMAC and JSON work dominate a request;
  * expiry and revocation are still checked on every request.
  */
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
+import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { ApiError } from "../errors.ts";
 import type { Clock } from "../clock.ts";
@@ -182,6 +184,8 @@ export class TokenService {
     }
     const cached = this.#verified.get(token);
     if (cached) return cached;
+    // jose decodes leniently; one token must not have several strings (a blocked one respelled).
+    if (!isCanonicalJws(token.slice(TOKEN_PREFIX.length))) throw invalid("Token is invalid");
     const verifyWith = (key: CryptoKey) =>
       jwtVerify(token.slice(TOKEN_PREFIX.length), key, {
         algorithms: ["HS256"],
@@ -249,10 +253,32 @@ export class TokenService {
     const ok = account && typeof sub === "string" && typeof jti === "string" &&
       Array.isArray(scopes) && scopes.length > 0 &&
       scopes.every((s) => (SCOPES as readonly unknown[]).includes(s)) &&
-      Number.isSafeInteger(iat) && Number.isSafeInteger(exp);
+      isRepresentableTime(iat) && isRepresentableTime(exp);
     if (!ok) throw invalid("Token claims are malformed");
     return payload as unknown as TokenClaims;
   }
+}
+
+/** 9999-12-31T23:59:59Z: the last second an RFC 3339 timestamp (and the token record) can hold. */
+const LAST_REPRESENTABLE_SECOND = 253_402_300_799;
+
+/** A whole number of seconds from 1970 to the end of year 9999. */
+function isRepresentableTime(seconds: unknown): boolean {
+  return Number.isSafeInteger(seconds) && (seconds as number) >= 0 &&
+    (seconds as number) <= LAST_REPRESENTABLE_SECOND;
+}
+
+/**
+ * Three parts, each canonical unpadded base64url: only the alphabet, no `=`,
+ * and the last character's unused low bits zero (so decoding and encoding
+ * again gives the same text).
+ */
+function isCanonicalJws(jws: string): boolean {
+  const parts = jws.split(".");
+  return parts.length === 3 &&
+    parts.every((part) =>
+      /^[A-Za-z0-9_-]+$/.test(part) && Buffer.from(part, "base64url").toString("base64url") === part
+    );
 }
 
 function invalid(message: string): ApiError {

@@ -71,3 +71,45 @@ Deno.test("tokens: an iat more than a minute ahead is 401, a few seconds of skew
   clock.advance(-30_000);
   assertEquals((await statusWith(server, issued.token)).status, 200);
 });
+
+/** The other spellings base64url allows for the same bytes: the last character's unused bits set. */
+function respellings(part: string): string[] {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  const unusedBits = { 0: 0, 2: 4, 3: 2 }[part.length % 4] ?? 0;
+  const last = alphabet.indexOf(part.at(-1)!);
+  const spellings = [];
+  for (let low = 1; low < 1 << unusedBits; low++) {
+    spellings.push(part.slice(0, -1) + alphabet[last | low]);
+  }
+  return spellings;
+}
+
+Deno.test("tokens: each part has one spelling; a respelled or padded token is 401", async () => {
+  await using server = await startTestServer();
+  const { token } = await signup(server);
+  const [header, payload, signature] = token.slice("pk_live_".length).split(".");
+  const variants = [
+    ...respellings(signature).map((s) => `${header}.${payload}.${s}`),
+    ...respellings(payload).map((p) => `${header}.${p}.${signature}`),
+    ...respellings(header).map((h) => `${h}.${payload}.${signature}`),
+    `${header}.${payload}.${signature}=`,
+    `${header}.${payload}=.${signature}`,
+  ].map((jwt) => `pk_live_${jwt}`);
+  // The signature (32 bytes, 43 characters) has 3 other spellings; the JSON parts as they fall.
+  assertEquals(variants.length >= 5, true, String(variants.length));
+  for (const variant of variants) {
+    const result = await statusWith(server, variant);
+    assertEquals([variant, result.status, result.error], [variant, 401, "invalid_token"]);
+  }
+  assertEquals((await statusWith(server, token)).status, 200);
+});
+
+Deno.test("tokens: a validly signed token whose exp is past year 9999 is 401, never 500", async () => {
+  await using server = await startTestServer();
+  const key = await leakedKey(server);
+  const payload = decodeToken((await signup(server)).token).payload;
+  for (const exp of [253_402_300_800, 8_640_000_000_001, Number.MAX_SAFE_INTEGER]) {
+    const result = await statusWith(server, forgeToken(HEADER, { ...payload, exp }, key));
+    assertEquals([exp, result.status, result.error], [exp, 401, "invalid_token"]);
+  }
+});
