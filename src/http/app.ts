@@ -73,12 +73,14 @@ export function createApp(options: AppOptions): App {
     info: Deno.ServeHandlerInfo<Deno.NetAddr>,
     started: number,
   ): Promise<Response> {
-    const url = new URL(request.url);
+    // Deno builds request.url from the Host header, which a client may fill with anything.
+    const url = URL.parse(request.url);
     const logFields: RequestContext["logFields"] = {};
     let routeName = "unmatched";
     let response: Response;
     let code: ErrorCode | null = null;
     try {
+      if (url === null) throw new ApiError("invalid_request", "The Host header is not a host name");
       response = await route(request, url, info, logFields, (name) => routeName = name);
     } catch (error) {
       const apiError = apiErrorOf(error, routeName, options.logger);
@@ -86,7 +88,7 @@ export function createApp(options: AppOptions): App {
       response = errorResponse(apiError, request.method);
     }
     applyCorsHeaders(response.headers);
-    if (usesQueryToken(request, url)) applyDeprecationHeaders(response.headers, options.baseUrl);
+    if (url !== null && usesQueryToken(request, url)) applyDeprecationHeaders(response.headers, options.baseUrl);
     // While draining, no connection is kept alive: shutdown would otherwise wait for its client.
     if (uploadDrain.draining) response.headers.set("connection", "close");
     log.request(request.method, routeName, response.status, started, logFields);

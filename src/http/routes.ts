@@ -122,7 +122,7 @@ export function createRoutes(services: RouteServices): Route[] {
     nonceLimit: services.walletNonceLimit,
     databaseIsPersistent: services.databasePersistent,
   };
-  const web = createWebHandlers();
+  const web = createWebHandlers(services.baseUrl);
   const upload = services.uploadDrain.guard(createUploadHandler(services));
   const metrics = createMetricsHandler({
     metrics: services.metrics,

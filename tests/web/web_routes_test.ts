@@ -7,7 +7,8 @@
  */
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { errorOf, startTestServer } from "../helpers/server.ts";
-import { PAGE_CSP } from "../../src/http/web.ts";
+import { rawRequest } from "../helpers/raw_http.ts";
+import { pageCsp } from "../../src/http/web.ts";
 import { hashWorkerSource } from "../../src/piece_cid/worker_source.ts";
 
 const FILES = [
@@ -19,6 +20,7 @@ const FILES = [
 
 Deno.test("web routes: every file of the page under a strict policy, revalidated by ETag", async () => {
   await using server = await startTestServer();
+  const PAGE_CSP = pageCsp([server.url]);
   for (const { path, type } of FILES) {
     const response = await server.get(path);
     const body = await response.text();
@@ -41,6 +43,30 @@ Deno.test("web routes: every file of the page under a strict policy, revalidated
   }
   assertOk(!PAGE_CSP.includes("'unsafe-inline'") && !PAGE_CSP.includes("'unsafe-eval'"));
   assertOk(PAGE_CSP.includes("'wasm-unsafe-eval'"));
+  // The page's own files, not this origin: /p/ serves users' files from it.
+  assertOk(PAGE_CSP.includes(`script-src ${server.url}/app/app.js 'wasm-unsafe-eval'`), PAGE_CSP);
+  assertOk(PAGE_CSP.includes(`worker-src ${server.url}/app/hash-worker.js;`), PAGE_CSP);
+  assertOk(PAGE_CSP.includes(`style-src ${server.url}/app/app.css;`), PAGE_CSP);
+  assertOk(!/(script|worker|style)-src[^;]*'self'/.test(PAGE_CSP), PAGE_CSP);
+});
+
+Deno.test("web routes: the policy names the origin the browser used too, never an odd Host", async () => {
+  await using server = await startTestServer();
+  const port = Number(new URL(server.url).port);
+  const get = (host: string) =>
+    rawRequest(port, `GET / HTTP/1.1\nHost: ${host}\nConnection: close\n`).then((r) => r!);
+  const policyFor = async (host: string) =>
+    (await get(host)).headers.get("content-security-policy");
+  assertEquals(
+    await policyFor(`localhost:${port}`),
+    pageCsp([server.url, `http://localhost:${port}`]),
+  );
+  for (const odd of [`a'b:${port}`, "a,b", "a;b"]) {
+    assertEquals(await policyFor(odd), pageCsp([server.url]), odd);
+  }
+  // A Host no URL can be built from is the API's 400, not a 500.
+  const unusable = await get("evil.example; script-src *");
+  assertEquals([unusable.status, JSON.parse(unusable.body).error], [400, "invalid_request"]);
 });
 
 Deno.test("web routes: the page names only files of this origin, and the Worker is the SDK's", async () => {

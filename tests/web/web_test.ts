@@ -54,7 +54,10 @@ async function openPage(page: Page, server: TestServer): Promise<void> {
     });
   });
   const response = await page.goto(`${server.url}/`);
-  assertMatch(response?.headers()["content-security-policy"] ?? "", /script-src 'self' 'wasm/);
+  assertMatch(
+    response?.headers()["content-security-policy"] ?? "",
+    /script-src http:\/\/127\.0\.0\.1:\d+\/app\/app\.js 'wasm-unsafe-eval'/,
+  );
   await page.locator("body[data-ready]").waitFor();
 }
 
@@ -513,6 +516,47 @@ Deno.test("web: a stored HTML piece cannot read the token the page keeps in sess
   }, {
     // The proof itself: Chromium refuses the stored page's script and says so on the console.
     allowErrors: [/Blocked script execution in 'http:\/\/127\.0\.0\.1:\d+\/p\/webhtmlprobe01'/],
+  });
+});
+
+Deno.test("web: the page runs no uploaded script, as a script or as a Service Worker", async () => {
+  await using server = await startTestServer();
+  // An uploaded script: same origin as the page, served as JavaScript (with nosniff).
+  const code = "document.title = 'uploaded code ran';";
+  const stored = await server.upload("webjsprobe0001", code, { contentType: "text/javascript" });
+  assertEquals(stored.status, 200);
+  await withBrowser(async (page) => {
+    await openPage(page, server);
+    // What an injection into the page would do next (page.evaluate itself is not under the policy).
+    const outcome = await page.evaluate(async () => {
+      const script = document.createElement("script");
+      script.src = "/p/webjsprobe0001";
+      const loaded = new Promise<string>((resolve) => {
+        script.onload = () => resolve("loaded");
+        script.onerror = () => resolve("refused");
+      });
+      document.head.append(script);
+      const worker = await navigator.serviceWorker.register("/p/webjsprobe0001")
+        .then(() => "registered", (error: Error) => error.name);
+      return { script: await loaded, worker, title: document.title };
+    });
+    assertEquals(outcome.script, "refused");
+    assertEquals(outcome.worker, "SecurityError");
+    assertOk(outcome.title !== "uploaded code ran", outcome.title);
+    const violations = await page.evaluate(() =>
+      (globalThis as unknown as PageGlobal).cspViolations
+    );
+    assertOk(
+      violations.some((v) => /^script-src-elem: .*\/p\/webjsprobe0001$/.test(v)),
+      violations.join(),
+    );
+    assertOk(
+      violations.some((v) => /^worker-src: .*\/p\/webjsprobe0001$/.test(v)),
+      violations.join(),
+    );
+  }, {
+    // The proof itself: Chromium refuses both loads and says so on the console.
+    allowErrors: [/Content Security Policy/, /webjsprobe0001/],
   });
 });
 
