@@ -39,6 +39,8 @@ export interface TokenRecord {
 /** A pending signup code of `--signup verify`, with the token fields it will mint. */
 export interface SignupCodeRecord {
   email: string;
+  /** The client that asked for the code (an IP key, see net/ip.ts): codes and tries are its own. */
+  clientKey: string;
   /** Lowercase hex SHA-256 of the code; the code itself is only in the mail. */
   codeHash: string;
   label: string;
@@ -48,7 +50,7 @@ export interface SignupCodeRecord {
   createdAt: string;
   /** RFC 3339. */
   expiresAt: string;
-  /** Wrong tries since the address's first code of this window (a new code keeps them). */
+  /** Wrong tries at this code. */
   attempts: number;
 }
 
@@ -65,16 +67,17 @@ export interface TokenRecords {
 }
 
 /** Pending signup codes (`--signup verify`): one per e-mail address. */
+/** Pending codes, one per address and client (the client that asked for it). */
 export interface SignupCodeRecords {
-  /** Stores the pending code of an address, replacing any earlier one. */
+  /** Stores a client's pending code for an address, replacing that client's earlier one. */
   put(record: SignupCodeRecord): Promise<void>;
-  get(email: string): Promise<SignupCodeRecord | null>;
-  countAttempt(email: string): Promise<void>;
+  get(email: string, clientKey: string): Promise<SignupCodeRecord | null>;
+  countAttempt(email: string, clientKey: string): Promise<void>;
   /** True when this call removed the code (so of two racing redemptions, one wins). */
-  delete(email: string): Promise<boolean>;
-  /** Removes this code only: a newer code sent to the address meanwhile stays. */
-  deleteCode(email: string, codeHash: string): Promise<void>;
-  /** Forgets every code expired by `now` (RFC 3339), and so the addresses it was sent to. */
+  delete(email: string, clientKey: string): Promise<boolean>;
+  /** Removes this code only: a newer code sent meanwhile stays. */
+  deleteCode(email: string, clientKey: string, codeHash: string): Promise<void>;
+  /** Forgets every code expired by `now` (RFC 3339). */
   purgeExpired(now: string): Promise<void>;
 }
 

@@ -71,8 +71,9 @@ export const signupDoc: RouteDoc = {
 export const verifySignupDoc: RouteDoc = {
   operationId: "verifySignup",
   summary: "Exchange a mailed signup code for the token (--signup verify)",
-  description: "A code works once, for 15 minutes and at most 5 tries; a new signup for " +
-    "the address replaces it.",
+  description: "A code works once, for 15 minutes and at most 5 wrong tries, from the client " +
+    "(IP address, IPv6 /64) that asked for it; that client's next signup for the address " +
+    "replaces it with a fresh code and fresh tries, and nobody else's signups or tries touch it.",
   auth: "public",
   requestBody: {
     description: "The address and its code",
@@ -104,7 +105,7 @@ export function createSignupHandler(deps: SignupDeps): Handler {
     try {
       if (deps.mode === "verify") {
         if (deps.verification === null) throw new Error("verify mode without a verifier");
-        await deps.verification.sendCode(fields);
+        await deps.verification.sendCode(fields, context.clientKey);
         const sent: SignupVerificationSent = { status: "verification_sent", email: fields.email };
         return jsonResponse(202, sent);
       }
@@ -129,7 +130,7 @@ export function createSignupVerifyHandler(deps: SignupDeps): Handler {
     requirePersistentTokens(deps.databaseIsPersistent);
     // In open mode no code is ever sent, so none can be right.
     if (deps.verification === null) throw new ApiError("invalid_code", "No code was sent");
-    const fields = await deps.verification.redeem(email, code);
+    const fields = await deps.verification.redeem(email, code, context.clientKey);
     context.logFields.caller = "signup";
     return jsonResponse(201, signupResultOf(await deps.tokens.mint(fields)));
   };

@@ -98,51 +98,94 @@ Deno.test("signup verify: a mailed code, once, for the address that received it"
   assertEquals((await errorOf(again)).error, "invalid_code", "a code works once");
 });
 
-Deno.test("signup verify: five wrong tries per address, kept across new codes; codes expire", async () => {
+/** Signup and verify for one address, from one client (a 127.0.0.x source address). */
+function clientOf(server: TestServer, sink: SmtpSink, email: string, localAddress = "127.0.0.1") {
+  const client = Deno.createHttpClient({ localAddress });
+  const send = (path: string, body: unknown) =>
+    fetch(`${server.url}${path}`, {
+      method: "POST",
+      client,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  return {
+    /** Asks for a code: the status, and the code from the mail when one was sent. */
+    async askCode(): Promise<{ status: number; code: string | null }> {
+      const asked = await send("/api/auth/signup", { email, label: "x" });
+      await asked.body?.cancel();
+      if (asked.status !== 202) return { status: asked.status, code: null };
+      return { status: 202, code: codeIn((await sink.nextMessage()).data) };
+    },
+    async tryCode(code: string): Promise<number> {
+      const tried = await send("/api/auth/signup/verify", { email, code });
+      await tried.body?.cancel();
+      return tried.status;
+    },
+    [Symbol.dispose]: () => client.close(),
+  };
+}
+
+const wrongFor = (code: string) => code === "12345678" ? "87654321" : "12345678";
+
+Deno.test("signup verify: five wrong tries per code; a new code a minute later has fresh ones; codes expire", async () => {
   await using sink = startSmtpSink();
   const clock = new FakeClock();
   await using server = await startTestServer({ args: verifyArgs(sink), clock });
-  const askCode = async () => {
-    const asked = await post(server, "/api/auth/signup", { email: "b@example.org", label: "x" });
-    assertEquals(asked.status, 202);
-    await asked.body?.cancel();
-    return codeIn((await sink.nextMessage()).data);
-  };
-  const tryCode = async (code: string) =>
-    (await post(server, "/api/auth/signup/verify", { email: "b@example.org", code })).status;
-  const wrongFor = (code: string) => code === "12345678" ? "87654321" : "12345678";
+  using owner = clientOf(server, sink, "b@example.org");
 
   // Four wrong tries still leave the right code working.
-  const first = await askCode();
-  for (let i = 0; i < 4; i++) assertEquals(await tryCode(wrongFor(first)), 400);
-  assertEquals(await tryCode(first), 201);
+  const first = (await owner.askCode()).code!;
+  for (let i = 0; i < 4; i++) assertEquals(await owner.tryCode(wrongFor(first)), 400);
+  assertEquals(await owner.tryCode(first), 201);
 
   // A new code within a minute of the last is refused, so codes cannot be churned.
-  const second = await askCode();
+  const second = (await owner.askCode()).code!;
   const tooSoon = await post(server, "/api/auth/signup", { email: "b@example.org", label: "x" });
   assertEquals(tooSoon.status, 429);
   assertMatch(tooSoon.headers.get("retry-after")!, /^([1-9]|[1-5]\d|60)$/);
   await tooSoon.body?.cancel();
-  // Wrong tries carry over to a new code: three now, two after a re-signup, then none left.
-  for (let i = 0; i < 3; i++) assertEquals(await tryCode(wrongFor(second)), 400);
+  // Five wrong tries use the code up: then even the right one is refused.
+  for (let i = 0; i < 5; i++) assertEquals(await owner.tryCode(wrongFor(second)), 400);
+  assertEquals(await owner.tryCode(second), 400, "the right code after five wrong ones");
+  // A minute on, a new signup is a fresh code with fresh tries, at once.
   clock.advance(61_000);
-  const third = await askCode();
-  for (let i = 0; i < 2; i++) assertEquals(await tryCode(wrongFor(third)), 400);
-  assertEquals(await tryCode(third), 400, "the right code after five wrong ones for the address");
-  clock.advance(61_000);
-  const locked = await post(server, "/api/auth/signup", { email: "b@example.org", label: "x" });
-  assertEquals(locked.status, 429, "no new code while the tries are used up");
-  await locked.body?.cancel();
+  const third = (await owner.askCode()).code!;
+  for (let i = 0; i < 4; i++) assertEquals(await owner.tryCode(wrongFor(third)), 400);
+  assertEquals(await owner.tryCode(third), 201);
 
-  // Once the code expires unused, the address starts afresh; an expired code never works.
-  clock.advance(15 * 60_000);
-  const fourth = await askCode();
+  // An expired code never works.
+  clock.advance(61_000);
+  const fourth = (await owner.askCode()).code!;
   clock.advance(15 * 60_000 + 1000);
-  assertEquals(await tryCode(fourth), 400, "an expired code");
-  const fifth = await askCode();
-  assertEquals(await tryCode(fifth), 201, "a fresh code works");
+  assertEquals(await owner.tryCode(fourth), 400, "an expired code");
+  const fifth = (await owner.askCode()).code!;
+  assertEquals(await owner.tryCode(fifth), 201, "a fresh code works");
   const rows = server.server.db.prepare("SELECT count(*) AS n FROM signup_codes").get();
   assertEquals(Number((rows as { n: number }).n), 0, "redeemed and expired codes are gone");
+});
+
+Deno.test("signup verify: another client's wrong tries and signups cannot lock the owner out", async () => {
+  await using sink = startSmtpSink();
+  await using server = await startTestServer({ args: verifyArgs(sink) });
+  using owner = clientOf(server, sink, "c@example.org", "127.0.0.1");
+  using mallory = clientOf(server, sink, "c@example.org", "127.0.0.2");
+
+  const ownCode = (await owner.askCode()).code!;
+  // Mallory guesses until the tries would be used up, and asks for codes of her own.
+  for (let i = 0; i < 6; i++) assertEquals(await mallory.tryCode(wrongFor(ownCode)), 400);
+  const mallorys = await mallory.askCode();
+  assertEquals(mallorys.status, 202, "her own code: mailed to the owner, not to her");
+  for (let i = 0; i < 6; i++) assertEquals(await mallory.tryCode(wrongFor(ownCode)), 400);
+  // The owner's code still works, and the code mailed for Mallory's request does not work
+  // from the owner's client (nor would the owner's from hers).
+  assertEquals(await owner.tryCode(mallorys.code!), 400);
+  assertEquals(await owner.tryCode(ownCode), 201);
+  assertEquals(await mallory.tryCode(ownCode), 400);
+
+  // After Mallory's tries, a new signup by the owner is a fresh code at once, never a 429.
+  const again = await owner.askCode();
+  assertEquals(again.status, 202);
+  assertEquals(await owner.tryCode(again.code!), 201);
 });
 
 Deno.test("signup verify: a mail server that refuses or is down is 503 mail_unavailable", async () => {

@@ -238,10 +238,11 @@ export function runMetadataConformance(
       }), /./);
   });
 
-  test("signup codes: one per address, tries counted, redeemed once", async ({ metadata }) => {
+  test("signup codes: one per address and client, tries counted, redeemed once", async ({ metadata }) => {
     const codes = metadata.signupCodes;
     const record = {
       email: "a@b.org",
+      clientKey: "v4:192.0.2.1",
       codeHash: "h1",
       label: "ci",
       scopes: ["put" as const],
@@ -250,17 +251,26 @@ export function runMetadataConformance(
       expiresAt: "2026-11-21T12:15:00Z",
       attempts: 0,
     };
+    const other = { ...record, clientKey: "v6:2001:db8:0:1::/64", codeHash: "o1" };
     await codes.put(record);
+    await codes.put(other);
     await codes.put({ ...record, codeHash: "h2", attempts: 2 });
-    await codes.countAttempt("a@b.org");
-    assertEquals(await codes.get("a@b.org"), { ...record, codeHash: "h2", attempts: 3 });
-    await codes.deleteCode("a@b.org", "h1");
-    assertOk(await codes.get("a@b.org") !== null, "only the named code goes");
-    assertEquals(await codes.delete("a@b.org"), true);
-    assertEquals(await codes.delete("a@b.org"), false);
+    await codes.countAttempt("a@b.org", record.clientKey);
+    assertEquals(await codes.get("a@b.org", record.clientKey), {
+      ...record,
+      codeHash: "h2",
+      attempts: 3,
+    });
+    assertEquals(await codes.get("a@b.org", other.clientKey), other, "another client's code");
+    await codes.deleteCode("a@b.org", record.clientKey, "h1");
+    assertOk(await codes.get("a@b.org", record.clientKey) !== null, "only the named code goes");
+    assertEquals(await codes.delete("a@b.org", record.clientKey), true);
+    assertEquals(await codes.delete("a@b.org", record.clientKey), false);
+    assertEquals(await codes.get("a@b.org", other.clientKey), other, "the other client's stays");
     await codes.put(record);
     await codes.purgeExpired("2026-11-21T12:15:00Z");
-    assertEquals(await codes.get("a@b.org"), null);
+    assertEquals(await codes.get("a@b.org", record.clientKey), null);
+    assertEquals(await codes.get("a@b.org", other.clientKey), null);
   });
 
   test("wallet nonces: live until spent or expired, spent once", async ({ metadata }) => {

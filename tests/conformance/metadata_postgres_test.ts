@@ -18,6 +18,7 @@ import {
 } from "../../src/db/postgres/postgres_database.ts";
 import { sweepDeadInstances } from "../../src/db/postgres/instances.ts";
 import { DatabaseTooNewError } from "../../src/db/too_new.ts";
+import { POSTGRES_MIGRATIONS } from "../../src/db/postgres/migrations.ts";
 import { postgresMetadata } from "../../src/metadata.ts";
 import { silentLogger } from "../../src/log.ts";
 import { HmacKey } from "../../src/auth/hmac_key.ts";
@@ -200,7 +201,7 @@ Deno.test({
     const admin = postgres(database.url, { max: 1, onnotice: () => {} });
     try {
       const [row] = await admin`SELECT version FROM schema_version`;
-      assertEquals(row.version, 1);
+      assertEquals(row.version, POSTGRES_MIGRATIONS.at(-1)!.version);
       await admin`UPDATE schema_version SET version = 99`;
     } finally {
       await admin.end({ timeout: 5 });

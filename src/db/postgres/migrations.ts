@@ -116,6 +116,24 @@ CREATE TABLE hmac_key (
 );
 `;
 
+/** As SQLite's migration 8: a pending code per address and client (pending codes are dropped). */
+const SIGNUP_CODES_PER_CLIENT = `
+DROP TABLE signup_codes;
+CREATE TABLE signup_codes (
+  email      TEXT NOT NULL,
+  client_key TEXT NOT NULL,
+  code_hash  TEXT NOT NULL,
+  label      TEXT NOT NULL,
+  scopes     TEXT NOT NULL,
+  quota_mb   INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  attempts   INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (email, client_key)
+);
+`;
+
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, sql: INITIAL },
+  { version: 2, sql: SIGNUP_CODES_PER_CLIENT },
 ];

@@ -1,5 +1,5 @@
 // deno-lint-ignore-file require-await -- async interface (db/records.ts) over node:sqlite's synchronous answers.
-/** Pending signup codes (`--signup verify`): one per e-mail address. */
+/** Pending signup codes (`--signup verify`): one per e-mail address and client. */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
 import type { SignupCodeRecord } from "../../domain.ts";
@@ -20,30 +20,32 @@ export class SqliteSignupCodeRecords implements SignupCodeRecords {
   constructor(db: Database) {
     this.#put = db.prepare(
       `INSERT INTO signup_codes
-         (email, code_hash, label, scopes, quota_mb, created_at, expires_at, attempts)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (email) DO UPDATE SET code_hash = excluded.code_hash,
+         (email, client_key, code_hash, label, scopes, quota_mb, created_at, expires_at, attempts)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (email, client_key) DO UPDATE SET code_hash = excluded.code_hash,
          label = excluded.label, scopes = excluded.scopes, quota_mb = excluded.quota_mb,
          created_at = excluded.created_at, expires_at = excluded.expires_at,
          attempts = excluded.attempts`,
     );
     this.#get = db.prepare(
-      `SELECT email, code_hash AS codeHash, label, scopes, quota_mb AS quotaMb,
-              created_at AS createdAt, expires_at AS expiresAt, attempts
-       FROM signup_codes WHERE email = ?`,
+      `SELECT email, client_key AS clientKey, code_hash AS codeHash, label, scopes,
+              quota_mb AS quotaMb, created_at AS createdAt, expires_at AS expiresAt, attempts
+       FROM signup_codes WHERE email = ? AND client_key = ?`,
     );
     this.#countAttempt = db.prepare(
-      `UPDATE signup_codes SET attempts = attempts + 1 WHERE email = ?`,
+      `UPDATE signup_codes SET attempts = attempts + 1 WHERE email = ? AND client_key = ?`,
     );
-    this.#delete = db.prepare(`DELETE FROM signup_codes WHERE email = ?`);
-    this.#deleteCode = db.prepare(`DELETE FROM signup_codes WHERE email = ? AND code_hash = ?`);
+    this.#delete = db.prepare(`DELETE FROM signup_codes WHERE email = ? AND client_key = ?`);
+    this.#deleteCode = db.prepare(
+      `DELETE FROM signup_codes WHERE email = ? AND client_key = ? AND code_hash = ?`,
+    );
     this.#purgeExpired = db.prepare(`DELETE FROM signup_codes WHERE expires_at <= ?`);
   }
 
-  /** Stores the pending code of an address, replacing any earlier one. */
   async put(record: SignupCodeRecord): Promise<void> {
     this.#put.run(
       record.email,
+      record.clientKey,
       record.codeHash,
       record.label,
       JSON.stringify(record.scopes),
@@ -54,8 +56,8 @@ export class SqliteSignupCodeRecords implements SignupCodeRecords {
     );
   }
 
-  async get(email: string): Promise<SignupCodeRecord | null> {
-    const row = this.#get.get(email) as SignupCodeRow | undefined;
+  async get(email: string, clientKey: string): Promise<SignupCodeRecord | null> {
+    const row = this.#get.get(email, clientKey) as SignupCodeRow | undefined;
     if (!row) return null;
     return {
       ...row,
@@ -65,20 +67,18 @@ export class SqliteSignupCodeRecords implements SignupCodeRecords {
     };
   }
 
-  async countAttempt(email: string): Promise<void> {
-    this.#countAttempt.run(email);
+  async countAttempt(email: string, clientKey: string): Promise<void> {
+    this.#countAttempt.run(email, clientKey);
   }
 
-  async delete(email: string): Promise<boolean> {
-    return Number(this.#delete.run(email).changes) > 0;
+  async delete(email: string, clientKey: string): Promise<boolean> {
+    return Number(this.#delete.run(email, clientKey).changes) > 0;
   }
 
-  /** Removes this code only: a newer code sent to the address meanwhile stays. */
-  async deleteCode(email: string, codeHash: string): Promise<void> {
-    this.#deleteCode.run(email, codeHash);
+  async deleteCode(email: string, clientKey: string, codeHash: string): Promise<void> {
+    this.#deleteCode.run(email, clientKey, codeHash);
   }
 
-  /** Forgets every code expired by `now` (RFC 3339), and so the addresses it was sent to. */
   async purgeExpired(now: string): Promise<void> {
     this.#purgeExpired.run(now);
   }
