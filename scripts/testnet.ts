@@ -11,7 +11,9 @@ import { parseArgs } from "node:util";
 import { type Address, getAddress, isAddress } from "viem";
 import { usageExit } from "./lib/args.ts";
 import {
+  aDayAgoSeconds,
   ANVIL_VERSION,
+  catchUpToNow,
   DEFAULT_CHAIN_ID,
   deployTestUsdc,
   devAccounts,
@@ -88,10 +90,17 @@ async function main(): Promise<number> {
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     Deno.addSignalListener(signal, () => signalled.resolve(signal));
   }
-  const node = await spawnAnvil({ port: options.port, chainId: options.chainId });
+  // Funded "yesterday": a wallet's daily cap follows the smaller of its balance now and as the
+  // UTC day began, so coins minted today would buy nothing until tomorrow.
+  const node = await spawnAnvil({
+    port: options.port,
+    chainId: options.chainId,
+    genesisTimestamp: aDayAgoSeconds(),
+  });
   try {
     const token = await deployTestUsdc(node);
     for (const address of options.fund) await token.mint(address, options.mintUnits);
+    await catchUpToNow(node);
     const balances = await Promise.all(options.fund.map((address) => token.balanceOf(address)));
     const devKeys = new Map(devAccounts().map((a) => [a.address, a.privateKey]));
 

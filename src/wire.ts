@@ -187,6 +187,8 @@ export interface TierInfo {
 export interface WalletLimits {
   address: string;
   usdcBalance: string;
+  /** At the first block of the current UTC day; null: the balance now stands for it. */
+  dayStartUsdcBalance: string | null;
   bytesPerUsdc: number;
   balanceReadAt: string;
   stale: boolean;

@@ -139,6 +139,14 @@ export interface AnvilNodeOptions {
   stateFile?: string;
   /** How long anvil may take to answer eth_chainId (default 10 s). */
   readyTimeoutMs?: number;
+  /**
+   * anvil --timestamp: the genesis block's time (seconds); later blocks follow
+   * from there as the wall clock moves. A chain started a day back can be set
+   * up "yesterday" and then brought to now with `catchUpToNow`.
+   */
+  genesisTimestamp?: number;
+  /** anvil --prune-history: no state kept for past blocks, as on a node that is not an archive. */
+  pruneHistory?: boolean;
 }
 
 /** A running anvil process, started by `spawnAnvil`. */
@@ -176,6 +184,8 @@ export async function spawnAnvil(options: AnvilNodeOptions = {}): Promise<AnvilN
     ["--accounts", String(DEV_ACCOUNT_COUNT)],
     ["--color", "never"],
     stateFile === undefined ? [] : ["--state", stateFile],
+    options.genesisTimestamp === undefined ? [] : ["--timestamp", String(options.genesisTimestamp)],
+    options.pruneHistory ? ["--prune-history"] : [],
   ].flat();
   // Not --quiet: that also silences the "Listening on host:port" line, the only place
   // anvil tells which port it got for --port 0. Its per-request log is drained instead.
@@ -336,6 +346,21 @@ export async function jsonRpc(rpcUrl: string, method: string, params: unknown[])
   const body = JSON.parse(text) as { result?: unknown; error?: { message?: string } };
   if (body.error) throw new Error(`${method}: ${body.error.message ?? JSON.stringify(body.error)}`);
   return body.result;
+}
+
+/** A day back from now, in seconds: a genesis time whose blocks all fall on an earlier UTC day. */
+export function aDayAgoSeconds(): number {
+  return Math.floor(Date.now() / 1000) - 86_400;
+}
+
+/**
+ * Moves the chain's clock to the wall clock and mines a block there: on a
+ * chain started a day back, the first block of today. What was set up before
+ * it (tokens minted) is then how every wallet began the day.
+ */
+export async function catchUpToNow(chain: ChainEndpoint): Promise<void> {
+  await jsonRpc(chain.rpcUrl, "evm_setTime", [Math.floor(Date.now() / 1000)]);
+  await jsonRpc(chain.rpcUrl, "evm_mine", []);
 }
 
 // ---------------------------------------------------------------------------

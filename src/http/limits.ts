@@ -122,6 +122,9 @@ function walletLimitsOf(policy: UploadPolicy, config: Config): WalletLimits {
   return {
     address: balance.address,
     usdcBalance: formatUnits(balance.units, balance.decimals),
+    dayStartUsdcBalance: balance.dayStartUnits === null
+      ? null
+      : formatUnits(balance.dayStartUnits, balance.decimals),
     bytesPerUsdc: config.wallet.bytesPerUsdc,
     balanceReadAt: toRfc3339(balance.readAt),
     stale: balance.stale,

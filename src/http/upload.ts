@@ -20,7 +20,8 @@ import type { Config } from "../config/mod.ts";
 import type { CapLedger } from "../limits/daily_caps.ts";
 import { notAdmitted } from "../limits/upload_admission.ts";
 import type { UploadAdmission } from "../limits/upload_admission.ts";
-import type { UploadPolicies, UploadPolicy } from "../limits/tiers.ts";
+import { capUnitsOf } from "../limits/tiers.ts";
+import type { UploadPolicies, UploadPolicy, WalletCapBalance } from "../limits/tiers.ts";
 import { requireScope } from "../auth/scopes.ts";
 import type { TokenCaller } from "../auth/caller.ts";
 import { requireContentLength } from "./body.ts";
@@ -179,7 +180,8 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       const cap = policy.capExceededCode === "rate_limited"
         ? "this IP's sponsored daily cap"
         : policy.walletBalance
-        ? `the daily quota your balance of ${usdcText(policy.walletBalance)} USDC buys`
+        ? `the daily quota your balance of ${usdcText(policy.walletBalance)} USDC buys ` +
+          "(the smaller of now and when the UTC day began)"
         : "your daily upload quota";
       const left = reserved.status.remainingBytes;
       const message = left > 0
@@ -249,8 +251,8 @@ function retryAfterSeconds(policy: UploadPolicy, resetSeconds: number, deps: Upl
   return Math.min(resetSeconds, Math.max(1, Math.ceil(deps.config.wallet.balanceTtlMs / 1000)));
 }
 
-function usdcText(balance: { units: bigint; decimals: number }): string {
-  return formatUnits(balance.units, balance.decimals);
+function usdcText(balance: WalletCapBalance): string {
+  return formatUnits(capUnitsOf(balance), balance.decimals);
 }
 
 /** The deal's owner as the interface shows it: the e-mail, or the wallet's EIP-55 address. */

@@ -5,8 +5,9 @@
  *
  * Sponsored callers and e-mail tokens get fixed caps (a token's quotaMb, at
  * most the tier's). A wallet token's daily cap is its USDC balance times
- * --wallet-bytes-per-usdc, read from the chain, so deciding it may take an
- * RPC round trip (cached) and may fail with 503 wallet_unavailable.
+ * --wallet-bytes-per-usdc: the smaller of the balance now and at the first
+ * block of the UTC day, read from the chain, so deciding it may take an RPC
+ * round trip (cached) and may fail with 503 wallet_unavailable.
  */
 import type { Caller } from "../auth/caller.ts";
 import type { Config } from "../config/mod.ts";
@@ -25,13 +26,30 @@ export interface UploadPolicy {
   /** Counter key: "ip:<client key>" for sponsored uploads, "user:<sub>" for token uploads. */
   usageSubject: string;
   capExceededCode: "rate_limited" | "quota_exceeded";
-  /** The balance a wallet caller's cap was derived from. */
-  walletBalance?: WalletBalance & { address: string };
+  /** The balances a wallet caller's cap was derived from. */
+  walletBalance?: WalletCapBalance;
+}
+
+/**
+ * A wallet's balance now, and as the UTC day began (null: the balance now
+ * stands for it). The cap follows the smaller: coins moved today buy nothing.
+ */
+export interface WalletCapBalance extends WalletBalance {
+  address: string;
+  dayStartUnits: bigint | null;
 }
 
 /** Reads wallets' token balances (wallet/chain.ts). */
 export interface WalletBalances {
   balanceOf(address: `0x${string}`): Promise<WalletBalance>;
+  /** The balance at the first block of the current UTC day; null: the balance now stands for it. */
+  dayStartBalanceOf(address: `0x${string}`): Promise<bigint | null>;
+}
+
+/** The balance the daily cap is derived from: the smaller of now and the day's start. */
+export function capUnitsOf(balance: WalletCapBalance): bigint {
+  const { units, dayStartUnits } = balance;
+  return dayStartUnits !== null && dayStartUnits < units ? dayStartUnits : units;
 }
 
 export interface UploadPoliciesOptions {
@@ -93,11 +111,18 @@ export class UploadPolicies {
         "This server has no wallet tier (any more); sign up with an e-mail instead",
       );
     }
-    const balance = await walletBalances.balanceOf(account.address as `0x${string}`);
+    const address = account.address as `0x${string}`;
+    const balance = await walletBalances.balanceOf(address);
+    const walletBalance: WalletCapBalance = {
+      ...balance,
+      address,
+      dayStartUnits: await walletBalances.dayStartBalanceOf(address),
+    };
+    const capBalance = { units: capUnitsOf(walletBalance), decimals: balance.decimals };
     return {
       ...user,
-      dailyCapBytes: bytesForBalance(balance, config.wallet.bytesPerUsdc),
-      walletBalance: { ...balance, address: account.address },
+      dailyCapBytes: bytesForBalance(capBalance, config.wallet.bytesPerUsdc),
+      walletBalance,
     };
   }
 }

@@ -1,7 +1,8 @@
 /**
  * What the wallet tier asks of the chain, over the operator's JSON-RPC
- * endpoint: a wallet's balance of the USDC-like token (its daily cap) and, for
- * contract wallets, whether a signature is theirs (ERC-1271 / ERC-6492).
+ * endpoint: a wallet's balance of the USDC-like token, now and as the UTC day
+ * began (its daily cap is the smaller), and, for contract wallets, whether a
+ * signature is theirs (ERC-1271 / ERC-6492).
  *
  * The RPC is someone else's service and will be down at times, so:
  * - balances are cached per address for the balance TTL, and one read is
@@ -31,6 +32,7 @@ import { toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import { DayStartBalances } from "./day_start.ts";
 
 /** A balance this old is still used while the RPC is unreachable (the decision's 10 minutes). */
 export const STALE_BALANCE_LIMIT_MS = 10 * 60_000;
@@ -92,6 +94,7 @@ export class WalletChain {
   #lastSuccessAt: number | null = null;
   #lastContactAt: number | null = null;
   #probing: Promise<void> | null = null;
+  readonly #dayStart: DayStartBalances;
 
   constructor(options: WalletChainOptions) {
     this.#options = options;
@@ -102,6 +105,21 @@ export class WalletChain {
         retryCount: 0,
       }),
     });
+    this.#dayStart = new DayStartBalances({
+      client: this.#client,
+      usdcAddress: options.usdcAddress as Address,
+      clock: options.clock,
+      logger: options.logger,
+      describe: (error) => this.#describe(error),
+    });
+  }
+
+  /**
+   * The wallet's balance at the first block of the current UTC day (see
+   * day_start.ts); null when the balance now stands for it.
+   */
+  dayStartBalanceOf(address: Address): Promise<bigint | null> {
+    return this.#dayStart.balanceOf(address);
   }
 
   /** The wallet's token balance: fresh, cached or stale; 503 wallet_unavailable otherwise. */

@@ -6,7 +6,7 @@
  * going away and coming back.
  */
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
-import { deployTestUsdc, startAnvil, usdc } from "../helpers/anvil.ts";
+import { catchUpToNow, deployTestUsdc, startAnvil, usdc } from "../helpers/anvil.ts";
 import type { Anvil, TestUsdc } from "../helpers/anvil.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { decodeToken } from "../helpers/jwt.ts";
@@ -22,6 +22,7 @@ import {
   walletSignIn,
 } from "../helpers/wallet.ts";
 import { loadConfig } from "../../src/config/mod.ts";
+import { nextUtcMidnight } from "../../src/clock.ts";
 import { privateKeyToAccount } from "viem/accounts";
 
 const KIB = 1024;
@@ -29,6 +30,8 @@ const KIB = 1024;
 const BYTES_PER_USDC = ["--wallet-bytes-per-usdc", "1KiB"];
 const ALICE = 1;
 const BOB = 2;
+/** Never funded: where Alice moves her coins. */
+const CAROL = 3;
 
 interface WalletWorld extends AsyncDisposable {
   anvil: Anvil;
@@ -39,9 +42,9 @@ interface WalletWorld extends AsyncDisposable {
 
 /** anvil, the token, and a wallet-tier server reading balances from them. */
 async function walletWorld(
-  options: { extraArgs?: string[]; fund?: Record<number, number> } = {},
+  options: { extraArgs?: string[]; fund?: Record<number, number>; pruneHistory?: boolean } = {},
 ): Promise<WalletWorld> {
-  const anvil = await startAnvil();
+  const anvil = await startAnvil({ pruneHistory: options.pruneHistory });
   try {
     const token = await deployTestUsdc(anvil);
     for (const [index, amount] of Object.entries(options.fund ?? { [ALICE]: 2 })) {
@@ -87,7 +90,12 @@ async function limitsOf(server: TestServer, token: string) {
     dailyCapBytes: number;
     remainingTodayBytes: number;
     maxFileBytes: number | null;
-    wallet: { address: string; usdcBalance: string; stale: boolean };
+    wallet: {
+      address: string;
+      usdcBalance: string;
+      dayStartUsdcBalance: string | null;
+      stale: boolean;
+    };
   };
 }
 
@@ -389,6 +397,55 @@ Deno.test("wallet: the daily cap is the balance × bytes per USDC; a transfer lo
   assertEquals(after.remainingTodayBytes, 0, "1500 bytes used of 512");
   const refused = await uploadAs(server, signedIn.token, "bafkwalletcap03", 1);
   assertEquals((await errorOf(refused)).error, "quota_exceeded");
+});
+
+Deno.test("wallet: coins moved during the day buy no quota; the cap is the smaller of now and the day's start", async () => {
+  await using world = await walletWorld({ fund: { [ALICE]: 1 } });
+  const { server, anvil, token, clock } = world;
+  // Alice's 1 USDC was minted on an earlier day; this block opens the server's today.
+  await catchUpToNow(anvil);
+  const alice = await walletSignIn(server.url, devKey(ALICE), new Date(clock.now()));
+  const used = await uploadAs(server, alice.token, "bafkrecycle0001", 1000);
+  assertEquals(used.status, 200);
+  await used.body?.cancel();
+
+  // She moves the coin to a fresh address: its balance now is 1 USDC, at the day's start 0.
+  await token.transfer(anvil.accounts[ALICE].privateKey, anvil.accounts[CAROL].address, usdc(1));
+  const carol = await walletSignIn(server.url, devKey(CAROL), new Date(clock.now()));
+  const limits = await limitsOf(server, carol.token);
+  assertEquals(
+    [limits.dailyCapBytes, limits.wallet.usdcBalance, limits.wallet.dayStartUsdcBalance],
+    [0, "1", "0"],
+  );
+  const recycled = await uploadAs(server, carol.token, "bafkrecycle0002", 1000);
+  const refused = await errorOf(recycled);
+  assertEquals([recycled.status, refused.error], [429, "quota_exceeded"]);
+  assertMatch(refused.message, /balance of 0 USDC/);
+  // Alice's own cap follows her balance down (the smaller of 0 now and 1 at the day's start).
+  clock.advance(31_000);
+  assertEquals((await limitsOf(server, alice.token)).dailyCapBytes, 0);
+
+  // The next UTC day, before anything moves on it, Carol's coin counts in full.
+  clock.advance(nextUtcMidnight(clock.now()) - clock.now() + 1000);
+  const tomorrow = await limitsOf(server, carol.token);
+  assertEquals([tomorrow.dailyCapBytes, tomorrow.wallet.dayStartUsdcBalance], [KIB, null]);
+});
+
+Deno.test("wallet: a node without the day's first block's state leaves the current balance to count, logged once", async () => {
+  await using world = await walletWorld({ fund: { [ALICE]: 2 }, pruneHistory: true });
+  const { server, anvil, clock } = world;
+  await catchUpToNow(anvil);
+  await catchUpToNow(anvil); // the day's first block is in the past now, and its state pruned
+  const { token } = await walletSignIn(server.url, devKey(ALICE), new Date(clock.now()));
+  for (const cid of ["bafkpruned0001", "bafkpruned0002"]) {
+    const uploaded = await uploadAs(server, token, cid, 100);
+    assertEquals(uploaded.status, 200);
+    await uploaded.body?.cancel();
+  }
+  const limits = await limitsOf(server, token);
+  assertEquals([limits.dailyCapBytes, limits.wallet.dayStartUsdcBalance], [2 * KIB, null]);
+  const warnings = server.logs.filter((l) => String(l.msg).includes("day's first block"));
+  assertEquals(warnings.length, 1, JSON.stringify(warnings));
 });
 
 Deno.test("wallet: parallel uploads never jointly pass a balance-derived cap", async () => {

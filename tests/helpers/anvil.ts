@@ -9,6 +9,7 @@
  * back on the same port (anvil --state dumps it on SIGTERM and loads it again).
  */
 import {
+  aDayAgoSeconds,
   type ChainEndpoint,
   DEFAULT_CHAIN_ID,
   type DevAccount,
@@ -17,7 +18,7 @@ import {
 } from "../../scripts/testnet/chain.ts";
 import type { AnvilNode } from "../../scripts/testnet/chain.ts";
 
-export { deployTestUsdc, formatUsdc, usdc } from "../../scripts/testnet/chain.ts";
+export { catchUpToNow, deployTestUsdc, formatUsdc, usdc } from "../../scripts/testnet/chain.ts";
 export type { DevAccount, TestUsdc } from "../../scripts/testnet/chain.ts";
 
 export interface StartAnvilOptions {
@@ -27,6 +28,8 @@ export interface StartAnvilOptions {
   chainId?: number;
   /** Where the chain is kept across restarts (default: a temp file, removed on dispose). */
   stateFile?: string;
+  /** Keep no state for past blocks, like a node that is not an archive. */
+  pruneHistory?: boolean;
 }
 
 export interface Anvil extends ChainEndpoint, AsyncDisposable {
@@ -50,7 +53,15 @@ export async function startAnvil(options: StartAnvilOptions = {}): Promise<Anvil
   const chainId = options.chainId ?? DEFAULT_CHAIN_ID;
   let node: AnvilNode;
   try {
-    node = await spawnAnvil({ port: options.port ?? 0, chainId, stateFile });
+    // A day back: what a test sets up lies on an earlier UTC day than the server's today, so
+    // balances count in full until the test calls catchUpToNow (see the wallet cap's rule).
+    node = await spawnAnvil({
+      port: options.port ?? 0,
+      chainId,
+      stateFile,
+      genesisTimestamp: aDayAgoSeconds(),
+      pruneHistory: options.pruneHistory,
+    });
   } catch (error) {
     if (tempDir) await Deno.remove(tempDir, { recursive: true });
     throw error;

@@ -172,9 +172,12 @@ async function limitsCommand({ io, global, client, flags }: AccountCommandOption
     } (resets ${limits.resetsAt})`,
   ];
   if (limits.wallet) {
-    const { address, usdcBalance, bytesPerUsdc, stale } = limits.wallet;
+    const { address, usdcBalance, dayStartUsdcBalance, bytesPerUsdc, stale } = limits.wallet;
     lines.push(
       `wallet: ${address}, ${usdcBalance} USDC × ${formatBytes(bytesPerUsdc)} per USDC` +
+        (dayStartUsdcBalance !== null && dayStartUsdcBalance !== usdcBalance
+          ? ` (${dayStartUsdcBalance} USDC when the UTC day began; the smaller counts)`
+          : "") +
         (stale ? " (balance from before the chain became unreachable)" : ""),
     );
   }

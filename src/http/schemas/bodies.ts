@@ -230,6 +230,12 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
   WalletLimits: objectOf({
     address: { ...stringSchema, description: "EIP-55" },
     usdcBalance: { ...stringSchema, description: "Whole USDC, exact decimal", examples: ["12.5"] },
+    dayStartUsdcBalance: {
+      ...nullable(stringSchema),
+      description: "The balance at the first block of the current UTC day; the daily cap " +
+        "follows the smaller of the two. null: the balance now stands for it (no block yet " +
+        "today, or the chain cannot tell)",
+    },
     bytesPerUsdc: integerSchema,
     balanceReadAt: { ...dateTimeSchema, description: "When the chain reported the balance" },
     stale: {
