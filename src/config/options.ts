@@ -241,6 +241,23 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.bodyIdleTimeoutMs = parseInteger(v, n, { min: 1, max: 86400 }) * 1000,
   },
   {
+    flag: "body-min-rate",
+    env: "STORAGE_BODY_MIN_RATE",
+    placeholder: "SIZE",
+    description: "Least average rate of a request body, per second, after --body-rate-grace; " +
+      "slower bodies are cut (408) and release what they reserved (0 = off)",
+    default: "16KiB",
+    apply: (c, v, n) => c.bodyMinBytesPerSecond = v.trim() === "0" ? 0 : parseSize(v, n),
+  },
+  {
+    flag: "body-rate-grace",
+    env: "STORAGE_BODY_RATE_GRACE",
+    placeholder: "SECONDS",
+    description: "How long a body may wait on its client before --body-min-rate applies",
+    default: "30",
+    apply: (c, v, n) => c.bodyRateGraceMs = parseInteger(v, n, { min: 1, max: 86400 }) * 1000,
+  },
+  {
     flag: "db-busy-timeout",
     env: "STORAGE_DB_BUSY_TIMEOUT",
     placeholder: "MS",

@@ -87,6 +87,10 @@ export interface Config {
   smallPieceCacheBytes: number;
   /** An upload whose body sends nothing for this long is abandoned (408). */
   bodyIdleTimeoutMs: number;
+  /** Least average rate of a request body once bodyRateGraceMs is over (408 below); 0 = none. */
+  bodyMinBytesPerSecond: number;
+  /** Time a body may make the server wait before its rate is held to bodyMinBytesPerSecond. */
+  bodyRateGraceMs: number;
   /** How long a write waits for SQLite's lock before answering 503. */
   dbBusyTimeoutMs: number;
   logRequests: boolean;

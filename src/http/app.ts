@@ -9,6 +9,7 @@
  * (which asks the context for the caller) → errors rendered as JSON → CORS
  * headers → one log line → the answer counted for GET /metrics (when on).
  */
+import type { MinBodyRate } from "../streams/read_watchdog.ts";
 import { ApiError, errorResponse } from "../errors.ts";
 import type { ErrorCode } from "../errors.ts";
 import type { Authenticator, Caller } from "../auth/caller.ts";
@@ -40,6 +41,8 @@ export interface AppOptions {
   logRequests: boolean;
   /** A request body that sends nothing for this long is abandoned (408). */
   bodyIdleTimeoutMs: number;
+  /** A request body slower than this on average is abandoned (408); null: no minimum. */
+  bodyMinRate: MinBodyRate | null;
   /** Gives request contexts their abort signal; while it drains, no connection is kept alive. */
   uploadDrain: Pick<UploadDrain, "draining" | "signal">;
   /** Counts every answer for GET /metrics; null (--metrics false): nothing is counted. */
@@ -88,7 +91,9 @@ export function createApp(options: AppOptions): App {
       response = errorResponse(apiError, request.method);
     }
     applyCorsHeaders(response.headers);
-    if (url !== null && usesQueryToken(request, url)) applyDeprecationHeaders(response.headers, options.baseUrl);
+    if (url !== null && usesQueryToken(request, url)) {
+      applyDeprecationHeaders(response.headers, options.baseUrl);
+    }
     // While draining, no connection is kept alive: shutdown would otherwise wait for its client.
     if (uploadDrain.draining) response.headers.set("connection", "close");
     log.request(request.method, routeName, response.status, started, logFields);
@@ -173,7 +178,12 @@ function requestContextOf(
     },
     signal: options.uploadDrain.signal,
     bodyIdleTimeoutMs: options.bodyIdleTimeoutMs,
-    readJson: () => readJsonObject(request, { idleTimeoutMs: options.bodyIdleTimeoutMs }),
+    bodyMinRate: options.bodyMinRate,
+    readJson: () =>
+      readJsonObject(request, {
+        idleTimeoutMs: options.bodyIdleTimeoutMs,
+        minRate: options.bodyMinRate,
+      }),
     logFields,
     caller: () =>
       caller ??= options.authenticator.authenticate(request, url).then((token) => {

@@ -1,6 +1,7 @@
 /** Reading request bodies and their framing headers. */
 import { ApiError } from "../errors.ts";
-import { ReadWatchdog } from "../streams/read_watchdog.ts";
+import { describeVerdict, ReadWatchdog } from "../streams/read_watchdog.ts";
+import type { MinBodyRate } from "../streams/read_watchdog.ts";
 import { stalledBody } from "./store_errors.ts";
 
 export const MAX_JSON_BODY_BYTES = 64 * 1024;
@@ -29,6 +30,8 @@ export function requireContentLength(headers: Headers): number {
 export interface ReadJsonOptions {
   /** Give up (408) when no bytes arrive for this long. */
   idleTimeoutMs: number;
+  /** Give up (408) on a body slower than this on average; null: no minimum. */
+  minRate?: MinBodyRate | null;
   maxBytes?: number;
 }
 
@@ -47,7 +50,7 @@ export async function readJsonObject(
     await request.body?.cancel().catch(() => {});
     throw new ApiError("too_large", `JSON body exceeds ${maxBytes} bytes`);
   }
-  const bytes = await readAtMost(request, maxBytes, options.idleTimeoutMs);
+  const bytes = await readAtMost(request, maxBytes, options);
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
@@ -63,13 +66,14 @@ export async function readJsonObject(
 async function readAtMost(
   request: Request,
   maxBytes: number,
-  idleTimeoutMs: number,
+  options: ReadJsonOptions,
 ): Promise<Uint8Array> {
   if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
-  const watchdog = new ReadWatchdog(idleTimeoutMs, () => {
-    reader.cancel(new Error("stalled")).catch(() => {});
-  });
+  const watchdog = new ReadWatchdog(
+    { idleMs: options.idleTimeoutMs, minRate: options.minRate },
+    (verdict) => reader.cancel(new Error(verdict)).catch(() => {}),
+  );
   const chunks: Uint8Array[] = [];
   let total = 0;
   try {
@@ -77,15 +81,16 @@ async function readAtMost(
       watchdog.reading(true);
       const { done, value } = await reader.read();
       watchdog.reading(false);
-      if (watchdog.fired) throw stalledBody();
+      if (watchdog.fired) throw abandoned(watchdog);
       if (done) break;
       total += value.byteLength;
+      watchdog.received(value.byteLength);
       if (total > maxBytes) throw new ApiError("too_large", `JSON body exceeds ${maxBytes} bytes`);
       chunks.push(value);
     }
   } catch (error) {
     if (error instanceof ApiError) throw error;
-    if (watchdog.fired) throw stalledBody(error);
+    if (watchdog.fired) throw abandoned(watchdog);
     throw new ApiError("incomplete_body", "The body ended before Content-Length bytes arrived");
   } finally {
     watchdog.stop();
@@ -98,4 +103,8 @@ async function readAtMost(
     offset += chunk.byteLength;
   }
   return out;
+}
+
+function abandoned(watchdog: ReadWatchdog): ApiError {
+  return stalledBody(undefined, describeVerdict(watchdog));
 }

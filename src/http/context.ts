@@ -1,5 +1,6 @@
 /** What a handler gets besides the request. */
 import type { Caller } from "../auth/caller.ts";
+import type { MinBodyRate } from "../streams/read_watchdog.ts";
 
 export interface RequestContext {
   url: URL;
@@ -12,7 +13,9 @@ export interface RequestContext {
   caller(): Promise<Caller>;
   /** A body that sends nothing for this long is abandoned with 408 request_timeout. */
   bodyIdleTimeoutMs: number;
-  /** Reads the body as a JSON object (≤ 64 KiB, idle timeout applied); 400/408/413 otherwise. */
+  /** A body slower than this on average (after its grace) is abandoned with 408; null: none. */
+  bodyMinRate: MinBodyRate | null;
+  /** Reads the body as a JSON object (≤ 64 KiB, idle timeout and rate applied); 400/408/413 otherwise. */
   readJson(): Promise<Record<string, unknown>>;
   /** Extra fields for the request's log line, filled in by handlers. */
   logFields: Record<string, string | number | boolean>;

@@ -128,7 +128,10 @@ export function createComputePieceCidHandler(deps: ComputeDeps): Handler {
       throw new ApiError("too_large", `Body exceeds the per-file limit of ${maxFileBytes} bytes`);
     }
     if (!request.body) throw new ApiError("no_body", "Request body is required");
-    const admitted = deps.admission.admit(context.clientKey, length);
+    const admitted = deps.admission.admit(
+      { clientKey: context.clientKey, subject: caller.sub },
+      length,
+    );
     if (!admitted.ok) throw notAdmitted(admitted.reason);
     const hasher = new ParallelPieceHasher({ pool: deps.hashPool });
     try {
@@ -136,6 +139,7 @@ export function createComputePieceCidHandler(deps: ComputeDeps): Handler {
       await pumpBody(request.body, {
         expectedBytes: length,
         idleTimeoutMs: context.bodyIdleTimeoutMs,
+        minRate: context.bodyMinRate,
         signal: context.signal,
         computeSha256: false,
         onChunk: (chunk) => hasher.update(chunk),

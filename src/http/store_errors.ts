@@ -24,7 +24,8 @@ export function apiErrorOfStoreFailure(error: unknown): unknown {
         cause: error,
       });
     case "stalled":
-      return stalledBody(error);
+    case "too_slow":
+      return stalledBody(error, error.message.replace(/^Cannot read upload: /, ""));
     case "short_body":
     case "long_body":
       return new ApiError(
@@ -35,9 +36,13 @@ export function apiErrorOfStoreFailure(error: unknown): unknown {
   }
 }
 
-/** 408 for a body that stopped arriving; the connection is not kept (its state is unknown). */
-export function stalledBody(cause?: unknown): ApiError {
-  return new ApiError("request_timeout", "The body stalled; nothing was stored", {
+/**
+ * 408 for a body that stopped arriving, or came slower than the minimum rate;
+ * the connection is not kept (its state is unknown).
+ */
+export function stalledBody(cause?: unknown, why?: string): ApiError {
+  const message = why === undefined ? "The body stalled" : `The body was abandoned: ${why}`;
+  return new ApiError("request_timeout", `${message}; nothing was stored`, {
     cause,
     headers: { connection: "close" },
   });

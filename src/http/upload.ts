@@ -51,7 +51,7 @@ export interface UploadDeps {
   store: PieceStore;
   catalog: PieceCatalog;
   ledger: CapLedger;
-  /** Bounds the uploads in flight, server-wide (memory) and per client address. */
+  /** Bounds the uploads in flight: server-wide (memory), each client's share, per address. */
   admission: UploadAdmission;
   /** Workers for piece-cid verification; null hashes on the main thread. */
   hashPool: HashWorkerPool | null;
@@ -198,7 +198,10 @@ export function createUploadHandler(deps: UploadDeps): Handler {
     context.logFields.bytesIn = length;
 
     const { reservation } = reserved;
-    const admitted = deps.admission.admit(context.clientKey, length);
+    const admitted = deps.admission.admit({
+      clientKey: context.clientKey,
+      subject: caller.kind === "token" ? caller.sub : null,
+    }, length);
     try {
       if (!admitted.ok) throw notAdmitted(admitted.reason);
       const { staged, verified } = await stageChecked(deps, request, context, {
@@ -278,6 +281,7 @@ async function stageChecked(
     expectedBytes: length,
     signal: context.signal,
     idleTimeoutMs: context.bodyIdleTimeoutMs,
+    minRate: context.bodyMinRate,
     onChunk: verifier || manifest
       ? (chunk) => {
         manifest?.onChunk(chunk);

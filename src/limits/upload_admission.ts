@@ -1,12 +1,24 @@
 /**
  * How many uploads may be in flight, so slow or stalled clients cannot
- * exhaust the server's memory. Each upload pins its read buffers (two of up
- * to 1 MiB, sized to the body) plus what the runtime buffers for its
- * connection for as long as it is open; 100 stalled uploads that had each
- * sent 1 MiB took RSS from 61 to 332 MiB before these bounds (113 MiB with
- * the defaults: 16 in flight from that one address). Two bounds, both decided before a byte is read:
- * the memory all uploads pin together (past it: 503 server_busy with
- * Retry-After), and the uploads one client address has open (past it: 429).
+ * exhaust the server's memory, nor starve each other. Each upload pins its
+ * read buffers (two of up to 1 MiB, sized to the body) plus what the runtime
+ * buffers for its connection for as long as it is open; 100 stalled uploads
+ * that had each sent 1 MiB took RSS from 61 to 332 MiB before these bounds.
+ * All decided before a byte is read:
+ *
+ * - the memory all uploads pin together (the pool, --upload-memory);
+ * - a client's fair share of it. A client is an IP key (an IPv4 address, an
+ *   IPv6 /64) and, for a token caller, also its subject. A client that holds
+ *   nothing may always start one upload that fits in the pool; a client that
+ *   holds some may grow to a quarter of the pool, and never past what the
+ *   pool would still have free: with k greedy clients the pool keeps about
+ *   1/(k+1) of itself free, so a newcomer's upload fits beside up to ~45 of
+ *   them at the defaults (where the quarter alone gives way to four). Past
+ *   its share only that client's requests get 503 server_busy;
+ * - the uploads one client address has open (past it: 429).
+ *
+ * A slow client cannot sit on its share either: bodies below --body-min-rate
+ * are cut (streams/read_watchdog.ts) and give back what they reserved.
  */
 import { ApiError } from "../errors.ts";
 import { chunkBufferBytes } from "../streams/chunk_reader.ts";
@@ -19,6 +31,8 @@ import { chunkBufferBytes } from "../streams/chunk_reader.ts";
 const PER_UPLOAD_OVERHEAD_BYTES = 768 * 1024;
 /** Read buffers per upload (chunk N is written while N+1 is read). */
 const BUFFERS_PER_UPLOAD = 2;
+/** The most of the pool one client may hold. */
+const MAX_SHARE = 1 / 4;
 
 export interface UploadAdmissionOptions {
   /** Memory all uploads in flight may pin together. */
@@ -27,27 +41,52 @@ export interface UploadAdmissionOptions {
   maxPerClient: number;
 }
 
+/** Who asks: the request's IP key, and the token subject of a token caller. */
+export interface AdmissionClient {
+  clientKey: string;
+  /** A token's sub; null for a sponsored caller. */
+  subject: string | null;
+}
+
+export type RefusalReason = "memory" | "share" | "client";
+
 export type Admission =
   | { ok: true; release(): void }
-  | { ok: false; reason: "memory" | "client" };
+  | { ok: false; reason: RefusalReason };
 
 /** The answer to a body that is not admitted: retried a second later, it often gets in. */
-export function notAdmitted(reason: "memory" | "client"): ApiError {
+export function notAdmitted(reason: RefusalReason): ApiError {
   const headers = { "retry-after": "1" };
-  return reason === "memory"
-    ? new ApiError("server_busy", "Too many uploads in flight on this server; retry shortly", {
-      headers,
-    })
-    : new ApiError(
-      "rate_limited",
-      "Too many uploads in flight from this address; wait for one to finish",
-      { headers },
-    );
+  switch (reason) {
+    case "memory":
+      return new ApiError(
+        "server_busy",
+        "Too many uploads in flight on this server; retry shortly",
+        {
+          headers,
+        },
+      );
+    case "share":
+      return new ApiError(
+        "server_busy",
+        "Your uploads in flight hold your share of this server's upload memory; retry when one " +
+          "of them is done",
+        { headers },
+      );
+    case "client":
+      return new ApiError(
+        "rate_limited",
+        "Too many uploads in flight from this address; wait for one to finish",
+        { headers },
+      );
+  }
 }
 
 export class UploadAdmission {
   readonly #options: UploadAdmissionOptions;
-  readonly #perClient = new Map<string, number>();
+  readonly #openPerClient = new Map<string, number>();
+  /** Pinned bytes per share holder: "ip:<client key>" and "sub:<token subject>". */
+  readonly #heldPerHolder = new Map<string, number>();
   #pinnedBytes = 0;
 
   constructor(options: UploadAdmissionOptions) {
@@ -63,17 +102,23 @@ export class UploadAdmission {
     return this.#pinnedBytes;
   }
 
-  /** Admits an upload of expectedBytes from clientKey, or says which bound it would pass. */
-  admit(clientKey: string, expectedBytes: number): Admission {
-    const open = this.#perClient.get(clientKey) ?? 0;
+  /** Bytes a client (its IP key) holds in flight. */
+  heldBy(clientKey: string): number {
+    return this.#heldPerHolder.get(`ip:${clientKey}`) ?? 0;
+  }
+
+  /** Admits an upload of expectedBytes from client, or says which bound it would pass. */
+  admit(client: AdmissionClient, expectedBytes: number): Admission {
+    const open = this.#openPerClient.get(client.clientKey) ?? 0;
     if (open >= this.#options.maxPerClient) return { ok: false, reason: "client" };
     const pinned = UploadAdmission.pinnedBytesOf(expectedBytes);
-    // One upload is always let through, however small the bound: the server must make progress.
-    if (this.#pinnedBytes > 0 && this.#pinnedBytes + pinned > this.#options.maxPinnedBytes) {
-      return { ok: false, reason: "memory" };
-    }
+    const holders = [`ip:${client.clientKey}`];
+    if (client.subject !== null) holders.push(`sub:${client.subject}`);
+    const refusal = this.#refusalOf(holders, pinned);
+    if (refusal !== null) return { ok: false, reason: refusal };
     this.#pinnedBytes += pinned;
-    this.#perClient.set(clientKey, open + 1);
+    addTo(this.#openPerClient, client.clientKey, 1);
+    for (const holder of holders) addTo(this.#heldPerHolder, holder, pinned);
     let released = false;
     return {
       ok: true,
@@ -81,10 +126,32 @@ export class UploadAdmission {
         if (released) return;
         released = true;
         this.#pinnedBytes -= pinned;
-        const left = (this.#perClient.get(clientKey) ?? 1) - 1;
-        if (left === 0) this.#perClient.delete(clientKey);
-        else this.#perClient.set(clientKey, left);
+        addTo(this.#openPerClient, client.clientKey, -1);
+        for (const holder of holders) addTo(this.#heldPerHolder, holder, -pinned);
       },
     };
   }
+
+  #refusalOf(holders: string[], pinned: number): RefusalReason | null {
+    // One upload is always let through, however small the pool: the server must make progress.
+    if (this.#pinnedBytes === 0) return null;
+    const pool = this.#options.maxPinnedBytes;
+    const freeAfter = pool - this.#pinnedBytes - pinned;
+    if (freeAfter < 0) return "memory";
+    for (const holder of holders) {
+      const held = this.#heldPerHolder.get(holder) ?? 0;
+      // A client's first upload only needs room; after that it grows to its share.
+      if (held > 0 && (held + pinned > pool * MAX_SHARE || held + pinned > freeAfter)) {
+        return "share";
+      }
+    }
+    return null;
+  }
+}
+
+/** Adds delta to a counter, forgetting it at zero (the maps stay as small as what is in flight). */
+function addTo(counts: Map<string, number>, key: string, delta: number): void {
+  const value = (counts.get(key) ?? 0) + delta;
+  if (value === 0) counts.delete(key);
+  else counts.set(key, value);
 }

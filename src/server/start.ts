@@ -150,6 +150,9 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     logger,
     logRequests: config.logRequests,
     bodyIdleTimeoutMs: config.bodyIdleTimeoutMs,
+    bodyMinRate: config.bodyMinBytesPerSecond === 0
+      ? null
+      : { bytesPerSecond: config.bodyMinBytesPerSecond, graceMs: config.bodyRateGraceMs },
     uploadDrain: services.uploadDrain,
     metrics: services.metrics?.requests ?? null,
   });

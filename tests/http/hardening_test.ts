@@ -100,12 +100,30 @@ Deno.test("uploads in flight: past --upload-memory a new one is 503 server_busy"
   await using server = await startTestServer({ args: ["--upload-memory", "3700KiB"] });
   const held = await holdUpload(server, "busyserver001", 8 * MIB);
   await eventually(async () => await inFlight(server) === 1, "one upload in flight");
-  const refused = await server.upload("busyserver002", patternBytes(2 * MIB));
+  // Another client's large one does not fit in what is left.
+  using other = Deno.createHttpClient({ localAddress: "127.0.0.2" });
+  const uploadFromOther = (cid: string, size: number) =>
+    fetch(`${server.url}/api/upload?cid=${cid}`, {
+      method: "POST",
+      client: other,
+      headers: { "content-type": "application/octet-stream" },
+      body: patternBytes(size),
+    });
+  const refused = await uploadFromOther("busyserver002", 2 * MIB);
   assertEquals(refused.status, 503);
   assertEquals(refused.headers.get("retry-after"), "1");
-  assertEquals((await errorOf(refused)).error, "server_busy");
+  const { error, message } = await errorOf(refused);
+  assertEquals([error, message], [
+    "server_busy",
+    "Too many uploads in flight on this server; retry shortly",
+  ]);
   // A small one fits beside it: 2 × 16 KiB buffers and the connection.
-  assertEquals((await server.upload("busyserver003", patternBytes(100))).status, 200);
+  const small = await uploadFromOther("busyserver003", 100);
+  assertEquals(small.status, 200);
+  await small.body?.cancel();
+  // The holding client is past its share of so small a pool: even a small one of its own waits.
+  const own = await server.upload("busyserver004", patternBytes(100));
+  assertEquals([own.status, (await errorOf(own)).error], [503, "server_busy"]);
   assertEquals((await tempFiles(server.dataDir)).length, 1, "only the held upload's temp file");
   assertEquals(await server.server.services.ledger.reservedTotal(), 8 * MIB);
   assertEquals(await held.finish(), 200);

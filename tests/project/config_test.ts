@@ -118,6 +118,8 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     hashWorkers: null,
     smallPieceCacheBytes: 64 * MIB,
     bodyIdleTimeoutMs: 30_000,
+    bodyMinBytesPerSecond: 16 * 1024,
+    bodyRateGraceMs: 30_000,
     dbBusyTimeoutMs: 5_000,
     logRequests: true,
     signup: "open",

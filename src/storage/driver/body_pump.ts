@@ -1,7 +1,8 @@
 /**
  * Moves an upload's body into a driver's sink: the part of `stage` that every
  * driver shares. It enforces the declared length (more is "long_body", less
- * "short_body"), gives up on a silent body ("stalled"), stops on abort,
+ * "short_body"), gives up on a silent body ("stalled") or one slower than
+ * the minimum rate ("too_slow"), stops on abort,
  * hashes SHA-256 when asked, and lets `onChunk` (cid verification) see every
  * chunk. With two reader buffers, chunk N is written by the sink while chunk
  * N+1 is read; writes stay in order.
@@ -11,7 +12,7 @@ import { createChunkReader } from "../../streams/chunk_reader.ts";
 import type { ChunkReader } from "../../streams/chunk_reader.ts";
 import { StoreError } from "./driver.ts";
 import type { StageOptions } from "./driver.ts";
-import { ReadWatchdog } from "../../streams/read_watchdog.ts";
+import { describeVerdict, ReadWatchdog } from "../../streams/read_watchdog.ts";
 
 export interface PumpedBody {
   size: number;
@@ -33,9 +34,10 @@ export async function pumpBody(
   const onAbort = () => stopReading(options.signal?.reason);
   options.signal?.addEventListener("abort", onAbort, { once: true });
   // Cancelling the reader ends its pending read, so readNext sees the stall.
-  const watchdog = options.idleTimeoutMs === undefined
-    ? null
-    : new ReadWatchdog(options.idleTimeoutMs, () => stopReading(new Error("stalled")));
+  const watchdog = options.idleTimeoutMs === undefined ? null : new ReadWatchdog(
+    { idleMs: options.idleTimeoutMs, minRate: options.minRate },
+    (verdict) => stopReading(new Error(verdict)),
+  );
   const hash = options.computeSha256 === false ? null : createHash("sha256");
   let size = 0;
   let writing: Promise<void> | null = null;
@@ -45,6 +47,7 @@ export async function pumpBody(
     }
     for (let chunk; (chunk = await readNext(reader, watchdog)) !== null;) {
       size += chunk.byteLength;
+      watchdog?.received(chunk.byteLength);
       if (size > options.expectedBytes) {
         throw new StoreError("long_body", "Cannot store upload: more bytes than declared");
       }
@@ -95,5 +98,6 @@ async function readNext(
 }
 
 function stalled(watchdog: ReadWatchdog): StoreError {
-  return new StoreError("stalled", `Cannot read upload: no bytes for ${watchdog.idleMs} ms`);
+  const failure = watchdog.fired === "slow" ? "too_slow" : "stalled";
+  return new StoreError(failure, `Cannot read upload: ${describeVerdict(watchdog)}`);
 }

@@ -27,6 +27,7 @@
  * driver sends a ranged GET): HTTP ranges, a split file's pieces and, later,
  * blocks at known offsets all read through `open(key, range)`.
  */
+import type { MinBodyRate } from "../../streams/read_watchdog.ts";
 
 export interface StoreHealth {
   ok: boolean;
@@ -75,6 +76,8 @@ export interface StageOptions {
   onChunk?: (chunk: Uint8Array) => Promise<void> | undefined;
   /** Give up (failure "stalled") when no bytes arrive for this long. */
   idleTimeoutMs?: number;
+  /** With idleTimeoutMs: give up (failure "too_slow") on a body slower than this on average. */
+  minRate?: MinBodyRate | null;
   /** Hash the bytes (SHA-256) while they stream in; default true. */
   computeSha256?: boolean;
 }
@@ -124,6 +127,8 @@ export type StoreFailure =
   | "short_body"
   /** No bytes arrived for idleTimeoutMs. */
   | "stalled"
+  /** The bytes arrived slower than StageOptions.minRate. */
+  | "too_slow"
   /** The stream delivered more than expectedBytes. */
   | "long_body"
   /** The backend refused the write for another reason (an I/O error, a blocked path). */
