@@ -30,6 +30,8 @@ export interface SpawnOptions {
   cpus?: string;
   /** More environment, e.g. the S3 keys (which no flag takes). */
   env?: Record<string, string>;
+  /** Runs the server with at most this many open files (prlimit --nofile, soft and hard). */
+  nofile?: number;
 }
 
 export async function spawnServer(
@@ -48,10 +50,12 @@ export async function spawnServer(
     dataDir,
     ...args,
   ];
-  // taskset execs the program, so the child keeps its pid (kill and status work as without).
-  const [program, programArgs] = options.cpus === undefined
-    ? [Deno.execPath(), command]
-    : ["taskset", ["-c", options.cpus, Deno.execPath(), ...command]];
+  // taskset and prlimit exec the program, so the child keeps its pid (kill and status work).
+  const wrappers = [
+    ...(options.nofile === undefined ? [] : ["prlimit", `--nofile=${options.nofile}`, "--"]),
+    ...(options.cpus === undefined ? [] : ["taskset", "-c", options.cpus]),
+  ];
+  const [program, ...programArgs] = [...wrappers, Deno.execPath(), ...command];
   const process = new Deno.Command(program, {
     args: programArgs,
     cwd: ROOT,

@@ -6,6 +6,7 @@
  * span several settings (TLS as a pair, the wallet tier's three settings,
  * --store s3 and its bucket) live here, after every value has parsed.
  */
+import { isLoopbackHostname } from "../net/ip.ts";
 import { helpText, parseFlags } from "./command_line.ts";
 import { OPTIONS, S3_CREDENTIAL_ENV } from "./options.ts";
 import type { MutableConfig } from "./options.ts";
@@ -81,6 +82,14 @@ export function loadConfig(
   const tls = tlsCertFile === null || tlsKeyFile === null
     ? null
     : { certFile: tlsCertFile, keyFile: tlsKeyFile };
+  if (tls !== null && !isLoopbackHostname(config.hostname) && !config.allowUnboundedTlsHandshakes) {
+    throw new ConfigError(
+      `--tls-cert on ${config.hostname}, a public address: Deno cannot time out a TLS ` +
+        "handshake that never completes, so each one holds a connection until its client " +
+        'leaves; put nginx in front (docs/operations.md, "From a fresh VPS to HTTPS"), ' +
+        "or accept that with --allow-unbounded-tls-handshakes true",
+    );
+  }
   return { kind: "config", config: deepFreeze({ ...rest, tls, s3 }) };
 }
 

@@ -406,6 +406,61 @@ export const OPTIONS: readonly OptionSpec[] = [
     defaultHelp: "none",
     apply: (c, v) => c.tlsKeyFile = v === "" ? null : v,
   },
+  {
+    flag: "allow-unbounded-tls-handshakes",
+    env: "STORAGE_ALLOW_UNBOUNDED_TLS_HANDSHAKES",
+    placeholder: "BOOL",
+    description: "Serve TLS on a public address although a handshake that never completes " +
+      "cannot be timed out (each holds a connection until its client leaves)",
+    default: "false",
+    apply: (c, v, n) => c.allowUnboundedTlsHandshakes = parseBoolean(v, n),
+  },
+  // Connections: what one socket may hold of the server, plain and TLS alike.
+  {
+    flag: "max-connections",
+    env: "STORAGE_MAX_CONNECTIONS",
+    placeholder: "COUNT",
+    description: "Open connections at most; past it a new one replaces the oldest idle one, " +
+      "or is closed (keep it below the open-file limit)",
+    default: "4096",
+    apply: (c, v, n) => c.maxConnections = parseInteger(v, n, { min: 1, max: 1_000_000 }),
+  },
+  {
+    flag: "max-connections-per-client",
+    env: "STORAGE_MAX_CONNECTIONS_PER_CLIENT",
+    placeholder: "COUNT",
+    description: "Open connections one client address (IPv6: /64) may hold; trusted proxies " +
+      "are exempt",
+    default: "256",
+    apply: (c, v, n) => c.maxConnectionsPerClient = parseInteger(v, n, { min: 1, max: 1_000_000 }),
+  },
+  {
+    flag: "header-timeout",
+    env: "STORAGE_HEADER_TIMEOUT",
+    placeholder: "SECONDS",
+    description: "Close a connection whose first request head (TLS handshake included) is not " +
+      "complete this long after it was accepted",
+    default: "10",
+    apply: (c, v, n) => c.headerTimeoutMs = parseInteger(v, n, { min: 1, max: 3600 }) * 1000,
+  },
+  {
+    flag: "keep-alive-timeout",
+    env: "STORAGE_KEEP_ALIVE_TIMEOUT",
+    placeholder: "SECONDS",
+    description: "Close a kept-alive connection whose next request head is not complete this " +
+      "long after the last answer",
+    default: "75",
+    apply: (c, v, n) => c.keepAliveTimeoutMs = parseInteger(v, n, { min: 1, max: 86400 }) * 1000,
+  },
+  {
+    flag: "connection-bounds",
+    env: "STORAGE_CONNECTION_BOUNDS",
+    placeholder: "BOOL",
+    description: "false: Deno.serve accepts connections, without the four bounds above (only " +
+      "behind a proxy that has them)",
+    default: "true",
+    apply: (c, v, n) => c.connectionBounds = parseBoolean(v, n),
+  },
   // Logs and metrics.
   {
     flag: "log-format",

@@ -111,6 +111,18 @@ export interface Config {
   maxUploadsPerClient: number;
   /** Serve HTTPS with these files (re-read when they change); null = plain HTTP. */
   tls: Readonly<TlsConfig> | null;
+  /** Serve TLS on a public address despite handshakes that cannot be timed out. */
+  allowUnboundedTlsHandshakes: boolean;
+  /** Open connections at most (the own accept loop; see net/accept_loop.ts). */
+  maxConnections: number;
+  /** Open connections per client address; trusted proxies are exempt. */
+  maxConnectionsPerClient: number;
+  /** A connection's first request head must be complete this long after accept. */
+  headerTimeoutMs: number;
+  /** A kept-alive connection's next request head must be complete this long after an answer. */
+  keepAliveTimeoutMs: number;
+  /** false: Deno.serve accepts, without the bounds above. */
+  connectionBounds: boolean;
   /** Log lines for people ("text"), for machines ("json"), or text on a terminal ("auto"). */
   logFormat: LogFormat;
   /** Serve GET /metrics (Prometheus text format). */

@@ -161,3 +161,9 @@ export function resolveClientKey(
   }
   return clientKeyOf(client);
 }
+
+/** A listen address only this machine can reach: localhost, 127.0.0.0/8 or ::1. */
+export function isLoopbackHostname(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "::1" || hostname === "[::1]" ||
+    hostname.startsWith("127.");
+}

@@ -1,26 +1,32 @@
 /**
- * The listening socket: Deno.serve over plain HTTP or, with a certificate,
- * HTTPS (HTTP/2 and HTTP/1.1 offered by ALPN, Deno's default), and the one
- * thing Deno.serve cannot do itself: change certificate while running.
+ * The listening socket: plain HTTP or, with a certificate, HTTPS (HTTP/2 and
+ * HTTP/1.1 offered by ALPN), and the one thing Deno cannot do itself: change
+ * certificate while running.
  *
- * Deno.serve takes its certificate once, at bind time. The ways around that
- * are closed in Deno 2.9: a second listener beside the first needs
- * SO_REUSEPORT, which Deno allows for TLS only under --unstable-net, and
- * there is no stable API to serve HTTP on connections from a TLS listener of
- * our own (Deno.serveHttp is gone). So a new certificate replaces the
- * listener: the old server shuts down gracefully (it stops accepting; its
- * requests in flight run to the end; idle keep-alive connections are closed
- * and their clients reconnect), and the new one binds the same address as
- * soon as the old socket is closed, on the next turn of the event loop, a
- * fraction of a millisecond later. A connection attempted in between is refused.
+ * Connections are accepted by the service's own accept loop (accept_loop.ts,
+ * which bounds them) on a Deno.listen or Deno.listenTls socket; with
+ * `bounds: null`, or on a Deno without the internal the loop needs, by
+ * Deno.serve, unbounded.
  *
- * Deno's graceful shutdown cuts off HTTP/1.1 request bodies still being read
- * (HTTP/2 streams finish): the caller picks a moment without uploads in
- * flight (see tls_reload.ts).
+ * A certificate is taken once, at bind time, and a second listener beside the
+ * first needs SO_REUSEPORT, which Deno allows for TLS only under
+ * --unstable-net. So a new certificate replaces the listener: the old one
+ * closes and the new one binds the same address as soon as the old socket is
+ * closed, a fraction of a millisecond later (a connection attempted in
+ * between is refused). With the accept loop, connections already accepted
+ * carry on untouched. With Deno.serve, the old server shuts down gracefully,
+ * which cuts off HTTP/1.1 request bodies still being read (HTTP/2 streams
+ * finish): the caller picks a moment without uploads in flight
+ * (`swapCutsUploads`, see tls_reload.ts).
  */
 import type { TlsPair } from "./tls_files.ts";
 import { TlsFilesError } from "./tls_files.ts";
 import { sleep } from "../clock.ts";
+import { silentLogger } from "../log.ts";
+import type { Logger } from "../log.ts";
+import { AcceptLoop } from "./accept_loop.ts";
+import type { ConnectionBounds, ConnectionStats } from "./accept_loop.ts";
+import { serveConnection } from "./serve_connection.ts";
 
 export interface SwappableServerOptions {
   hostname: string;
@@ -29,12 +35,19 @@ export interface SwappableServerOptions {
   tls: TlsPair | null;
   handler: Deno.ServeHandler<Deno.NetAddr>;
   onError: (error: unknown) => Response | Promise<Response>;
+  /** Bounds of the own accept loop; null: Deno.serve, without bounds. */
+  bounds?: ConnectionBounds | null;
+  /** The key a connection counts against for bounds.maxPerClient; null: not counted. */
+  clientKeyOf?: (remote: Deno.NetAddr) => string | null;
+  logger?: Logger;
 }
 
 /** How long a replacement waits for the old socket to be closed (normally one event-loop turn). */
 const REBIND_DEADLINE_MS = 2_000;
 /** How often a server that lost its address tries to bind it again. */
 const LOST_RETRY_MS = 1_000;
+/** At shutdown, how long connections with an answer still going out are given. */
+const SHUTDOWN_GRACE_MS = 2_000;
 
 /**
  * Neither the new pair nor the old one could be bound again (the address was
@@ -48,11 +61,20 @@ export class ListenerLostError extends Error {
   }
 }
 
+/** One bound socket: its address, and how to stop listening on it. */
+interface Binding {
+  readonly addr: Deno.NetAddr;
+  /** Stops accepting; with Deno.serve also ends its connections (gracefully). */
+  retire(): Promise<void>;
+}
+
 export class SwappableServer {
   readonly #options: SwappableServerOptions;
-  #server: Deno.HttpServer<Deno.NetAddr>;
+  /** null: Deno.serve accepts. */
+  readonly #loop: AcceptLoop | null;
+  #binding: Binding;
   #pair: TlsPair | null;
-  /** Old servers still finishing their requests; shutdown() waits for them too. */
+  /** Old bindings still finishing; shutdown() waits for them too. */
   readonly #retiring = new Set<Promise<void>>();
   #closed = false;
 
@@ -60,16 +82,45 @@ export class SwappableServer {
   constructor(options: SwappableServerOptions) {
     this.#options = options;
     this.#pair = options.tls;
-    this.#server = this.#serve(options.hostname, options.port, options.tls);
+    this.#loop = options.bounds && serveConnection !== null
+      ? new AcceptLoop({
+        bounds: options.bounds,
+        handler: options.handler,
+        onError: options.onError,
+        clientKeyOf: options.clientKeyOf ?? ((remote) => remote.hostname),
+        logger: options.logger ?? silentLogger,
+      })
+      : null;
+    try {
+      this.#binding = this.#bind(options.hostname, options.port, options.tls);
+    } catch (error) {
+      void this.#loop?.shutdown(0);
+      throw error;
+    }
   }
 
   /** The bound address (the real port when 0 was asked for). */
   get addr(): Deno.NetAddr {
-    return this.#server.addr;
+    return this.#binding.addr;
   }
 
   get scheme(): "http" | "https" {
     return this.#pair === null ? "http" : "https";
+  }
+
+  /** Whether connections are bounded (the own accept loop serves them). */
+  get bounded(): boolean {
+    return this.#loop !== null;
+  }
+
+  /** The accept loop's counts; null under Deno.serve. */
+  get connectionStats(): Readonly<ConnectionStats> | null {
+    return this.#loop?.stats ?? null;
+  }
+
+  /** Whether replacing the certificate cuts off HTTP/1.1 uploads in flight (Deno.serve does). */
+  get swapCutsUploads(): boolean {
+    return this.#loop === null;
   }
 
   /**
@@ -79,22 +130,22 @@ export class SwappableServer {
    */
   async replaceCertificate(pair: TlsPair): Promise<void> {
     if (this.#closed || this.#pair === null) return;
-    const { hostname, port } = this.#server.addr;
-    this.#retire(this.#server);
+    const { hostname, port } = this.#binding.addr;
+    this.#retire(this.#binding);
     try {
-      this.#server = await bindWhenFree(() => this.#serve(hostname, port, pair));
+      this.#binding = await bindWhenFree(() => this.#bind(hostname, port, pair));
       this.#pair = pair;
     } catch (error) {
       // Serving the old certificate beats serving nothing.
       try {
-        this.#server = await bindWhenFree(() => this.#serve(hostname, port, this.#pair));
+        this.#binding = await bindWhenFree(() => this.#bind(hostname, port, this.#pair));
       } catch (lost) {
         this.#rebindUntilBound(hostname, port);
         throw new ListenerLostError(lost);
       }
       throw error;
     } finally {
-      if (this.#closed) this.#retire(this.#server); // shutdown() began meanwhile
+      if (this.#closed) this.#retire(this.#binding); // shutdown() began meanwhile
     }
   }
 
@@ -103,7 +154,7 @@ export class SwappableServer {
     const retry = () => {
       if (this.#closed) return;
       try {
-        this.#server = this.#serve(hostname, port, this.#pair);
+        this.#binding = this.#bind(hostname, port, this.#pair);
       } catch {
         Deno.unrefTimer(setTimeout(retry, LOST_RETRY_MS));
       }
@@ -111,31 +162,73 @@ export class SwappableServer {
     Deno.unrefTimer(setTimeout(retry, LOST_RETRY_MS));
   }
 
-  /** Stops accepting and resolves once every connection, old listeners' too, is done. */
-  async shutdown(): Promise<void> {
+  /**
+   * Stops accepting and resolves once every connection, old listeners' too,
+   * is done; false if some were still open after the grace and were closed.
+   */
+  async shutdown(): Promise<boolean> {
     this.#closed = true;
-    this.#retire(this.#server);
+    this.#retire(this.#binding);
     while (this.#retiring.size > 0) await Promise.all(this.#retiring);
+    return await this.#loop?.shutdown(SHUTDOWN_GRACE_MS) ?? true;
   }
 
-  #retire(server: Deno.HttpServer<Deno.NetAddr>): void {
-    const done: Promise<void> = server.shutdown()
-      .catch(() => {}) // already shut down
+  #retire(binding: Binding): void {
+    const done: Promise<void> = binding.retire()
+      .catch(() => {}) // already retired
       .finally(() => this.#retiring.delete(done));
     this.#retiring.add(done);
   }
 
-  #serve(hostname: string, port: number, pair: TlsPair | null): Deno.HttpServer<Deno.NetAddr> {
-    const { handler, onError } = this.#options;
-    const common = { hostname, port, onListen: () => {}, onError };
-    if (pair === null) return Deno.serve(common, handler);
+  #bind(hostname: string, port: number, pair: TlsPair | null): Binding {
     try {
-      return Deno.serve({ ...common, cert: pair.cert, key: pair.key }, handler);
+      return this.#loop === null
+        ? this.#bindDenoServe(hostname, port, pair)
+        : this.#bindListener(this.#loop, hostname, port, pair);
     } catch (error) {
-      if (isSocketError(error)) throw error;
+      if (pair === null || isSocketError(error)) throw error;
       // The pair was checked; this is what Deno's TLS stack still refuses.
       throw new TlsFilesError(`cannot serve HTTPS with --tls-cert and --tls-key: ${error}`);
     }
+  }
+
+  #bindListener(loop: AcceptLoop, hostname: string, port: number, pair: TlsPair | null): Binding {
+    const listener = pair === null ? Deno.listen({ hostname, port }) : Deno.listenTls({
+      hostname,
+      port,
+      cert: pair.cert,
+      key: pair.key,
+      alpnProtocols: ["h2", "http/1.1"],
+    });
+    const serving = loop.serve(listener);
+    return {
+      addr: listener.addr as Deno.NetAddr,
+      retire: async () => {
+        listener.close();
+        await serving;
+      },
+    };
+  }
+
+  #bindDenoServe(hostname: string, port: number, pair: TlsPair | null): Binding {
+    const { handler, onError } = this.#options;
+    const common = { hostname, port, onListen: () => {}, onError };
+    const server = pair === null
+      ? Deno.serve(common, handler)
+      : Deno.serve({ ...common, cert: pair.cert, key: pair.key }, handler);
+    const binding: Binding = { addr: server.addr, retire: () => server.shutdown() };
+    // Deno.serve's accept loop ends at the first accept() error (EMFILE) and drops the socket;
+    // `finished` then rejects, which, unobserved, would end the process. Bind again instead.
+    server.finished.catch((error) => {
+      if (this.#closed || this.#binding !== binding) return;
+      (this.#options.logger ?? silentLogger).error(
+        "the listener stopped accepting; binding it again every second",
+        { error: error instanceof Error ? error.message : String(error) },
+      );
+      // The address it had, not the one asked for (port 0 would pick another port).
+      this.#rebindUntilBound(server.addr.hostname, server.addr.port);
+    });
+    return binding;
   }
 }
 

@@ -3,12 +3,13 @@
  * on disk and the new pair checks out, new connections get it; a pair that
  * does not check out is logged and the one in use stays.
  *
- * The switch replaces the listener (see swappable_server.ts), which cuts off
- * HTTP/1.1 uploads still sending their bodies. So it waits for a moment
- * without uploads in flight, for at most maxUploadWaitMs (the shutdown
- * grace): renewals come weeks before expiry, so a late switch costs nothing,
- * while a server never idle must still switch in the end. HTTP/2 uploads
- * survive the switch either way.
+ * The switch replaces the listener (see swappable_server.ts). Connections
+ * the own accept loop accepted carry on untouched; under Deno.serve the
+ * switch cuts off HTTP/1.1 uploads still sending their bodies, so it then
+ * waits for a moment without uploads in flight, for at most maxUploadWaitMs
+ * (the shutdown grace): renewals come weeks before expiry, so a late switch
+ * costs nothing, while a server never idle must still switch in the end.
+ * HTTP/2 uploads survive the switch either way.
  */
 import type { Logger } from "../log.ts";
 import { ListenerLostError } from "./swappable_server.ts";
@@ -79,6 +80,8 @@ export function startTlsReload(options: TlsReloadOptions): { stop(): Promise<voi
 
 /** Resolves with 0 once no upload is in flight, or with how many still are at the deadline. */
 async function quietMoment(options: TlsReloadOptions, signal: AbortSignal): Promise<number> {
+  // Under the own accept loop a switch leaves accepted connections alone: no need to wait.
+  if (!options.server.swapCutsUploads) return 0;
   let inFlight = options.uploadsInFlight();
   if (inFlight === 0) return 0;
   options.logger.info("new TLS certificate waits for uploads in flight", { uploads: inFlight });

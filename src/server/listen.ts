@@ -1,16 +1,20 @@
 /**
  * Binding the listener: the one seam between the composition root and the
- * socket. Behind it today: Deno.serve in a SwappableServer (plain HTTP, or
- * HTTPS whose certificate is swapped in when its files are renewed, see
- * net/tls_reload.ts). start.ts knows only `bindListener` and `Listener`, so an
- * accept loop of our own in net/ (connection cap, header deadline, idle
- * timeout) can take the place of what is behind them without touching it.
+ * socket. Behind it: the service's own accept loop (net/accept_loop.ts:
+ * connection cap, header deadline, keep-alive timeout, survival of EMFILE)
+ * on a Deno.listen or Deno.listenTls socket, in a SwappableServer that swaps
+ * the TLS listener when the certificate files are renewed (see
+ * net/tls_reload.ts); or, with --connection-bounds false, Deno.serve.
+ * start.ts knows only `bindListener` and `Listener`.
  */
 import { ApiError, errorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { TlsConfig, TlsPair } from "../net/tls_files.ts";
 import { startTlsReload } from "../net/tls_reload.ts";
 import { SwappableServer } from "../net/swappable_server.ts";
+import type { ConnectionBounds, ConnectionStats } from "../net/accept_loop.ts";
+import { clientKeyOf, parseIp, rangeContains } from "../net/ip.ts";
+import type { IpRange } from "../net/ip.ts";
 
 export interface ListenOptions {
   hostname: string;
@@ -25,6 +29,10 @@ export interface ListenOptions {
   uploadsInFlight(): number;
   /** The longest a certificate switch waits for uploads to finish before switching anyway. */
   maxUploadWaitMs: number;
+  /** The own accept loop's bounds; null: Deno.serve accepts, unbounded. */
+  bounds: ConnectionBounds | null;
+  /** Peers whose connections carry many clients: not held to bounds.maxPerClient. */
+  trustedProxies: readonly IpRange[];
 }
 
 export interface Listener {
@@ -34,6 +42,10 @@ export interface Listener {
   readonly addr: Deno.NetAddr;
   /** Stops watching the TLS files, so no listener swap happens while the shutdown drains. */
   stopCertificateReload(): Promise<void>;
+  /** Whether the own accept loop bounds connections (false: Deno.serve, or a Deno without it). */
+  readonly bounded: boolean;
+  /** The accept loop's counts; null when unbounded. */
+  connectionStats(): Readonly<ConnectionStats> | null;
   /** Stops accepting and closes the connections; false if some were still open at the deadline. */
   close(): Promise<boolean>;
 }
@@ -41,7 +53,7 @@ export interface Listener {
 /** Certificates renew weeks before they expire: a few seconds to notice is plenty. */
 const DEFAULT_TLS_POLL_INTERVAL_MS = 5_000;
 /** A client that holds an idle connection open must not hold the process hostage. */
-const SERVER_CLOSE_TIMEOUT_MS = 2_000;
+const SERVER_CLOSE_TIMEOUT_MS = 3_000;
 
 /** Binds at once (synchronously); throws AddrInUse and the like, with nothing left behind. */
 export function bindListener(options: ListenOptions): Listener {
@@ -56,6 +68,14 @@ export function bindListener(options: ListenOptions): Listener {
       return errorResponse(new ApiError("internal_error", "Internal server error"));
     },
     handler: options.handler,
+    bounds: options.bounds,
+    clientKeyOf: (remote) => {
+      const address = parseIp(remote.hostname);
+      if (address === null) return remote.hostname;
+      const isProxy = options.trustedProxies.some((range) => rangeContains(range, address));
+      return isProxy ? null : clientKeyOf(address);
+    },
+    logger,
   });
   const reload = tls === null ? null : startTlsReload({
     files: tls.files,
@@ -72,17 +92,19 @@ export function bindListener(options: ListenOptions): Listener {
   return {
     url: `${server.scheme}://${host}:${server.addr.port}`,
     addr: server.addr,
+    bounded: server.bounded,
+    connectionStats: () => server.connectionStats,
     stopCertificateReload: async () => await reload?.stop(),
     close: () => settlesWithin(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS),
   };
 }
 
-/** True if the promise settled within ms. */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+/** The promise's own verdict if it settled within ms; false otherwise. */
+async function settlesWithin(promise: Promise<boolean>, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     return await Promise.race([
-      promise.then(() => true),
+      promise,
       new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), ms)),
     ]);
   } finally {

@@ -9,6 +9,7 @@
  */
 import { systemClock } from "../clock.ts";
 import type { Clock } from "../clock.ts";
+import { ConfigError } from "../config/mod.ts";
 import type { Config } from "../config/mod.ts";
 import { openBackends, SERVING } from "../backends_open.ts";
 import type { BackendNeeds, OpenBackendsOptions } from "../backends_open.ts";
@@ -23,6 +24,9 @@ import type { Logger } from "../log.ts";
 import { readTlsPair } from "../net/tls_files.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
 import { bindListener } from "./listen.ts";
+import type { ConnectionStats } from "../net/accept_loop.ts";
+import { isLoopbackHostname } from "../net/ip.ts";
+import { serveConnection } from "../net/serve_connection.ts";
 import type { Listener } from "./listen.ts";
 import { buildServices, routeServicesOf } from "./services.ts";
 import { orderedShutdown } from "./shutdown.ts";
@@ -60,6 +64,8 @@ export interface RunningServer {
   metadata: Metadata;
   /** The SQLite database, for tests that look inside; throws when the metadata is in PostgreSQL. */
   readonly db: Database;
+  /** What the accept loop has done (open, refused, evicted, timed out); null when unbounded. */
+  connections(): Readonly<ConnectionStats> | null;
   /** Stops accepting, lets in-flight requests finish (up to the timeout), then closes. */
   shutdown: Shutdown;
 }
@@ -82,6 +88,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     createStderrLogger({ format: resolveLogFormat(config.logFormat) });
 
   const tlsPair = config.tls === null ? null : await readTlsPair(config.tls);
+  requireConnectionBounds(config);
   const backends = await openBackends(config, {
     ...SERVING,
     logger,
@@ -122,6 +129,15 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       tlsPollIntervalMs: options.tlsPollIntervalMs,
       uploadsInFlight: () => services.uploadDrain.inFlight,
       maxUploadWaitMs: config.shutdownTimeoutMs,
+      bounds: config.connectionBounds
+        ? {
+          maxConnections: config.maxConnections,
+          maxPerClient: config.maxConnectionsPerClient,
+          headerTimeoutMs: config.headerTimeoutMs,
+          keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+        }
+        : null,
+      trustedProxies: config.trustedProxies,
     });
   } catch (error) {
     // Nothing is served: take down what was started (a port in use must not leave the
@@ -137,8 +153,13 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     baseUrl,
     certificate: tlsPair?.certificate ?? null,
     hmacKeyWhere: backends.hmacKeyWhere,
+    connectionsBounded: listener.bounded,
   });
-  warnAboutPublicExposure(logger, { config, hostname: listener.addr.hostname });
+  warnAboutPublicExposure(logger, {
+    config,
+    hostname: listener.addr.hostname,
+    connectionsBounded: listener.bounded,
+  });
   const routeServices = routeServicesOf(services, { baseUrl, metadata });
   const routes = createRoutes(routeServices);
   const app = createApp({
@@ -169,6 +190,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       if (backends.sqlite === null) throw new Error("This server keeps its metadata in PostgreSQL");
       return backends.sqlite;
     },
+    connections: () => listener.connectionStats(),
     shutdown: orderedShutdown({
       listener,
       uploadDrain: services.uploadDrain,
@@ -178,4 +200,19 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       logger,
     }),
   };
+}
+
+/**
+ * The accept loop needs an internal of Deno 2.9 (net/serve_connection.ts).
+ * Without it, Deno.serve accepts, unbounded: fine on loopback (said in the
+ * log), a start-up error on a public address unless bounds are off by choice.
+ */
+function requireConnectionBounds(config: Config): void {
+  if (!config.connectionBounds || serveConnection !== null) return;
+  if (isLoopbackHostname(config.hostname)) return;
+  throw new ConfigError(
+    `this Deno (${Deno.version.deno}) cannot bound connections (no serveHttpOnConnection), and ` +
+      `${config.hostname} is a public address: run the pinned Deno 2.9.6, or put nginx in ` +
+      "front and start with --connection-bounds false",
+  );
 }

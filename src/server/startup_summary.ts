@@ -1,13 +1,14 @@
 /**
  * The lines a server logs once it listens: which build runs, where its data
  * is, where it listens and under which public URL, whether it serves TLS,
- * what each tier allows, who may sign up, where the token key comes from, and
+ * how connections are bounded, what each tier allows, who may sign up, where the token key comes from, and
  * whether /metrics is on. An operator checks a deployment by reading them, so
  * they show every setting that changes what users get, and nothing secret:
  * no tokens, no SMTP password, and of the wallet tier's RPC URL (which often
  * carries an API key) only its host. Then a warning for each setting that
  * exposes something on a public address (open signup, public /metrics).
  */
+import { isLoopbackHostname } from "../net/ip.ts";
 import { whereOf } from "../db/postgres/connection.ts";
 import type { Config, TierConfig } from "../config/mod.ts";
 import type { Logger } from "../log.ts";
@@ -26,6 +27,8 @@ export interface StartupSummary {
    * null when storage is offline (in-memory key).
    */
   hmacKeyWhere: string | null;
+  /** Whether the own accept loop bounds connections. */
+  connectionsBounded: boolean;
 }
 
 export function logStartupSummary(logger: Logger, summary: StartupSummary): void {
@@ -51,6 +54,13 @@ export function logStartupSummary(logger: Logger, summary: StartupSummary): void
     cert: config.tls?.certFile,
     certSubject: certificate?.subject,
     certExpires: certificate?.notAfter,
+  });
+  logger.info("connections", {
+    bounded: summary.connectionsBounded,
+    maxConnections: summary.connectionsBounded ? config.maxConnections : undefined,
+    maxPerClient: summary.connectionsBounded ? config.maxConnectionsPerClient : undefined,
+    headerTimeoutS: summary.connectionsBounded ? config.headerTimeoutMs / 1000 : undefined,
+    keepAliveTimeoutS: summary.connectionsBounded ? config.keepAliveTimeoutMs / 1000 : undefined,
   });
   logger.info("tier", { name: "sponsored", ...tierFields(config.sponsored), per: "client IP" });
   logger.info("tier", { name: "token", ...tierFields(config.token), per: "user" });
@@ -85,9 +95,29 @@ export function logStartupSummary(logger: Logger, summary: StartupSummary): void
 /** Warns about what anyone who can reach a public listen address can do. */
 export function warnAboutPublicExposure(
   logger: Logger,
-  { config, hostname }: { config: Config; hostname: string },
+  { config, hostname, connectionsBounded }: {
+    config: Config;
+    hostname: string;
+    /** Whether the own accept loop bounds connections. */
+    connectionsBounded: boolean;
+  },
 ): void {
-  if (isLoopback(hostname)) return;
+  warnAboutOpenFileLimit(logger, config, connectionsBounded);
+  if (isLoopbackHostname(hostname)) {
+    if (config.connectionBounds && !connectionsBounded) {
+      logger.warn("this Deno cannot bound connections: Deno.serve accepts them, unbounded", {
+        deno: Deno.version.deno,
+      });
+    }
+    return;
+  }
+  if (!connectionsBounded) {
+    logger.warn(
+      "connections are not bounded on a public address (--connection-bounds false): idle and " +
+        "slow clients can hold every connection and descriptor; keep this behind nginx",
+      { hostname },
+    );
+  }
   if (config.signup === "open") {
     logger.warn(
       "signup is open on a public address: anyone can mint a token for any e-mail and read " +
@@ -102,11 +132,6 @@ export function warnAboutPublicExposure(
       { hostname },
     );
   }
-}
-
-/** Loopback listen addresses: open signup there is reachable only from this machine. */
-function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "::1" || hostname.startsWith("127.");
 }
 
 function tierFields(tier: TierConfig) {
@@ -127,4 +152,32 @@ export function formatSize(bytes: number): string {
     unit++;
   }
   return `${bytes}${UNITS[unit]}`;
+}
+
+/** Descriptors the process needs besides connections: files, databases, workers, sockets. */
+const DESCRIPTOR_HEADROOM = 256;
+
+/**
+ * Warns when --max-connections does not fit under the open-file limit. The
+ * limit is read from /proc/self/limits only where the process may read it
+ * (not under the start task's permissions: then nothing is said); the accept
+ * loop survives running out either way, but files and sockets then fail too.
+ */
+function warnAboutOpenFileLimit(logger: Logger, config: Config, bounded: boolean): void {
+  const path = "/proc/self/limits";
+  if (!bounded || Deno.permissions.querySync({ name: "read", path }).state !== "granted") return;
+  let soft: number;
+  try {
+    const line = /^Max open files\s+(\d+|unlimited)/m.exec(Deno.readTextFileSync(path));
+    if (line === null || line[1] === "unlimited") return;
+    soft = Number(line[1]);
+  } catch {
+    return;
+  }
+  if (config.maxConnections + DESCRIPTOR_HEADROOM <= soft) return;
+  logger.warn(
+    "--max-connections does not fit under the open-file limit: raise the limit (LimitNOFILE=, " +
+      "ulimit -n) or lower --max-connections",
+    { maxConnections: config.maxConnections, openFileLimit: soft, headroom: DESCRIPTOR_HEADROOM },
+  );
 }

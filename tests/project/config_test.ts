@@ -129,6 +129,12 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     uploadMemoryBytes: 128 * MIB,
     maxUploadsPerClient: 16,
     tls: null,
+    allowUnboundedTlsHandshakes: false,
+    maxConnections: 4096,
+    maxConnectionsPerClient: 256,
+    headerTimeoutMs: 10_000,
+    keepAliveTimeoutMs: 75_000,
+    connectionBounds: true,
     logFormat: "auto",
     metricsEnabled: true,
     metricsToken: null,
@@ -281,4 +287,25 @@ Deno.test("config: --database takes a postgres URL, from the flag or STORAGE_DAT
   assertEquals(configOf([], { STORAGE_DATABASE: url }).databaseUrl, url);
   assertEquals(configOf(["--database", ""]).databaseUrl, null);
   assertOk(configError(["--database", "mysql://x/y"]).includes("postgres://"));
+});
+
+Deno.test("config: TLS on a public address needs --allow-unbounded-tls-handshakes, which names the risk", () => {
+  const tls = ["--tls-cert", "cert.pem", "--tls-key", "key.pem"];
+  for (const hostname of ["0.0.0.0", "::", "203.0.113.7", "files.example.org"]) {
+    assertMatch(
+      configError(["--hostname", hostname, ...tls]),
+      /handshake that never completes.*nginx.*--allow-unbounded-tls-handshakes/,
+    );
+    const allowed = configOf([
+      "--hostname",
+      hostname,
+      ...tls,
+      "--allow-unbounded-tls-handshakes",
+      "true",
+    ]);
+    assertEquals(allowed.tls, { certFile: "cert.pem", keyFile: "key.pem" });
+  }
+  for (const hostname of ["127.0.0.1", "localhost", "::1"]) {
+    assertEquals(configOf(["--hostname", hostname, ...tls]).tls?.certFile, "cert.pem");
+  }
 });

@@ -98,10 +98,12 @@ Deno.test("log format: a real server's start-up summary and shutdown line, as te
     for (const line of lines) assertMatch(line, new RegExp(`^${TIME} (info |warn |error) \\S`));
     const untimed = lines.map((line) => line.slice(line.indexOf(" ") + 1));
     const first = untimed.findIndex((line) => line.startsWith("info  starting "));
-    assertEquals(untimed.slice(first, first + 8), [
+    assertEquals(untimed.slice(first, first + 9), [
       `info  starting version=${VERSION} deno=${Deno.version.deno} dataDir=${dataDir}`,
       "info  backends database=sqlite store=disk source=stage",
       `info  listening url=${server.url} baseUrl=${server.url} tls=off`,
+      "info  connections bounded=true maxConnections=4096 maxPerClient=256 headerTimeoutS=10 " +
+      "keepAliveTimeoutS=75",
       'info  tier name=sponsored maxFileSize=100MiB dailyCap=300MiB termDays=30 per="client IP"',
       "info  tier name=token maxFileSize=5GiB dailyCap=1GiB termDays=400 per=user",
       "info  tier name=wallet maxFileSize=none dailyCapPerUsdc=1GiB termDays=365 chainId=31337 " +

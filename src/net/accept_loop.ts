@@ -1,0 +1,317 @@
+/**
+ * The service's own accept loop: connections are accepted here (from
+ * Deno.listen or Deno.listenTls) and each is handed to Deno's HTTP server
+ * (serve_connection.ts), so that what Deno.serve cannot do is done here, for
+ * plain and TLS listeners alike:
+ *
+ * - a connection cap (--max-connections): at the cap a new connection takes
+ *   the place of the oldest one with no request in flight (one that never
+ *   sent a request first), and is closed at once when every one is busy;
+ * - a cap per client address (--max-connections-per-client; trusted proxies
+ *   are exempt, they carry many clients);
+ * - a deadline for the first request head, counted from accept
+ *   (--header-timeout), and one for the next head on a kept-alive connection
+ *   (--keep-alive-timeout). A connection with a request in flight has no
+ *   deadline here: its body is held to --body-min-rate by the handler;
+ * - accept() failing (EMFILE: out of descriptors; ENFILE, ENOBUFS) never
+ *   ends the process: the oldest idle connection is closed to free a
+ *   descriptor, and accepting resumes after a back-off (10 ms doubling to 1 s).
+ *
+ * Deadlines are checked by one sweep every 250 ms, not a timer per request.
+ * The cost on a kept-alive request is a counter and one `completed` promise.
+ */
+import type { Logger } from "../log.ts";
+import { serveConnection } from "./serve_connection.ts";
+import type { ConnectionHandler, KillSwitch } from "./serve_connection.ts";
+
+export interface ConnectionBounds {
+  maxConnections: number;
+  maxPerClient: number;
+  headerTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+}
+
+export interface AcceptLoopOptions {
+  bounds: ConnectionBounds;
+  handler: ConnectionHandler;
+  onError: (error: unknown) => Response | Promise<Response>;
+  /** The key a connection counts against for maxPerClient; null: not counted (a trusted proxy). */
+  clientKeyOf(remote: Deno.NetAddr): string | null;
+  logger: Logger;
+}
+
+/** What the loop has done, for /healthz and /metrics. */
+export interface ConnectionStats {
+  open: number;
+  accepted: number;
+  /** Closed at accept: the cap with every connection busy, or the client's own cap. */
+  refused: number;
+  /** Closed to make room for a new connection at the cap, or to free a descriptor. */
+  evicted: number;
+  headerTimeouts: number;
+  keepAliveTimeouts: number;
+  acceptErrors: number;
+}
+
+const SWEEP_INTERVAL_MS = 250;
+/** How long after a `Connection: close` answer its connection is closed (the answer is out). */
+const CLOSE_AFTER_ANSWER_MS = 500;
+const MAX_ACCEPT_BACKOFF_MS = 1_000;
+/** Accept errors are logged at most this often (a flood would fill the log otherwise). */
+const ACCEPT_ERROR_LOG_INTERVAL_MS = 10_000;
+
+class Connection {
+  /** Requests whose answer is not fully sent yet. */
+  inFlight = 0;
+  /** Whether a request head ever arrived: those that never sent one are evicted first. */
+  served = false;
+  deadline: number;
+  ended = false;
+  /** An answer said `Connection: close`: the connection ends once nothing is in flight. */
+  closeWhenAnswered = false;
+  kill: (() => void) | null = null;
+  server: Deno.HttpServer<Deno.NetAddr> | null = null;
+
+  constructor(readonly clientKey: string | null, headerTimeoutMs: number) {
+    this.deadline = Date.now() + headerTimeoutMs;
+  }
+
+  get idle(): boolean {
+    return this.inFlight === 0;
+  }
+}
+
+export class AcceptLoop {
+  readonly #options: AcceptLoopOptions;
+  /** In accept order, so the first idle one found is the oldest. */
+  readonly #open = new Set<Connection>();
+  readonly #perClient = new Map<string, number>();
+  readonly #sweeper: ReturnType<typeof setInterval>;
+  #closing = false;
+  #drained: (() => void) | null = null;
+  #lastAcceptErrorLog = 0;
+  #acceptErrorsUnlogged = 0;
+  readonly #stats: ConnectionStats = {
+    open: 0,
+    accepted: 0,
+    refused: 0,
+    evicted: 0,
+    headerTimeouts: 0,
+    keepAliveTimeouts: 0,
+    acceptErrors: 0,
+  };
+
+  constructor(options: AcceptLoopOptions) {
+    if (serveConnection === null) throw new Error("this Deno cannot serve accepted connections");
+    this.#options = options;
+    this.#sweeper = setInterval(() => this.#sweep(), SWEEP_INTERVAL_MS);
+  }
+
+  get stats(): Readonly<ConnectionStats> {
+    return { ...this.#stats, open: this.#open.size };
+  }
+
+  /** Accepts on listener until it is closed; several listeners may be served at once. */
+  async serve(listener: Deno.Listener): Promise<void> {
+    let backoffMs = 0;
+    while (!this.#closing) {
+      let conn: Deno.Conn;
+      try {
+        conn = await listener.accept();
+        backoffMs = 0;
+      } catch (error) {
+        if (error instanceof Deno.errors.BadResource || error instanceof Deno.errors.Interrupted) {
+          return; // the listener was closed
+        }
+        // The listener is fine, the process is short of descriptors (or memory): accept() would
+        // fail again at once. Free a descriptor if an idle connection holds one, then wait.
+        this.#acceptFailed(error);
+        this.#evictOldestIdle();
+        backoffMs = Math.min(backoffMs === 0 ? 10 : backoffMs * 2, MAX_ACCEPT_BACKOFF_MS);
+        await new Promise((resolve) => setTimeout(resolve, backoffMs));
+        continue;
+      }
+      this.#admit(conn);
+    }
+  }
+
+  #admit(conn: Deno.Conn): void {
+    const { bounds } = this.#options;
+    const clientKey = this.#options.clientKeyOf(conn.remoteAddr as Deno.NetAddr);
+    const held = clientKey === null ? 0 : this.#perClient.get(clientKey) ?? 0;
+    if (
+      this.#closing || held >= bounds.maxPerClient ||
+      (this.#open.size >= bounds.maxConnections && !this.#evictOldestIdle())
+    ) {
+      this.#stats.refused++;
+      return closeQuietly(conn);
+    }
+    const connection = new Connection(clientKey, bounds.headerTimeoutMs);
+    this.#open.add(connection);
+    if (clientKey !== null) this.#perClient.set(clientKey, held + 1);
+    this.#stats.accepted++;
+    const app = this.#options.handler;
+    const answered = () => {
+      if (--connection.inFlight > 0) return;
+      connection.deadline = Date.now() + bounds.keepAliveTimeoutMs;
+      if (this.#closing || connection.closeWhenAnswered) this.#closeAfterLastAnswer(connection);
+    };
+    const handler: ConnectionHandler = (request, info) => {
+      connection.served = true;
+      connection.inFlight++;
+      info.completed.then(answered, answered);
+      const response = app(request, info);
+      if (response instanceof Response) return noteClose(connection, request, response);
+      return response.then((answer) => noteClose(connection, request, answer));
+    };
+    const killSwitch: KillSwitch = {
+      addEventListener: (_type, listener) => connection.kill = listener,
+    };
+    connection.server = serveConnection!(conn, killSwitch, handler, this.#options.onError, noop);
+    // A failed TLS handshake or a reset rejects `finished`: the end of one connection, never of
+    // the process (an unobserved rejection would be).
+    connection.server.finished.catch(noop).finally(() => {
+      connection.ended = true;
+      this.#release(connection);
+    });
+  }
+
+  #sweep(): void {
+    const now = Date.now();
+    for (const connection of this.#open) {
+      if (!connection.idle || connection.deadline > now) continue;
+      if (connection.served) this.#stats.keepAliveTimeouts++;
+      else this.#stats.headerTimeouts++;
+      this.#kill(connection);
+    }
+  }
+
+  /**
+   * Closes the oldest connection with nothing in flight, preferring one that
+   * never sent a request (a kept-alive client's next request is worth more);
+   * false when every connection is busy.
+   */
+  #evictOldestIdle(): boolean {
+    let oldestServed: Connection | null = null;
+    let victim: Connection | null = null;
+    for (const connection of this.#open) {
+      if (!connection.idle) continue;
+      if (!connection.served) {
+        victim = connection;
+        break;
+      }
+      oldestServed ??= connection;
+    }
+    victim ??= oldestServed;
+    if (victim === null) return false;
+    this.#stats.evicted++;
+    this.#kill(victim);
+    return true;
+  }
+
+  /** Closes a connection at once (nothing in flight, or the end of a shutdown). */
+  #kill(connection: Connection): void {
+    if (!connection.ended) {
+      try {
+        connection.kill?.();
+      } catch {
+        // Deno closed it already; `finished` is about to settle.
+      }
+    }
+    this.#release(connection);
+  }
+
+  #release(connection: Connection): void {
+    if (!this.#open.delete(connection)) return;
+    const { clientKey } = connection;
+    if (clientKey !== null) {
+      const left = (this.#perClient.get(clientKey) ?? 1) - 1;
+      if (left === 0) this.#perClient.delete(clientKey);
+      else this.#perClient.set(clientKey, left);
+    }
+    if (this.#closing && this.#open.size === 0) this.#drained?.();
+  }
+
+  #acceptFailed(error: unknown): void {
+    this.#stats.acceptErrors++;
+    this.#acceptErrorsUnlogged++;
+    const now = Date.now();
+    if (now - this.#lastAcceptErrorLog < ACCEPT_ERROR_LOG_INTERVAL_MS) return;
+    this.#options.logger.warn("cannot accept connections; closing idle ones and retrying", {
+      error: error instanceof Error ? error.message : String(error),
+      failures: this.#acceptErrorsUnlogged,
+      open: this.#open.size,
+    });
+    this.#lastAcceptErrorLog = now;
+    this.#acceptErrorsUnlogged = 0;
+  }
+
+  /**
+   * Stops accepting (the caller closes its listeners): idle connections close
+   * now, the others once their last answer is sent, and whatever is left after
+   * graceMs is closed anyway. False if some had to be. (Deno's own graceful
+   * shutdown would cut HTTP/1.1 request bodies still being read.)
+   */
+  async shutdown(graceMs: number): Promise<boolean> {
+    this.#closing = true;
+    clearInterval(this.#sweeper);
+    // Settles once each connection is really closed, its last answer flushed.
+    const closedForGood = Promise.all(
+      [...this.#open].map((connection) => connection.server?.finished.catch(noop)),
+    );
+    const drained = new Promise<void>((resolve) => this.#drained = resolve);
+    for (const connection of [...this.#open]) if (connection.idle) this.#kill(connection);
+    if (this.#open.size === 0) this.#drained?.();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((resolve) => timer = setTimeout(resolve, graceMs, "late"));
+    try {
+      if (await Promise.race([drained.then(() => closedForGood), late]) !== "late") return true;
+      for (const connection of [...this.#open]) this.#kill(connection);
+      return false;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * A connection whose last answer went out, while shutting down or after an
+   * answer that said `Connection: close`: a forced close right after
+   * `completed` can lose the answer's last bytes. While draining it closes
+   * gracefully (HTTP/1.1 at once, HTTP/2 with a GOAWAY).
+   */
+  #closeAfterLastAnswer(connection: Connection): void {
+    if (this.#closing) {
+      connection.server?.shutdown().catch(noop);
+      this.#release(connection); // the drain counts it done; its `finished` is awaited apart
+      return;
+    }
+    // Deno's graceful close waits for the unread body, and takes the connection's resource so
+    // that no forced close can follow: the sweep closes it instead, once the answer is out.
+    connection.deadline = Date.now() + CLOSE_AFTER_ANSWER_MS;
+  }
+}
+
+/**
+ * An answer that says `Connection: close`, or one sent before the request's
+ * body was read (an early 413 or 401), ends its connection once sent: the
+ * unread body stands where the next request would, and Deno alone keeps such
+ * a socket until the client closes it.
+ */
+function noteClose(connection: Connection, request: Request, response: Response): Response {
+  const unreadBody = request.method !== "GET" && request.method !== "HEAD" &&
+    request.body !== null && !request.bodyUsed;
+  if (unreadBody || response.headers.get("connection") === "close") {
+    connection.closeWhenAnswered = true;
+  }
+  return response;
+}
+
+function noop(): void {}
+
+function closeQuietly(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch {
+    // already closed
+  }
+}

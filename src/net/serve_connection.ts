@@ -1,0 +1,47 @@
+/**
+ * Deno's HTTP server on one accepted connection: the piece of Deno.serve
+ * that runs HTTP/1.1 and HTTP/2 on a socket, without Deno.serve's own accept
+ * loop. Deno 2.9 has no stable API for it (Deno.serveHttp is gone), but the
+ * runtime's own internals object carries `serveHttpOnConnection`, reachable
+ * without --unstable; node:http's server uses the same machinery. Owning the
+ * accept loop is the only way to bound connections inside the process (see
+ * accept_loop.ts and docs/design.md, "Owning the accept loop").
+ *
+ * It is an internal: a Deno upgrade may rename or remove it. `serveConnection`
+ * is then null, and the listener falls back to Deno.serve without the bounds
+ * (and says so at start-up); tests/net/accept_loop_test.ts fails first.
+ */
+
+export type ConnectionHandler = (
+  request: Request,
+  info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+) => Response | Promise<Response>;
+
+/**
+ * What serveHttpOnConnection needs of its "signal": it registers one abort
+ * listener, which force-closes the connection. The accept loop keeps that
+ * listener and calls it itself: a real AbortSignal per connection costs, and
+ * an abort that lands after Deno closed the connection throws inside event
+ * dispatch, which ends the process.
+ */
+export interface KillSwitch {
+  addEventListener(type: "abort", listener: () => void, options?: unknown): void;
+}
+
+type ServeHttpOnConnection = (
+  conn: Deno.Conn,
+  signal: KillSwitch,
+  handler: ConnectionHandler,
+  onError: (error: unknown) => Response | Promise<Response>,
+  onListen: () => void,
+) => Deno.HttpServer<Deno.NetAddr>;
+
+// deno-lint-ignore no-explicit-any
+const internals = (Deno as any)[(Deno as any).internal];
+const serveHttpOnConnection: unknown = internals?.serveHttpOnConnection;
+
+/** Deno's HTTP server on an accepted connection; null on a Deno without it. */
+export const serveConnection: ServeHttpOnConnection | null =
+  typeof serveHttpOnConnection === "function"
+    ? serveHttpOnConnection as ServeHttpOnConnection
+    : null;
