@@ -28,8 +28,11 @@
  * raw S3 client on a local Ceph radosgw: scripts/bench_s3.ts, 12 a 100 MiB GET behind nginx with
  * the offload vs nginx's own file: scripts/bench_offload.ts, 13 /f/ of a --big-gib split file vs
  * /p/ of the same bytes, 14 random 64 KiB ranges vs whole 64 KiB GETs, both on disk and S3, 15
- * the service's peak RSS streaming a 5 GiB split file: scripts/bench_ranges.ts), to reproduce one
- * figure quickly; a full run is what the README reports.
+ * the service's peak RSS streaming a 5 GiB split file: scripts/bench_ranges.ts, 16 a connection
+ * flood (3,000 idle, 200 slow-head, 50 slow-body connections) beside a well-behaved client, at the
+ * bench's open-file limit and under `ulimit -n 1024`: scripts/bench_attack.ts, 17 what the
+ * connection bounds cost on 1 KiB retrievals and 100 MiB uploads: scripts/bench_bounds_cost.ts),
+ * to reproduce one figure quickly; a full run is what the README reports.
  */
 import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
@@ -46,7 +49,9 @@ import { benchBackup } from "./bench_backup.ts";
 import { benchS3 } from "./bench_s3.ts";
 import { benchOffload } from "./bench_offload.ts";
 import { onEachStore, rangesVsWhole, splitFileMemory, splitFileVsWhole } from "./bench_ranges.ts";
-import { cidOf, download, rotated, sampleRss, timed } from "./lib/measure.ts";
+import { cidOf, download, rotated, sampleRss, settle, timed } from "./lib/measure.ts";
+import { benchAttack } from "./bench_attack.ts";
+import { benchBoundsCost } from "./bench_bounds_cost.ts";
 import { signInWithWallet } from "../src/client/wallet.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { deployTestUsdc, devAccounts, spawnAnvil, usdc } from "./testnet/chain.ts";
@@ -56,7 +61,7 @@ const MIB = 1024 * 1024;
 const USAGE = `Usage: deno task bench [--runs 3] [--transfer-runs 9] [--seconds 10] [--big-gib 1]
                        [--quick] [--only 1,3]
   --quick changes the defaults to --runs 2 --transfer-runs 3 --seconds 3 --big-gib 0.25;
-  --only takes workload numbers 1-15 (see scripts/bench.ts).`;
+  --only takes workload numbers 1-17 (see scripts/bench.ts).`;
 // Defaults depend on --quick, so they are filled in below.
 const opts = scriptArgs(USAGE, {
   runs: { type: "number", integer: true, min: 1 },
@@ -72,11 +77,12 @@ const transferRuns = opts["transfer-runs"] ?? (quick ? 3 : 9);
 const loadSeconds = opts.seconds ?? (quick ? 3 : 10);
 const bigGiB = opts["big-gib"] ?? (quick ? 0.25 : 1);
 const only = new Set(
-  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15").split(",").map((n) => Number(n.trim())),
+  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17").split(",")
+    .map((n) => Number(n.trim())),
 );
 for (const workload of only) {
-  if (!Number.isInteger(workload) || workload < 1 || workload > 15) {
-    usageExit(USAGE, `--only takes workload numbers from 1 to 15, got "${opts.only}"`);
+  if (!Number.isInteger(workload) || workload < 1 || workload > 17) {
+    usageExit(USAGE, `--only takes workload numbers from 1 to 17, got "${opts.only}"`);
   }
 }
 const wanted = (workload: number) => only.has(workload);
@@ -135,20 +141,6 @@ async function canPinCpus(): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/**
- * The service acknowledges a first upload before hashing it (SHA-256 runs right
- * after, in the background). Wait for that outside the timed part, so the next
- * contender never runs beside our leftover work.
- */
-async function settle(service: SpawnedServer) {
-  for (let i = 0; i < 600; i++) {
-    const health = await (await fetch(`${service.url}/healthz`)).json();
-    if (health.digests.backlog === 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  throw new Error("the service did not finish hashing within 6 s");
 }
 
 async function uploadsOf100MiB(service: SpawnedServer, baselines: Baseline[], chunk: Uint8Array) {
@@ -303,6 +295,43 @@ async function bigTransfers(service: SpawnedServer, chunk: Uint8Array) {
     uploadMiBps: Math.round((8 * size / MIB) / uploadSeconds),
     downloadMiBps: Math.round((8 * size / MIB) / downloadSeconds),
   };
+}
+
+/**
+ * Workload 16: the connection flood at the bench's open-file limit and under
+ * `ulimit -n 1024`, a well-behaved client beside it; its success rate and p99
+ * against the targets (>= 99 %, < 1 s), and the process alive at the end.
+ */
+async function attackWorkload() {
+  const out: Record<string, unknown> = {};
+  for (const nofile of [undefined, 1024]) {
+    const label = nofile === undefined ? "default open-file limit" : `ulimit -n ${nofile}`;
+    progress(`16/17 connection flood beside a well-behaved client (${label})`);
+    const dir = await Deno.makeTempDir({ prefix: "bench-attack-" });
+    try {
+      const result = await benchAttack({
+        idle: 3000,
+        slowHeaders: 200,
+        slowBodies: 50,
+        seconds: quick ? 15 : 40,
+        nofile,
+        serverArgs: SERVICE_ARGS,
+        dir,
+      });
+      out[label] = result;
+      const { underAttack } = result;
+      ratio(`attack (${label}): client success rate`, underAttack.successRate, 0.99);
+      ratio(`attack (${label}): client p99 s`, underAttack.latencyMs.p99 / 1000, 1, true);
+      ratios[`attack (${label}): server alive`] = {
+        value: result.serverAlive ? 1 : 0,
+        target: "1",
+        met: result.serverAlive,
+      };
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  }
+  return out;
 }
 
 const serviceDir = await Deno.makeTempDir({ prefix: "bench-service-" });
@@ -518,6 +547,22 @@ if (wanted(11)) {
   }
 }
 await bigFileWorkloads();
+if (wanted(16)) {
+  results.attack = await attackWorkload();
+}
+if (wanted(17) && !wrkAvailable()) console.log("wrk is not installed: workload 17 skipped");
+if (wanted(17) && wrkAvailable()) {
+  progress("17/17 the connection bounds' cost: 1 KiB retrievals (wrk) and 100 MiB uploads");
+  const cost = await benchBoundsCost({
+    runs,
+    transferRuns,
+    seconds: loadSeconds,
+    serverArgs: SERVICE_ARGS,
+  });
+  results.connectionBoundsCost = cost;
+  ratio("retrieve 1 KiB req/s, bounds on / off", cost.retrieve1KiB_rps.ratio, 0.95);
+  ratio("upload 100 MiB, bounds on / off", cost.upload100MiB_MiBps.ratio, 0.95);
+}
 results.ratios = ratios;
 
 console.log(JSON.stringify(results, null, 2));

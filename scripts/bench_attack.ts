@@ -63,6 +63,9 @@ export interface AttackBenchResult {
   underAttack: ClientFigures;
   attackOpen: Record<keyof AttackPlan, Summary>;
   attackConnects: number;
+  /** The server's RSS at start and after the calm run, its descriptors then. */
+  serverBefore: { rssAtStartMiB: number; rssAfterCalmMiB: number; openFdsAfterCalm: number };
+  /** During the attack (sampled every half second). */
   serverRssMiB: Summary;
   serverOpenFds: Summary;
   serverAlive: boolean;
@@ -228,7 +231,10 @@ export async function benchAttack(options: AttackBenchOptions): Promise<AttackBe
     nofile: options.nofile,
   });
   const port = Number(new URL(service.url).port);
+  const startedRss = await rssBytes(service.process.pid);
   const noAttack = await clientLoop(service.url, options.seconds, "calm");
+  const calmRss = await rssBytes(service.process.pid);
+  const calmFds = await openFds(service.process.pid);
 
   const slots: AttackSlot[] = [];
   const plan: [Kind, number, string[]][] = [
@@ -276,6 +282,11 @@ export async function benchAttack(options: AttackBenchOptions): Promise<AttackBe
       slowBodies: summarize(openCounts.slowBodies),
     },
     attackConnects: slots.reduce((n, slot) => n + slot.connects, 0),
+    serverBefore: {
+      rssAtStartMiB: round1((startedRss ?? 0) / MIB),
+      rssAfterCalmMiB: round1((calmRss ?? 0) / MIB),
+      openFdsAfterCalm: calmFds,
+    },
     serverRssMiB: summarize(samples.rss.map(round1)),
     serverOpenFds: summarize(samples.fds),
     serverAlive,

@@ -16,6 +16,8 @@
  * - accept() failing (EMFILE: out of descriptors; ENFILE, ENOBUFS) never
  *   ends the process: the oldest idle connection is closed to free a
  *   descriptor, and accepting resumes after a back-off (10 ms doubling to 1 s).
+ *   EMFILE also shows where the open-file limit is (Deno cannot read it): the
+ *   cap drops 128 connections below it, so files still open during a flood.
  *
  * Deadlines are checked by one sweep every 250 ms, not a timer per request.
  * The cost on a kept-alive request is a counter and one `completed` promise.
@@ -57,6 +59,10 @@ const SWEEP_INTERVAL_MS = 250;
 /** How long after a `Connection: close` answer its connection is closed (the answer is out). */
 const CLOSE_AFTER_ANSWER_MS = 500;
 const MAX_ACCEPT_BACKOFF_MS = 1_000;
+/** Descriptors kept free for files, the database and sockets once the open-file limit showed. */
+const DESCRIPTOR_HEADROOM = 128;
+/** The fewest connections a learned cap allows. */
+const MIN_LEARNED_CAP = 16;
 /** Accept errors are logged at most this often (a flood would fill the log otherwise). */
 const ACCEPT_ERROR_LOG_INTERVAL_MS = 10_000;
 
@@ -88,6 +94,8 @@ export class AcceptLoop {
   readonly #perClient = new Map<string, number>();
   readonly #sweeper: ReturnType<typeof setInterval>;
   #closing = false;
+  /** Connections the open-file limit leaves room for; Infinity until it showed (EMFILE). */
+  #learnedCap = Infinity;
   #drained: (() => void) | null = null;
   #lastAcceptErrorLog = 0;
   #acceptErrorsUnlogged = 0;
@@ -126,6 +134,7 @@ export class AcceptLoop {
         // The listener is fine, the process is short of descriptors (or memory): accept() would
         // fail again at once. Free a descriptor if an idle connection holds one, then wait.
         this.#acceptFailed(error);
+        if (isOutOfDescriptors(error)) this.#learnDescriptorLimit();
         this.#evictOldestIdle();
         backoffMs = Math.min(backoffMs === 0 ? 10 : backoffMs * 2, MAX_ACCEPT_BACKOFF_MS);
         await new Promise((resolve) => setTimeout(resolve, backoffMs));
@@ -141,7 +150,7 @@ export class AcceptLoop {
     const held = clientKey === null ? 0 : this.#perClient.get(clientKey) ?? 0;
     if (
       this.#closing || held >= bounds.maxPerClient ||
-      (this.#open.size >= bounds.maxConnections && !this.#evictOldestIdle())
+      (this.#open.size >= this.#cap && !this.#evictOldestIdle())
     ) {
       this.#stats.refused++;
       return closeQuietly(conn);
@@ -232,6 +241,29 @@ export class AcceptLoop {
     if (this.#closing && this.#open.size === 0) this.#drained?.();
   }
 
+  /** The most connections held: --max-connections, or less once the descriptor limit showed. */
+  get #cap(): number {
+    return Math.min(this.#options.bounds.maxConnections, this.#learnedCap);
+  }
+
+  /**
+   * Out of descriptors with `open` connections: the process's open-file limit
+   * (which Deno cannot read) is that many connections plus what the rest of
+   * the server holds. From now on at most DESCRIPTOR_HEADROOM fewer are kept,
+   * so that piece files, the database and the uploads' temporary files still
+   * open while a flood fills every connection slot.
+   */
+  #learnDescriptorLimit(): void {
+    const cap = Math.max(MIN_LEARNED_CAP, this.#open.size - DESCRIPTOR_HEADROOM);
+    if (cap >= this.#cap) return;
+    this.#learnedCap = cap;
+    this.#options.logger.warn(
+      "out of file descriptors: connections are capped below the open-file limit from now on",
+      { maxConnections: cap, keptFree: DESCRIPTOR_HEADROOM },
+    );
+    while (this.#open.size > cap && this.#evictOldestIdle()) { /* make room for the files */ }
+  }
+
   #acceptFailed(error: unknown): void {
     this.#stats.acceptErrors++;
     this.#acceptErrorsUnlogged++;
@@ -304,6 +336,12 @@ function noteClose(connection: Connection, request: Request, response: Response)
     connection.closeWhenAnswered = true;
   }
   return response;
+}
+
+/** EMFILE: this process is out of descriptors (ENFILE, the whole system's, is not ours to learn). */
+function isOutOfDescriptors(error: unknown): boolean {
+  return error instanceof Error && /\(os error 24\)|too many open files/i.test(error.message) &&
+    !/in system/i.test(error.message);
 }
 
 function noop(): void {}
