@@ -1,12 +1,14 @@
 /**
  * The gauges of the service, read from their sources when Prometheus scrapes
  * and never on a request's path: the digest backlog, the hash pool's queue,
- * uploads in flight, stored pieces and bytes, the database's files, free disk
- * and the process's memory. A source that is absent (no data directory bound,
+ * uploads in flight, stored pieces and bytes, the database's files, free disk,
+ * the connections (connection_gauges.ts) and the process's memory. A source that is absent (no data directory bound,
  * no hash pool, no statfs permission) leaves its family out.
  */
 import type { PieceDigests } from "../storage/digests.ts";
 import type { DiskSpace } from "./disk_space.ts";
+import { registerConnectionGauges } from "./connection_gauges.ts";
+import type { ConnectionStatsSource } from "./connection_gauges.ts";
 import type { MetricsRegistry } from "./registry.ts";
 import type { StoredTotalsValue } from "./stored_totals.ts";
 
@@ -21,6 +23,8 @@ export interface ScrapeSources {
   databaseFiles: readonly { kind: string; path: string }[];
   /** The data directory's file system; null when unbound or statfs is not permitted. */
   diskSpace: (() => Promise<DiskSpace>) | null;
+  /** The accept loop's counts, attached once the listener is bound. */
+  connections: ConnectionStatsSource;
 }
 
 /** A family of one unlabelled sample, read at scrape time. */
@@ -109,6 +113,7 @@ export function registerScrapeGauges(registry: MetricsRegistry, sources: ScrapeS
       read: async () => (await diskSpace()).totalBytes,
     });
   }
+  registerConnectionGauges(registry, sources.connections);
   registerProcessGauges(registry, single);
 }
 

@@ -41,6 +41,7 @@ import { diskSpaceReader } from "../metrics/disk_space.ts";
 import { createServiceMetrics } from "../metrics/service_metrics.ts";
 import type { ServiceMetrics } from "../metrics/service_metrics.ts";
 import { StoredTotals } from "../metrics/stored_totals.ts";
+import { ConnectionStatsSource } from "../metrics/connection_gauges.ts";
 import { HashWorkerPool } from "../piece_cid/pool.ts";
 import { PieceCatalog } from "../storage/catalog.ts";
 import { CorruptPieceWatch } from "../storage/corrupt_watch.ts";
@@ -79,6 +80,8 @@ export interface Services
   authenticator: Authenticator;
   /** Sends signup codes; null without --smtp-url and --mail-from. */
   mailer: Mailer | null;
+  /** Where /metrics reads the accept loop's counts: start.ts attaches the bound listener. */
+  connections: ConnectionStatsSource;
   /** Stops everything that runs by itself: key reload, probes, scrub, hashing, mail. */
   stopBackgroundWork(): Promise<void>;
 }
@@ -99,6 +102,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
   });
   const accounts = buildAccountServices(deps);
   const uploadDrain = new UploadDrain();
+  const connections = new ConnectionStatsSource();
   // With --metrics false nothing is made, so nothing is counted.
   metrics = config.metricsEnabled
     ? buildServiceMetrics({
@@ -108,6 +112,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
       hashPool: pieces.hashPool,
       uploadDrain,
       dbPath: deps.dbPath,
+      connections,
     })
     : null;
   return {
@@ -136,6 +141,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
       maxPerClient: config.maxUploadsPerClient,
     }),
     metrics,
+    connections,
     async stopBackgroundWork() {
       accounts.stopWatchingKey();
       await pieces.stop();
@@ -312,6 +318,7 @@ function buildServiceMetrics(
     hashPool: HashWorkerPool | null;
     uploadDrain: UploadDrain;
     dbPath: string | null;
+    connections: ConnectionStatsSource;
   },
 ): ServiceMetrics {
   const { config, metadata, dbPath } = deps;
@@ -331,5 +338,6 @@ function buildServiceMetrics(
     diskSpace: metadata.persistent && config.dataDir !== null && config.store === "disk"
       ? diskSpaceReader(config.dataDir)
       : null,
+    connections: deps.connections,
   });
 }

@@ -146,6 +146,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     await closeStorage();
     throw error;
   }
+  services.connections.attach(() => listener.connectionStats());
   const baseUrl = config.baseUrl ?? listener.url;
   logStartupSummary(logger, {
     config,

@@ -85,6 +85,10 @@ Deno.test("connections: a head not complete within --header-timeout is closed, a
   const waited = performance.now() - started;
   assertOk(waited >= 900 && waited < 3000, `closed after ${waited} ms`);
   assertEquals(server.server.connections()?.headerTimeouts, 2);
+  // And /metrics counts them.
+  const metrics = await (await server.get("/metrics")).text();
+  assertMatch(metrics, /^storage_connections_total\{outcome="header_timeout"\} 2$/m);
+  assertMatch(metrics, /^storage_connections_open \d+$/m);
   // A complete head in time is answered.
   const prompt = await connectFrom(portOf(server));
   prompt.socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
