@@ -4,7 +4,8 @@
  * unbounded), loaded in turn, rotated each round so machine noise hits both
  * alike: 1 KiB retrievals under wrk (64 connections, kept alive: workload
  * 3's load) and 100 MiB uploads. Reported: each figure's median, min and
- * max, and the ratios bounded / unbounded (goal >= 0.95).
+ * max, and the ratios bounded / unbounded (goal >= 0.95), and the server's
+ * CPU time per request, which a machine shared with other work moves less.
  *
  *   deno run -A scripts/bench_bounds_cost.ts [--runs 3] [--transfer-runs 5] [--seconds 10]
  *
@@ -32,6 +33,12 @@ export interface BoundsCostOptions {
 
 export interface BoundsCostResult {
   retrieve1KiB_rps: { bounded: Summary; unbounded: Summary; ratio: number };
+  /** The server's CPU time per request (utime + stime over the run), in µs. */
+  retrieve1KiB_serverCpuMicrosecondsPerRequest: {
+    bounded: Summary;
+    unbounded: Summary;
+    ratio: number;
+  };
   upload100MiB_MiBps: { bounded: Summary; unbounded: Summary; ratio: number };
 }
 
@@ -60,17 +67,22 @@ export async function benchBoundsCost(options: BoundsCostOptions): Promise<Bound
       await (await fetch(`${service.url}/p/benchboundssmall`)).bytes(); // into the small-piece cache
     }
     const rps = { bounded: [] as number[], unbounded: [] as number[] };
+    const cpu = { bounded: [] as number[], unbounded: [] as number[] };
     for (let round = 0; round < options.runs; round++) {
       for (const { name, service } of rotated(contenders, round)) {
+        const cpuBefore = await cpuSecondsOf(service.process.pid);
         const result = await runWrk({
           url: `${service.url}/p/benchboundssmall`,
           connections: 64,
           seconds: options.seconds,
         });
+        const cpuUsed = await cpuSecondsOf(service.process.pid) - cpuBefore;
         if (result.non2xx + result.socketErrors > 0) {
           throw new Error(`${name}: ${result.non2xx} non-2xx, ${result.socketErrors} errors`);
         }
         rps[name].push(result.requestsPerSecond);
+        // The server's own CPU per request: steadier than req/s on a machine shared with others.
+        cpu[name].push((cpuUsed / (result.requestsPerSecond * options.seconds)) * 1e6);
       }
     }
     const uploads = { bounded: [] as number[], unbounded: [] as number[] };
@@ -92,11 +104,19 @@ export async function benchBoundsCost(options: BoundsCostOptions): Promise<Bound
     }
     return {
       retrieve1KiB_rps: ratioOf(rps),
+      retrieve1KiB_serverCpuMicrosecondsPerRequest: ratioOf(cpu),
       upload100MiB_MiBps: ratioOf(uploads),
     };
   } finally {
     for (const dir of dirs) await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
+}
+
+/** A process's user and system CPU time so far, in seconds (Linux /proc; clock ticks of 10 ms). */
+async function cpuSecondsOf(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 function ratioOf(series: { bounded: number[]; unbounded: number[] }) {

@@ -110,6 +110,19 @@ Deno.test("connections: a kept-alive connection idle past --keep-alive-timeout i
   assertEquals(server.server.connections()?.keepAliveTimeouts, 1);
 });
 
+Deno.test("connections: the keep-alive timeout holds after an answer from the small-piece cache too", async () => {
+  await using server = await startTestServer({ args: ["--keep-alive-timeout", "1"] });
+  const stored = await server.upload("bafkcachedkeep1", "a small piece");
+  await stored.body?.cancel();
+  await (await server.get("/p/bafkcachedkeep1")).bytes(); // now in the cache
+  const kept = await connectFrom(portOf(server));
+  kept.socket.write("GET /p/bafkcachedkeep1 HTTP/1.1\r\nHost: x\r\n\r\n");
+  await eventually(() => kept.received().endsWith("a small piece"), "the cached answer");
+  const answered = performance.now();
+  await within(kept.closing, 5000, "the idle connection closed");
+  assertOk(performance.now() - answered < 3000, "at the keep-alive timeout, not the header one");
+});
+
 Deno.test("connections: at --max-connections a new client takes the place of the oldest idle connection", async () => {
   await using server = await startTestServer({ args: ["--max-connections", "4"] });
   const idle = [];
