@@ -91,8 +91,13 @@ class Connection {
 
 export class AcceptLoop {
   readonly #options: AcceptLoopOptions;
-  /** In accept order, so the first idle one found is the oldest. */
+  /** Every open connection. */
   readonly #open = new Set<Connection>();
+  /**
+   * Those that never sent a request (so none is in flight), in accept order:
+   * the first is the one to evict, found without a scan during a flood.
+   */
+  readonly #waiting = new Set<Connection>();
   readonly #perClient = new Map<string, number>();
   readonly #sweeper: ReturnType<typeof setInterval>;
   #closing = false;
@@ -159,6 +164,7 @@ export class AcceptLoop {
     }
     const connection = new Connection(clientKey, bounds.headerTimeoutMs);
     this.#open.add(connection);
+    this.#waiting.add(connection);
     if (clientKey !== null) this.#perClient.set(clientKey, held + 1);
     this.#stats.accepted++;
     const app = this.#options.handler;
@@ -168,7 +174,10 @@ export class AcceptLoop {
       if (this.#closing || connection.closeWhenAnswered) this.#closeAfterLastAnswer(connection);
     };
     const handler: ConnectionHandler = (request, info) => {
-      connection.served = true;
+      if (!connection.served) {
+        connection.served = true;
+        this.#waiting.delete(connection);
+      }
       const response = app(request, info);
       if (response instanceof Response) {
         // Answered synchronously: the small-piece cache's prebuilt answer (at most 64 KiB, a
@@ -213,17 +222,17 @@ export class AcceptLoop {
    * false when every connection is busy.
    */
   #evictOldestIdle(): boolean {
-    let oldestServed: Connection | null = null;
-    let victim: Connection | null = null;
-    for (const connection of this.#open) {
-      if (!connection.idle) continue;
-      if (!connection.served) {
-        victim = connection;
-        break;
+    let victim: Connection | null = this.#waiting.values().next().value ?? null;
+    if (victim === null) {
+      // Every connection has sent a request: the oldest with none in flight (a scan, but only
+      // when no connection is merely waiting).
+      for (const connection of this.#open) {
+        if (connection.idle) {
+          victim = connection;
+          break;
+        }
       }
-      oldestServed ??= connection;
     }
-    victim ??= oldestServed;
     if (victim === null) return false;
     this.#stats.evicted++;
     this.#kill(victim);
@@ -244,6 +253,7 @@ export class AcceptLoop {
 
   #release(connection: Connection): void {
     if (!this.#open.delete(connection)) return;
+    this.#waiting.delete(connection);
     const { clientKey } = connection;
     if (clientKey !== null) {
       const left = (this.#perClient.get(clientKey) ?? 1) - 1;
