@@ -81,7 +81,10 @@ Deno.test("faults: a database locked by another process is 503 with Retry-After,
 });
 
 Deno.test("concurrency: 50 parallel uploads of one cid with identical bytes: one file, 50 deals", async () => {
-  await using server = await startTestServer({ args: ["--max-uploads-per-client", "50"] });
+  // One client's 50 uploads in flight (1.25 MiB booked each) fit in its quarter of the pool.
+  await using server = await startTestServer({
+    args: ["--max-uploads-per-client", "50", "--upload-memory", "512MiB"],
+  });
   const bytes = patternBytes(256 * 1024, 42);
   const responses = await Promise.all(
     Array.from({ length: 50 }, () => server.upload("bafkfiftyofone", bytes)),
