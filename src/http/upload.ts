@@ -17,7 +17,7 @@ import type { ParsedCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import { createCidVerifier } from "../piece_cid/verify.ts";
 import type { Config } from "../config/mod.ts";
-import type { CapLedger } from "../limits/daily_caps.ts";
+import type { CapLedger, CapStatus } from "../limits/daily_caps.ts";
 import { notAdmitted } from "../limits/upload_admission.ts";
 import type { UploadAdmission } from "../limits/upload_admission.ts";
 import { capUnitsOf } from "../limits/tiers.ts";
@@ -176,25 +176,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       );
     }
     const reserved = await deps.ledger.reserve(policy.usageSubject, length, policy.dailyCapBytes);
-    if (!reserved.ok) {
-      const cap = policy.capExceededCode === "rate_limited"
-        ? "this IP's sponsored daily cap"
-        : policy.walletBalance
-        ? `the daily quota your balance of ${usdcText(policy.walletBalance)} USDC buys ` +
-          "(the smaller of now and when the UTC day began)"
-        : "your daily upload quota";
-      const left = reserved.status.remainingBytes;
-      const message = left > 0
-        ? `This upload of ${length} bytes is larger than the ${left} bytes left of ${cap} ` +
-          "today; it resets at 00:00 UTC"
-        : `${cap[0].toUpperCase()}${cap.slice(1)} is used up for today; it resets at 00:00 UTC`;
-      throw new ApiError(policy.capExceededCode, message, {
-        headers: {
-          "retry-after": String(retryAfterSeconds(policy, reserved.status.resetSeconds, deps)),
-          ...rateLimitHeaders(reserved.status),
-        },
-      });
-    }
+    if (!reserved.ok) throw capReached(policy, length, reserved.status, deps);
     context.logFields.bytesIn = length;
 
     const { reservation } = reserved;
@@ -243,6 +225,32 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       await reservation.release();
     }
   };
+}
+
+/** The 429 at a daily cap: what is left of which cap, and when to try again. */
+function capReached(
+  policy: UploadPolicy,
+  length: number,
+  status: CapStatus,
+  deps: UploadDeps,
+): ApiError {
+  const cap = policy.capExceededCode === "rate_limited"
+    ? "this IP's sponsored daily cap"
+    : policy.walletBalance
+    ? `the daily quota your balance of ${usdcText(policy.walletBalance)} USDC buys ` +
+      "(the smaller of now and when the UTC day began)"
+    : "your daily upload quota";
+  const left = status.remainingBytes;
+  const message = left > 0
+    ? `This upload of ${length} bytes is larger than the ${left} bytes left of ${cap} ` +
+      "today; it resets at 00:00 UTC"
+    : `${cap[0].toUpperCase()}${cap.slice(1)} is used up for today; it resets at 00:00 UTC`;
+  return new ApiError(policy.capExceededCode, message, {
+    headers: {
+      "retry-after": String(retryAfterSeconds(policy, status.resetSeconds, deps)),
+      ...rateLimitHeaders(status),
+    },
+  });
 }
 
 /**

@@ -9,7 +9,7 @@
  *
  * It is an internal: a Deno upgrade may rename or remove it. `serveConnection`
  * is then null, and the listener falls back to Deno.serve without the bounds
- * (and says so at start-up); tests/net/accept_loop_test.ts fails first.
+ * (and says so at start-up); tests/http/connection_bounds_test.ts fails first.
  */
 
 export type ConnectionHandler = (
