@@ -24,7 +24,8 @@ import type { Logger } from "../log.ts";
 import { readTlsPair } from "../net/tls_files.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
 import { bindListener } from "./listen.ts";
-import type { ConnectionStats } from "../net/accept_loop.ts";
+import type { ConnectionBounds, ConnectionStats } from "../net/accept_loop.ts";
+import type { MinBodyRate } from "../streams/read_watchdog.ts";
 import { isLoopbackHostname } from "../net/ip.ts";
 import { serveConnection } from "../net/serve_connection.ts";
 import type { Listener } from "./listen.ts";
@@ -129,14 +130,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       tlsPollIntervalMs: options.tlsPollIntervalMs,
       uploadsInFlight: () => services.uploadDrain.inFlight,
       maxUploadWaitMs: config.shutdownTimeoutMs,
-      bounds: config.connectionBounds
-        ? {
-          maxConnections: config.maxConnections,
-          maxPerClient: config.maxConnectionsPerClient,
-          headerTimeoutMs: config.headerTimeoutMs,
-          keepAliveTimeoutMs: config.keepAliveTimeoutMs,
-        }
-        : null,
+      bounds: connectionBoundsOf(config),
       trustedProxies: config.trustedProxies,
     });
   } catch (error) {
@@ -172,9 +166,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     logger,
     logRequests: config.logRequests,
     bodyIdleTimeoutMs: config.bodyIdleTimeoutMs,
-    bodyMinRate: config.bodyMinBytesPerSecond === 0
-      ? null
-      : { bytesPerSecond: config.bodyMinBytesPerSecond, graceMs: config.bodyRateGraceMs },
+    bodyMinRate: bodyMinRateOf(config),
     uploadDrain: services.uploadDrain,
     metrics: services.metrics?.requests ?? null,
   });
@@ -201,6 +193,23 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
       logger,
     }),
   };
+}
+
+/** The accept loop's bounds; null under --connection-bounds false (Deno.serve accepts). */
+function connectionBoundsOf(config: Config): ConnectionBounds | null {
+  if (!config.connectionBounds) return null;
+  return {
+    maxConnections: config.maxConnections,
+    maxPerClient: config.maxConnectionsPerClient,
+    headerTimeoutMs: config.headerTimeoutMs,
+    keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+  };
+}
+
+/** Every request body's minimum average rate; null under --body-min-rate 0. */
+function bodyMinRateOf(config: Config): MinBodyRate | null {
+  if (config.bodyMinBytesPerSecond === 0) return null;
+  return { bytesPerSecond: config.bodyMinBytesPerSecond, graceMs: config.bodyRateGraceMs };
 }
 
 /**
