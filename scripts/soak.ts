@@ -8,7 +8,8 @@
  *   deno run -A scripts/soak.ts [--seconds 120] [--connections 64] [--max-growth-mib 50]
  *
  * Mix: 45% GET 1 KiB piece, 20% GET 1 MiB piece, 12% sponsored 1 MiB upload,
- * 12% token 1 MiB upload, 6% GET /api/files, 5% signup.
+ * 12% token 1 MiB upload, 6% GET /api/files, 5% signup; spread over 16 client
+ * addresses (127.0.0.10-25), each with a token of its own.
  */
 import { createHash } from "node:crypto";
 import { rssBytes, spawnServer } from "./lib/spawn_server.ts";
@@ -25,6 +26,8 @@ const opts = scriptArgs(
 const { seconds, connections } = opts;
 const maxGrowthMiB = opts["max-growth-mib"];
 const MIB = 1024 * 1024;
+/** Distinct client addresses the connections are spread over. */
+const CLIENTS = 16;
 
 function bytesFor(fill: number, size: number): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(size);
@@ -48,20 +51,35 @@ try {
     "1000GiB",
     "--signup-limit",
     "1000000",
-    // Load from one address measures the service, not the per-address bound.
-    "--max-uploads-per-client",
-    "100000",
   ]);
+  // The load is many clients, not one: each connection speaks from one of
+  // CLIENTS loopback addresses, so the per-client bounds (a quarter of the
+  // upload pool, uploads per address) see what they would on the open
+  // internet, and a 503 here is the service failing, not one client's share.
+  const clients = Array.from(
+    { length: CLIENTS },
+    (_, i) => Deno.createHttpClient({ localAddress: `127.0.0.${10 + i}` }),
+  );
   const small = bytesFor(1, 1024);
   const big = bytesFor(2, MIB);
-  const post = (path: string, body: BodyInit, headers: Record<string, string> = {}) =>
-    fetch(`${server.url}${path}`, { method: "POST", body, headers });
+  const post = (
+    path: string,
+    body: BodyInit,
+    headers: Record<string, string> = {},
+    client = clients[0],
+  ) => fetch(`${server.url}${path}`, { method: "POST", body, headers, client });
   await post("/api/upload?cid=soaksmall01", small, { "content-type": "a/b" });
   await post("/api/upload?cid=soakbig0001", big, { "content-type": "a/b" });
-  const { token } = await (await post(
-    "/api/auth/signup",
-    JSON.stringify({ email: "soak@example.org", label: "soak", quotaMb: 1024000 }),
-  )).json();
+  // Each client has its own token, as each user of the service would.
+  const tokens = await Promise.all(clients.map(async (client, i) => {
+    const response = await post(
+      "/api/auth/signup",
+      JSON.stringify({ email: `soak-client${i}@example.org`, label: "soak", quotaMb: 1024000 }),
+      {},
+      client,
+    );
+    return (await response.json()).token as string;
+  }));
   const uploadBody = bytesFor(3, MIB);
   const uploadSha = sha(uploadBody);
 
@@ -78,28 +96,31 @@ try {
     }
   })();
 
-  const one = async (): Promise<void> => {
+  const one = async (client: Deno.HttpClient, token: string): Promise<void> => {
     const pick = Math.random();
     const t0 = performance.now();
     let response: Response;
     let uploaded: string | null = null;
     try {
-      if (pick < 0.45) response = await fetch(`${server.url}/p/soaksmall01`);
-      else if (pick < 0.65) response = await fetch(`${server.url}/p/soakbig0001`);
+      if (pick < 0.45) response = await fetch(`${server.url}/p/soaksmall01`, { client });
+      else if (pick < 0.65) response = await fetch(`${server.url}/p/soakbig0001`, { client });
       else if (pick < 0.89) {
         const cid = `soakup${counter++}x`;
         const headers: Record<string, string> = { "content-type": "application/octet-stream" };
         if (pick >= 0.77) headers.authorization = `Bearer ${token}`;
-        response = await post(`/api/upload?cid=${cid}`, uploadBody, headers);
+        response = await post(`/api/upload?cid=${cid}`, uploadBody, headers, client);
         uploaded = cid;
       } else if (pick < 0.95) {
         response = await fetch(`${server.url}/api/files?limit=10`, {
           headers: { authorization: `Bearer ${token}` },
+          client,
         });
       } else {
         response = await post(
           "/api/auth/signup",
           JSON.stringify({ email: `soak${counter++}@example.org`, label: "soak" }),
+          {},
+          client,
         );
       }
       await response.arrayBuffer();
@@ -114,9 +135,10 @@ try {
     }
   };
 
-  await Promise.all(Array.from({ length: connections }, async () => {
-    while (performance.now() < deadline) await one();
+  await Promise.all(Array.from({ length: connections }, async (_, i) => {
+    while (performance.now() < deadline) await one(clients[i % CLIENTS], tokens[i % CLIENTS]);
   }));
+  for (const client of clients) client.close();
   await sampler;
   const elapsed = (performance.now() - started) / 1000;
 
