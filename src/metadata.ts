@@ -10,12 +10,14 @@
  */
 import type { Clock } from "./clock.ts";
 import type {
+  BlockRecords,
   CatalogRecords,
   SignupCodeRecords,
   TokenRecords,
   WalletNonceRecords,
 } from "./db/records.ts";
 import type { Database } from "./db/sqlite/database.ts";
+import { SqliteBlockRecords } from "./db/sqlite/block_records.ts";
 import { SqliteCatalogRecords } from "./db/sqlite/catalog_records.ts";
 import { SqliteSignupCodeRecords } from "./db/sqlite/signup_code_records.ts";
 import { SqliteTokenRecords } from "./db/sqlite/token_records.ts";
@@ -32,6 +34,8 @@ export type MetadataBackend = "sqlite" | "postgres";
 export interface Metadata {
   readonly backend: MetadataBackend;
   readonly catalog: CatalogRecords;
+  /** The block index of CAR uploads, for the IPFS gateway. */
+  readonly blocks: BlockRecords;
   readonly tokens: TokenRecords;
   readonly signupCodes: SignupCodeRecords;
   readonly walletNonces: WalletNonceRecords;
@@ -59,11 +63,13 @@ export interface SqliteMetadataOptions {
 
 export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
   const { db, clock, path } = options;
-  const catalog = new SqliteCatalogRecords(db);
+  const blocks = new SqliteBlockRecords(db);
+  const catalog = new SqliteCatalogRecords(db, blocks);
   const persistent = path !== null;
   return {
     backend: "sqlite",
     catalog,
+    blocks,
     tokens: new SqliteTokenRecords(db),
     signupCodes: new SqliteSignupCodeRecords(db),
     walletNonces: new SqliteWalletNonceRecords(db),
@@ -104,6 +110,7 @@ export function postgresMetadata(postgres: PostgresDatabase): Metadata {
   return {
     backend: "postgres",
     catalog: postgres.catalog,
+    blocks: postgres.blocks,
     tokens: postgres.tokens,
     signupCodes: postgres.signupCodes,
     walletNonces: postgres.walletNonces,

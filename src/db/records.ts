@@ -61,6 +61,32 @@ export interface RecordUploadInput {
    * would refuse an upload that fits) nor not at all.
    */
   reservation?: SettledReservation | null;
+  /**
+   * The blocks of a CAR upload, indexed under the deal's piece in the same
+   * transaction (a block already indexed there is kept as it is).
+   */
+  blocks?: BlockLocations | null;
+}
+
+/** Where blocks lie in a piece's bytes, by multihash (ipfs/block_list.ts is one). */
+export type BlockLocations = Iterable<{ multihash: Uint8Array; offset: number; length: number }>;
+
+/** A block found in the index: which piece holds it and where. */
+export interface StoredBlock {
+  pieceCid: string;
+  offset: number;
+  length: number;
+}
+
+/** The block index: the blocks of CAR uploads, for the IPFS gateway. */
+export interface BlockRecords {
+  /**
+   * Where a block with this multihash (code, length and digest, as in a cid)
+   * lies in a piece that is stored and not marked corrupt; null when in none.
+   */
+  findBlock(multihash: Uint8Array): Promise<StoredBlock | null>;
+  /** How many blocks are indexed in a piece (0 for a piece that is not a CAR). */
+  countBlocks(pieceCid: string): Promise<number>;
 }
 
 /** What recordUpload needs of a cap reservation (limits/daily_caps.ts: Reservation). */

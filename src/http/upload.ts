@@ -11,11 +11,9 @@ import { formatUnits } from "viem";
 import { normalizeCid } from "../cid_format.ts";
 import { ApiError } from "../errors.ts";
 import type { PieceCatalog } from "../storage/catalog.ts";
-import type { PieceStore, StagedPiece, StageOptions } from "../storage/driver/driver.ts";
+import type { PieceStore } from "../storage/driver/driver.ts";
 import { parseCid } from "../piece_cid/cid_codec.ts";
-import type { ParsedCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
-import { createCidVerifier } from "../piece_cid/verify.ts";
 import type { Config } from "../config/mod.ts";
 import type { CapLedger, CapStatus } from "../limits/daily_caps.ts";
 import { notAdmitted } from "../limits/upload_admission.ts";
@@ -26,12 +24,11 @@ import { requireScope } from "../auth/scopes.ts";
 import type { TokenCaller } from "../auth/caller.ts";
 import { requireContentLength } from "./body.ts";
 import { decodeFilename, requireContentType } from "./upload_headers.ts";
-import { manifestCollectorFor } from "./manifest_check.ts";
 import { jsonResponse } from "./json.ts";
 import { rateLimitHeaders } from "./rate_limit_headers.ts";
+import { stageChecked } from "./upload_stage.ts";
 import { apiErrorOfStoreFailure } from "./store_errors.ts";
 import type { Handler } from "./router.ts";
-import type { RequestContext } from "./context.ts";
 import type { UploadResult } from "../wire.ts";
 import {
   BYTES_BODY_FRAMING,
@@ -57,13 +54,6 @@ export interface UploadDeps {
   hashPool: HashWorkerPool | null;
 }
 
-/**
- * Bodies up to this size are hashed while they arrive: a few milliseconds of
- * hashing at most, less than what hashing afterwards costs (reopening the file
- * and a second fsynced database write).
- */
-const HASH_AFTERWARDS_ABOVE_BYTES = 4 * 1024 * 1024;
-
 /** The caller's daily cap, sent by uploads, accepted or refused at the cap. */
 const RATE_LIMIT_HEADERS: HeaderUse = { RateLimit: "always", "RateLimit-Policy": "always" };
 
@@ -75,7 +65,11 @@ export const uploadDoc: RouteDoc = {
     "Size and caps are decided from Content-Length before a byte is read. Bytes under " +
     "a stored cid never change: the same bytes again answer 200, others 409. A manifest " +
     "(Content-Type application/vnd.storage-manifest+json) is accepted only when it parses " +
-    "and every piece it lists is stored with the listed size.",
+    "and every piece it lists is stored with the listed size. A body sent as " +
+    "application/vnd.ipld.car (CARv1, or CARv2) is also checked block by block " +
+    "(sha2-256 and identity multihashes; anything else, a block that does not hash to its " +
+    "cid or a malformed CAR is 400 invalid_car, nothing stored), its blocks are then " +
+    "served by /ipfs/{cid}, and the result names its roots.",
   auth: "optional",
   scope: "put",
   parameters: [
@@ -118,6 +112,7 @@ export const uploadDoc: RouteDoc = {
     "cid_mismatch",
     "invalid_manifest",
     "manifest_incomplete",
+    "invalid_car",
     "too_large",
     "rate_limited",
     "quota_exceeded",
@@ -186,7 +181,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
     }, length);
     try {
       if (!admitted.ok) throw notAdmitted(admitted.reason);
-      const { staged, verified } = await stageChecked(deps, request, context, {
+      const { staged, verified, car, roots } = await stageChecked(deps, request, context, {
         cid,
         parsedCid,
         length,
@@ -205,6 +200,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         usageSubject: policy.usageSubject,
         usageDay: reservation.day,
         reservation,
+        blocks: car?.blocks,
       }).catch((error) => {
         throw apiErrorOfStoreFailure(error);
       });
@@ -218,6 +214,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         term: `${deal.termDays} days`,
         sponsored: caller.kind === "sponsored",
         owner: caller.kind === "token" ? ownerNameOf(caller) : null,
+        ...(roots ? { roots } : {}),
       };
       return jsonResponse(200, result, rateLimitHeaders(after));
     } finally {
@@ -269,56 +266,4 @@ function usdcText(balance: WalletCapBalance): string {
 /** The deal's owner as the interface shows it: the e-mail, or the wallet's EIP-55 address. */
 function ownerNameOf(caller: TokenCaller): string {
   return caller.account.kind === "email" ? caller.account.email : caller.account.address;
-}
-
-/**
- * Stages the body, checking it on the way and once it is in: against a verifiable cid
- * (400 cid_mismatch), and, for a manifest, against the pieces stored (manifest_check.ts).
- * A staged piece that fails a check is discarded before the error is thrown.
- */
-async function stageChecked(
-  deps: UploadDeps,
-  request: Request,
-  context: RequestContext,
-  upload: { cid: string; parsedCid: ParsedCid; length: number; contentType: string },
-): Promise<{ staged: StagedPiece; verified: boolean }> {
-  const { cid, length } = upload;
-  const verifier = createCidVerifier(upload.parsedCid, deps.hashPool);
-  const manifest = manifestCollectorFor(upload.contentType, length);
-  const staged = await stageBody(deps.store, request, {
-    expectedBytes: length,
-    signal: context.signal,
-    idleTimeoutMs: context.bodyIdleTimeoutMs,
-    minRate: context.bodyMinRate,
-    onChunk: verifier || manifest
-      ? (chunk) => {
-        manifest?.onChunk(chunk);
-        return verifier?.onChunk(chunk);
-      }
-      : undefined,
-    // Hashing on the way costs about a quarter of a large upload's throughput, so a
-    // large first upload is hashed after the fact (store/digests.ts). Hash on the way
-    // when the answer needs it (a sha2-256 cid; a cid stored already, to check for a
-    // conflict) or when it is cheaper than a second pass (a small body).
-    computeSha256: length <= HASH_AFTERWARDS_ABOVE_BYTES ||
-      verifier?.usesSha256 === true || await deps.catalog.getPiece(cid) !== null,
-  });
-  if (verifier && !await verifier.matches(staged)) {
-    await staged.discard();
-    throw new ApiError("cid_mismatch", "The bytes do not hash to this cid; nothing was stored");
-  }
-  await manifest?.check(deps.catalog).catch(async (error) => {
-    await staged.discard();
-    throw error;
-  });
-  return { staged, verified: verifier !== null };
-}
-
-async function stageBody(store: PieceStore, request: Request, options: StageOptions) {
-  if (!request.body) throw new ApiError("no_body", "Request body is required");
-  try {
-    return await store.stage(request.body, options);
-  } catch (error) {
-    throw apiErrorOfStoreFailure(error);
-  }
 }

@@ -32,7 +32,13 @@
 import { addDays, toRfc3339 } from "../clock.ts";
 import type { Clock } from "../clock.ts";
 import type { DealIdGenerator } from "./deal_id.ts";
-import type { CatalogRecords, DealRecord, PieceRecord, SettledReservation } from "../db/records.ts";
+import type {
+  BlockLocations,
+  CatalogRecords,
+  DealRecord,
+  PieceRecord,
+  SettledReservation,
+} from "../db/records.ts";
 import type { Tier } from "../domain.ts";
 import type { PieceStore, StagedPiece } from "./driver/driver.ts";
 import type { PieceDigests } from "./digests.ts";
@@ -61,6 +67,8 @@ export interface AcceptUploadInput {
   usageDay: string;
   /** The cap reservation the deal's commit settles (db/records.ts: SettledReservation). */
   reservation?: SettledReservation | null;
+  /** The blocks of a CAR upload, indexed with the deal (ipfs/car_upload.ts). */
+  blocks?: BlockLocations | null;
 }
 
 export interface CatalogOptions {
@@ -170,6 +178,7 @@ export class PieceCatalog {
         deal,
         usage: { subject: input.usageSubject, day: input.usageDay, bytes: input.staged.size },
         reservation: input.reservation,
+        blocks: input.blocks,
       });
     } catch (error) {
       // The file must not outlive a row that never appeared (if it never did).

@@ -81,6 +81,12 @@ const RULES: Rule[] = [
     from: "storage/",
     mayNotImport: ["http/", "config/", "ops/", "cli/", "db/sqlite/", "db/postgres/"],
   },
+  // The IPFS side (CARs, the block index, DAG walks) stands where the catalog does: on the
+  // driver and db/'s ports, below HTTP.
+  {
+    from: "ipfs/",
+    mayNotImport: ["http/", "config/", "ops/", "cli/", "db/sqlite/", "db/postgres/"],
+  },
   // The chain code answers balances and signatures; who asks, and over what, is not its business.
   { from: "wallet/", mayNotImport: ["http/", "db/", "auth/", "storage/"] },
   // The listener and the TLS files are given plain values: no config, no HTTP.

@@ -5,6 +5,7 @@
  * without its piece row and its usage increment.
  */
 import type { Sql } from "./connection.ts";
+import { indexBlocks } from "./block_records.ts";
 import type {
   CatalogRecords,
   DealRecord,
@@ -151,6 +152,7 @@ export class PostgresCatalogRecords implements CatalogRecords {
         VALUES (${u.subject}, ${u.day}, ${u.bytes}, 1)
         ON CONFLICT (subject, day) DO UPDATE
         SET bytes = usage_daily.bytes + excluded.bytes, uploads = usage_daily.uploads + 1`;
+      if (input.blocks) await indexBlocks(tx, d.cid, input.blocks);
       if (input.reservation) {
         // From reserved to used in the same commit: never counted twice, never not at all.
         const [held] = await tx`DELETE FROM cap_reservations WHERE id = ${input.reservation.id}

@@ -133,7 +133,20 @@ CREATE TABLE signup_codes (
 );
 `;
 
+/** The block index of CAR uploads (SQLite migration 9 has the why). */
+const BLOCKS = `
+CREATE TABLE blocks (
+  multihash    TEXT COLLATE "C" NOT NULL,
+  piece_cid    TEXT COLLATE "C" NOT NULL REFERENCES pieces (cid),
+  block_offset BIGINT NOT NULL CHECK (block_offset >= 0),
+  block_length BIGINT NOT NULL CHECK (block_length >= 0),
+  PRIMARY KEY (multihash, piece_cid)
+);
+CREATE INDEX blocks_by_piece ON blocks (piece_cid);
+`;
+
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, sql: INITIAL },
   { version: 2, sql: SIGNUP_CODES_PER_CLIENT },
+  { version: 3, sql: BLOCKS },
 ];

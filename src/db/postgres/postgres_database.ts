@@ -18,6 +18,7 @@ import { Liveness } from "../../liveness.ts";
 import type { Logger } from "../../log.ts";
 import { DatabaseTooNewError } from "../too_new.ts";
 import { PostgresCapLedger } from "./cap_ledger.ts";
+import { PostgresBlockRecords } from "./block_records.ts";
 import { PostgresCatalogRecords } from "./catalog_records.ts";
 import { PostgresCidLocks } from "./cid_locks.ts";
 import { databaseProbe, PostgresPool, whereOf } from "./connection.ts";
@@ -70,6 +71,7 @@ export const DEFAULT_DB_TIMEOUT_MS = 5000;
 export class PostgresDatabase implements SnapshotSource {
   readonly instanceId: string;
   readonly catalog: PostgresCatalogRecords;
+  readonly blocks: PostgresBlockRecords;
   readonly tokens: PostgresTokenRecords;
   readonly signupCodes: PostgresSignupCodeRecords;
   readonly walletNonces: PostgresWalletNonceRecords;
@@ -117,6 +119,7 @@ export class PostgresDatabase implements SnapshotSource {
     this.#locks = pool(options.maxLockConnections ?? 4);
     const sql = this.#pool.sql;
     this.catalog = new PostgresCatalogRecords(sql);
+    this.blocks = new PostgresBlockRecords(sql);
     this.tokens = new PostgresTokenRecords(sql);
     this.signupCodes = new PostgresSignupCodeRecords(sql);
     this.walletNonces = new PostgresWalletNonceRecords(sql);

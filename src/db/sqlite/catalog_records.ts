@@ -9,6 +9,7 @@
 import type { StatementSync } from "node:sqlite";
 import { transaction } from "./database.ts";
 import type { Database } from "./database.ts";
+import { SqliteBlockRecords } from "./block_records.ts";
 import type {
   CatalogRecords,
   DealRecord,
@@ -39,9 +40,11 @@ export class SqliteCatalogRecords implements CatalogRecords {
   readonly #getDeal: StatementSync;
   readonly #extendDeal: StatementSync;
   readonly #usageRange: StatementSync;
+  readonly #blocks: SqliteBlockRecords;
 
-  constructor(db: Database) {
+  constructor(db: Database, blocks: SqliteBlockRecords = new SqliteBlockRecords(db)) {
     this.#db = db;
+    this.#blocks = blocks;
     const pieceColumns = `p.cid, p.size, p.sha256, p.content_type AS contentType, p.filename,
       p.created_at AS createdAt, c.marked_at AS corruptAt
       FROM pieces p LEFT JOIN corrupt_pieces c ON c.cid = p.cid`;
@@ -229,6 +232,7 @@ export class SqliteCatalogRecords implements CatalogRecords {
         d.termEndsAt,
       );
       this.#addUsage.run(input.usage.subject, input.usage.day, input.usage.bytes);
+      if (input.blocks) this.#blocks.indexBlocks(d.cid, input.blocks);
     });
     // In the commit's synchronous step: no request sees the bytes both used and reserved.
     input.reservation?.markSettled();

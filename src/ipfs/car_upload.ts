@@ -1,0 +1,54 @@
+/**
+ * What an upload with `Content-Type: application/vnd.ipld.car` adds to any
+ * upload: its bytes are parsed while they stream (every block checked
+ * against its cid), the blocks it holds are collected for the block index,
+ * and its roots are reported. The piece itself is stored like any other.
+ */
+import { BlockList } from "./block_list.ts";
+import { CarFormatError, CarStreamVerifier } from "./car_stream.ts";
+import type { CarStreamLimits } from "./car_stream.ts";
+
+export const CAR_MEDIA_TYPE = "application/vnd.ipld.car";
+
+/** True for `application/vnd.ipld.car`, with or without parameters, in any case. */
+export function isCarMediaType(contentType: string): boolean {
+  return contentType.split(";", 1)[0].trim().toLowerCase() === CAR_MEDIA_TYPE;
+}
+
+/** Most blocks one CAR upload may hold: its index is kept in memory until the commit. */
+export const MAX_BLOCKS_PER_CAR = 1_000_000;
+
+export class CarUpload {
+  readonly blocks = new BlockList();
+  readonly #parser: CarStreamVerifier;
+  /** The first problem found while the body streamed (the store saw it only as a failure). */
+  #problem: CarFormatError | null = null;
+
+  constructor(limits: CarStreamLimits = {}) {
+    this.#parser = new CarStreamVerifier({
+      limits: { maxBlocks: MAX_BLOCKS_PER_CAR, ...limits },
+      onBlock: (block) => this.blocks.add(block),
+    });
+  }
+
+  /** For the upload's chunk hook: throws (and remembers) the first problem, to stop the body. */
+  onChunk(chunk: Uint8Array): void {
+    try {
+      this.#parser.push(chunk);
+    } catch (error) {
+      if (error instanceof CarFormatError) this.#problem ??= error;
+      throw error;
+    }
+  }
+
+  /** The problem that stopped the body, if the CAR is what stopped it. */
+  get problem(): CarFormatError | null {
+    return this.#problem;
+  }
+
+  /** After the last byte: the roots (cids as strings); throws CarFormatError if it ended early. */
+  finish(): { roots: string[] } {
+    const summary = this.#parser.end();
+    return { roots: summary.roots.map((root) => root.toString()) };
+  }
+}
