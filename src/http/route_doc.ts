@@ -67,6 +67,14 @@ export interface RouteDoc {
 export const CID_SCHEMA: JsonSchema = { ...stringSchema, pattern: "^[a-zA-Z0-9]{8,80}$" };
 export const CID_DESCRIPTION = "8 to 80 letters or digits, any case (see GET /api/piece-cids)";
 
+/** A conditional GET of content that never changes under its name. */
+export const IF_NONE_MATCH_PARAMETER: ParameterDoc = {
+  name: "If-None-Match",
+  in: "header",
+  description: "An ETag of an earlier answer (or *): a match answers 304 without a body",
+  schema: stringSchema,
+};
+
 /** What POST bodies of bytes need, said where a client reads the request body's doc. */
 export const BYTES_BODY_FRAMING = "Sent with a Content-Length, which every HTTP client sets " +
   "from the body (chunked transfer-encoding is refused with 411 length_required; 0 bytes with " +

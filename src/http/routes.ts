@@ -21,6 +21,7 @@ import type { PieceCatalog } from "../storage/catalog.ts";
 import type { PieceDigests } from "../storage/digests.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
 import type { WalletChain } from "../wallet/chain.ts";
+import type { BlockSource } from "../ipfs/blocks.ts";
 import type { DatabaseHealth } from "../wire.ts";
 import { createExtendDealHandler, extendDealDoc } from "./deals.ts";
 import { deprecationsHandler, listDeprecationsDoc } from "./deprecation.ts";
@@ -44,6 +45,7 @@ import {
   RETRIEVAL_PATH,
 } from "./retrieval/mod.ts";
 import type { Retrieval } from "./retrieval/mod.ts";
+import { createIpfsHandler, getIpfsDoc, IPFS_PATH } from "./ipfs.ts";
 import type { RouteDoc } from "./route_doc.ts";
 import type { Handler, Route } from "./router.ts";
 import {
@@ -89,6 +91,8 @@ export interface RouteServices {
   /** Workers that verify piece cids; null hashes on the main thread. */
   hashPool: HashWorkerPool | null;
   retrieval: Retrieval;
+  /** The blocks of CAR uploads (and raw sha2-256 uploads), for the IPFS gateway. */
+  ipfsBlocks: BlockSource;
   signupLimit: WindowLimit;
   /** Mails and redeems signup codes; null unless --signup verify. */
   signupVerification: SignupVerification | null;
@@ -133,6 +137,7 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", RETRIEVAL_PATH, services.retrieval.pieces, getPieceDoc],
     ["GET", FILE_PATH, services.retrieval.files, getFileDoc],
     ["GET", PIECE_GATEWAY_PATH, services.retrieval.pieceGateway, getGatewayPieceDoc],
+    ["GET", IPFS_PATH, createIpfsHandler({ blocks: services.ipfsBlocks }), getIpfsDoc],
     ["POST", "/api/auth/signup", createSignupHandler(signup), signupDoc],
     ["POST", "/api/auth/signup/verify", createSignupVerifyHandler(signup), verifySignupDoc],
     ["GET", "/api/auth/wallet/nonce", createWalletNonceHandler(wallet), getWalletNonceDoc],

@@ -6,7 +6,8 @@
  *
  *   backends ─┬─ pieces:   hash workers, digests, catalog, reachability,
  *             │            retrieval (with the small-piece cache), corrupt
- *             │            watch, leftover sweep, periodic scrub
+ *             │            watch, leftover sweep, periodic scrub, IPFS blocks
+ *             │            (block index)
  *             ├─ accounts: token service (HMAC key), authenticator, signup
  *             │            and nonce limits, wallet chain, upload policies, mailer
  *             └─ uploads:  admission, drain, metrics
@@ -44,6 +45,7 @@ import { StoredTotals } from "../metrics/stored_totals.ts";
 import { ConnectionStatsSource } from "../metrics/connection_gauges.ts";
 import { HashWorkerPool } from "../piece_cid/pool.ts";
 import { PieceCatalog } from "../storage/catalog.ts";
+import { BlockSource } from "../ipfs/blocks.ts";
 import { CorruptPieceWatch } from "../storage/corrupt_watch.ts";
 import { DealIdGenerator } from "../storage/deal_id.ts";
 import { PieceDigests } from "../storage/digests.ts";
@@ -128,6 +130,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     digests: pieces.digests,
     hashPool: pieces.hashPool,
     retrieval: pieces.retrieval,
+    ipfsBlocks: pieces.ipfsBlocks,
     tokens: accounts.tokens,
     authenticator: accounts.authenticator,
     policies: accounts.policies,
@@ -250,6 +253,7 @@ async function buildPieceServices(
     digests,
     catalog,
     retrieval,
+    ipfsBlocks: new BlockSource({ records: deps.metadata.blocks, catalog, store }),
     async stop() {
       reachability.stop();
       corruptWatch.stop();

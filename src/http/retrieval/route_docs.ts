@@ -6,7 +6,7 @@
  * Each route's file exports its own doc, made here.
  */
 import type { ErrorCode } from "../../errors.ts";
-import { CID_DESCRIPTION, CID_SCHEMA } from "../route_doc.ts";
+import { CID_DESCRIPTION, CID_SCHEMA, IF_NONE_MATCH_PARAMETER } from "../route_doc.ts";
 import type { RouteDoc } from "../route_doc.ts";
 import type { HeaderUse } from "../schemas/headers.ts";
 import { stringSchema } from "../schemas/json_schema.ts";
@@ -57,12 +57,7 @@ export function retrievalDoc(options: RetrievalDocOptions): RouteDoc {
         description: options.param.description,
         schema: CID_SCHEMA,
       },
-      {
-        name: "If-None-Match",
-        in: "header",
-        description: "An ETag of an earlier answer (or *): a match answers 304 without a body",
-        schema: stringSchema,
-      },
+      IF_NONE_MATCH_PARAMETER,
       {
         name: "Range",
         in: "header",

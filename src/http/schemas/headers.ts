@@ -100,6 +100,23 @@ export const RESPONSE_HEADERS = {
     description: "Uploaded HTML never runs on the service's origin",
     schema: { ...stringSchema, const: "sandbox" },
   },
+  "X-Ipfs-Roots": {
+    description: "The cid the answer is rooted at (the trustless gateway specification's header)",
+    schema: stringSchema,
+  },
+  "X-Ipfs-Path": {
+    description: "The content path answered: /ipfs/<cid>",
+    schema: stringSchema,
+  },
+  "Content-Location": {
+    description: "The URL of this answer with its format named (?format=raw or ?format=car), " +
+      "sent when Accept picked the format",
+    schema: stringSchema,
+  },
+  Vary: {
+    description: "Accept picks the answer's format",
+    schema: { ...stringSchema, const: "Accept" },
+  },
 } satisfies Record<string, HeaderDoc>;
 
 export type HeaderName = keyof typeof RESPONSE_HEADERS;

@@ -24,8 +24,8 @@
  *
  * Reading takes an optional byte range, which every driver serves without
  * reading what lies outside it (the disk driver reads from an offset, the S3
- * driver sends a ranged GET): HTTP ranges, a split file's pieces and, later,
- * blocks at known offsets all read through `open(key, range)`.
+ * driver sends a ranged GET): HTTP ranges, a split file's pieces and
+ * the IPFS gateway's blocks at known offsets all read through `open(key, range)`.
  */
 import type { MinBodyRate } from "../../streams/read_watchdog.ts";
 

@@ -1,0 +1,149 @@
+/**
+ * Which blocks a CAR answer of the trustless gateway carries, and in which
+ * order: the DAG under a root, depth first, each block once (`order=dfs`,
+ * `dups=n`), cut to the asked `dag-scope`:
+ *
+ *   block   the root block alone
+ *   entity  what it takes to read the root as one thing: a UnixFS file's
+ *           whole tree, a sharded directory's shards (not its entries), and
+ *           for anything else (a plain directory, raw, dag-cbor) the block
+ *   all     every block reachable from the root
+ *
+ * The order is fixed by the blocks themselves (links in the order a block
+ * lists them), so the same DAG always gives the same bytes: the answer can
+ * carry a strong ETag. Links are read from dag-pb, dag-cbor and dag-json
+ * blocks; raw blocks have none, and a block of another codec is sent but not
+ * looked into. Identity blocks are looked into but never sent (their data is
+ * in the cid that links them).
+ */
+import { CID } from "multiformats/cid";
+import * as dagPb from "@ipld/dag-pb";
+import * as dagCbor from "@ipld/dag-cbor";
+import * as dagJson from "@ipld/dag-json";
+import { UnixFS } from "ipfs-unixfs";
+import { DEFAULT_MAX_BLOCK_BYTES } from "./car_stream.ts";
+import type { BlockSource, LocatedBlock } from "./blocks.ts";
+import { IDENTITY_MULTIHASH } from "./multihash.ts";
+
+export type DagScope = "block" | "entity" | "all";
+
+const RAW_CODEC = 0x55;
+
+/** A block of the walk: to be sent (unless inline), with its bytes when they were read. */
+export interface WalkedBlock {
+  cid: CID;
+  located: LocatedBlock;
+  /** Read to find links; null for raw blocks, which are streamed from the store instead. */
+  bytes: Uint8Array | null;
+}
+
+/** A block the walk needs is not held (or its bytes cannot be decoded). */
+export class MissingBlockError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "MissingBlockError";
+  }
+}
+
+/** How far below a block the walk goes. */
+type Depth = "none" | "entity" | "shards" | "all";
+
+/**
+ * The blocks under `root` for `scope`, in order; `root` must be located
+ * already (the caller answered 404 otherwise). Throws MissingBlockError when
+ * a block below it is not held: the answer is then cut short.
+ */
+export async function* walkDag(
+  source: BlockSource,
+  root: { cid: CID; located: LocatedBlock },
+  scope: DagScope,
+): AsyncGenerator<WalkedBlock> {
+  const seen = new Set<string>();
+  const rootDepth: Depth = scope === "block" ? "none" : scope === "all" ? "all" : "entity";
+  const stack: { cid: CID; located: LocatedBlock | null; depth: Depth }[] = [
+    { ...root, depth: rootDepth },
+  ];
+  while (stack.length > 0) {
+    const { cid, located: known, depth } = stack.pop()!;
+    const key = cid.multihash.bytes.toHex();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const located = known ?? await source.locate(cid);
+    if (located === null) throw new MissingBlockError(`Block ${cid} is not held`);
+    if (cid.code === RAW_CODEC && cid.multihash.code !== IDENTITY_MULTIHASH) {
+      yield { cid, located, bytes: null };
+      continue;
+    }
+    if (located.length > DEFAULT_MAX_BLOCK_BYTES) {
+      throw new MissingBlockError(`Block ${cid} is too large to read its links`);
+    }
+    const bytes = await source.read(located);
+    if (bytes === null) throw new MissingBlockError(`Block ${cid} is not held`);
+    yield { cid, located, bytes };
+    const children = depth === "none" ? [] : childrenOf(cid, bytes, depth);
+    // Pushed last first, so the first link is walked first.
+    for (let i = children.length - 1; i >= 0; i--) stack.push({ ...children[i], located: null });
+  }
+}
+
+/** The links of a block to follow at this depth, each with the depth below it. */
+function childrenOf(cid: CID, bytes: Uint8Array, depth: Depth): { cid: CID; depth: Depth }[] {
+  try {
+    switch (cid.code) {
+      case dagPb.code:
+        return dagPbChildren(dagPb.decode(bytes), depth);
+      case dagCbor.code:
+        return depth === "all" ? linksIn(dagCbor.decode(bytes)).map(all) : [];
+      case dagJson.code:
+        return depth === "all" ? linksIn(dagJson.decode(bytes)).map(all) : [];
+      default:
+        return [];
+    }
+  } catch (error) {
+    throw new MissingBlockError(`Block ${cid} cannot be decoded: ${(error as Error).message}`);
+  }
+}
+
+function all(cid: CID): { cid: CID; depth: Depth } {
+  return { cid, depth: "all" };
+}
+
+function dagPbChildren(node: dagPb.PBNode, depth: Depth): { cid: CID; depth: Depth }[] {
+  const links = node.Links;
+  if (depth === "all") return links.map((link) => all(link.Hash));
+  const unixfs = node.Data ? tryUnixFs(node.Data) : null;
+  if (unixfs === null) return [];
+  if (depth === "entity" && (unixfs.type === "file" || unixfs.type === "raw")) {
+    return links.map((link) => all(link.Hash));
+  }
+  if (unixfs.type === "hamt-sharded-directory") {
+    // A shard's links to its sub-shards are named by the bucket alone; entries add their name.
+    const bucketNameLength = (Number(unixfs.fanout ?? 256n) - 1).toString(16).length;
+    return links
+      .filter((link) => (link.Name ?? "").length === bucketNameLength)
+      .map((link) => ({ cid: link.Hash, depth: "shards" as Depth }));
+  }
+  return [];
+}
+
+function tryUnixFs(data: Uint8Array): UnixFS | null {
+  try {
+    return UnixFS.unmarshal(data);
+  } catch {
+    return null; // dag-pb that is not UnixFS: a block, nothing more to read in it
+  }
+}
+
+/** Every cid in a decoded dag-cbor or dag-json value, in the order it lists them. */
+function linksIn(value: unknown, found: CID[] = []): CID[] {
+  if (value === null || typeof value !== "object" || value instanceof Uint8Array) return found;
+  const link = CID.asCID(value);
+  if (link) {
+    found.push(link);
+  } else if (Array.isArray(value)) {
+    for (const item of value) linksIn(item, found);
+  } else {
+    for (const item of Object.values(value)) linksIn(item, found);
+  }
+  return found;
+}

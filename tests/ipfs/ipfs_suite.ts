@@ -1,0 +1,213 @@
+/**
+ * CAR uploads and the trustless gateway on one deployment, with the
+ * ecosystem's own clients: ipfs-car packs a directory (a file of many 1 MiB
+ * blocks), the CAR is uploaded, and @helia/verified-fetch, with this service
+ * as its only gateway, fetches and verifies a file by its path, in a process
+ * that may connect nowhere but 127.0.0.1:<port> (its permission audit log is
+ * read to prove it). Run on disk + SQLite (ipfs_disk_test.ts) and on S3 +
+ * PostgreSQL (ipfs_s3_postgres_test.ts).
+ */
+import { CID } from "multiformats/cid";
+import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
+import { seededBytes } from "../helpers/bytes.ts";
+import {
+  blocksOf,
+  CAR_TYPE,
+  carOf,
+  carV2Of,
+  cidWithHash,
+  packFiles,
+  rawBlock,
+  readVerifiedCar,
+} from "../helpers/ipfs.ts";
+import { errorOf } from "../helpers/server.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { pieceCid } from "../../src/client/piece_cid.ts";
+
+export interface IpfsDeployment {
+  name: string;
+  ignore?: boolean;
+  /** A server on this deployment; `sponsoredCap` sets --sponsored-daily-cap (bytes). */
+  start(options?: { sponsoredCap?: number }): Promise<TestServer>;
+  /** Files or objects the store is staging (what a refused upload must not leave). */
+  staged(server: TestServer): Promise<string[]>;
+}
+
+const FILE = seededBytes(3 * 1024 * 1024 + 12_345, 28); // 4 leaves of ipfs-car's 1 MiB chunks
+
+async function site() {
+  return await packFiles({
+    "dir/file.bin": FILE,
+    "dir/small.txt": new TextEncoder().encode("small\n"),
+    "hello.txt": new TextEncoder().encode("hello world"),
+  });
+}
+
+/** Uploads a CAR under its PieceCIDv2 (checked on the way in, like any verifiable cid). */
+export async function uploadCar(server: TestServer, car: Uint8Array<ArrayBuffer>) {
+  const { cid } = await pieceCid(car);
+  return { cid, response: await server.upload(cid, car, { contentType: CAR_TYPE }) };
+}
+
+export function ipfsSuite(deployment: IpfsDeployment): void {
+  const test = (name: string, fn: () => Promise<void>) =>
+    Deno.test({ name: `ipfs (${deployment.name}): ${name}`, ignore: deployment.ignore, fn });
+
+  test("verified-fetch reads ipfs://<root>/dir/file.bin of an ipfs-car CAR, talking to 127.0.0.1 only", async () => {
+    await using server = await deployment.start();
+    const { root, car } = await site();
+    const { response } = await uploadCar(server, car);
+    assertEquals(response.status, 200, await response.clone().text());
+    assertEquals((await response.json()).roots, [root]);
+    const port = new URL(server.url).port;
+    const audit = await Deno.makeTempFile({ suffix: ".jsonl" });
+    try {
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--allow-env",
+          "--allow-read",
+          "--allow-ffi",
+          `--allow-net=127.0.0.1:${port}`,
+          new URL("../fixtures/ipfs/verified_fetch_client.ts", import.meta.url).pathname,
+          server.url,
+          `ipfs://${root}/dir/file.bin`,
+        ],
+        env: { DENO_AUDIT_PERMISSIONS: audit, NO_COLOR: "1" },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const text = new TextDecoder().decode(output.stdout);
+      const result = JSON.parse(text.trim().split("\n").at(-1) ?? "{}");
+      const expected = new Uint8Array(await crypto.subtle.digest("SHA-256", FILE)).toHex();
+      assertEquals(
+        result,
+        {
+          status: 200,
+          bytes: FILE.length,
+          sha256: expected,
+          contentType: "application/octet-stream",
+        },
+        new TextDecoder().decode(output.stderr),
+      );
+      const contacted = new Set<string>();
+      for (const line of (await Deno.readTextFile(audit)).split("\n").filter(Boolean)) {
+        const entry = JSON.parse(line);
+        if (entry.permission === "net") {
+          contacted.add(new URL(`http://${entry.value.replace(/^https?:\/\//, "")}`).host);
+        }
+      }
+      assertEquals([...contacted], [`127.0.0.1:${port}`]);
+    } finally {
+      await Deno.remove(audit);
+    }
+  });
+
+  test("every block of the CAR is served raw, by CIDv1 and (dag-pb) by CIDv0", async () => {
+    await using server = await deployment.start();
+    const { root, car } = await site();
+    assertEquals((await uploadCar(server, car)).response.status, 200);
+    const blocks = await blocksOf(car);
+    assertEquals(blocks.length, 9);
+    for (const block of blocks) {
+      const answer = await server.get(`/ipfs/${block.cid}?format=raw`);
+      assertEquals(answer.status, 200);
+      assertEquals(new Uint8Array(await answer.arrayBuffer()), block.bytes);
+    }
+    const v0 = CID.createV0(CID.parse(root).multihash as never).toString();
+    const answer = await server.get(`/ipfs/${v0}`, {
+      headers: { accept: "application/vnd.ipld.raw" },
+    });
+    assertEquals(answer.status, 200);
+    assertEquals(new Uint8Array(await answer.arrayBuffer()), blocks.at(-1)!.bytes);
+    // The whole DAG as a CAR: every block once, verified by @ipld/car and multiformats.
+    const whole = await server.get(`/ipfs/${root}?format=car`);
+    assertEquals(
+      whole.headers.get("content-type"),
+      "application/vnd.ipld.car; version=1; order=dfs; dups=n",
+    );
+    const read = await readVerifiedCar(new Uint8Array(await whole.arrayBuffer()));
+    assertEquals(read.roots, [root]);
+    assertEquals(read.blocks[0].cid.toString(), root);
+    assertEquals(
+      read.blocks.map((b) => b.cid.toString()).sort(),
+      blocks.map((b) => b.cid.toString()).sort(),
+    );
+  });
+
+  test("a CARv2 (padding, then its index) is stored and its blocks are found at their offsets", async () => {
+    await using server = await deployment.start();
+    const { root, car } = await site();
+    const v2 = await carV2Of(car, 7);
+    const { response } = await uploadCar(server, v2);
+    assertEquals(response.status, 200);
+    assertEquals((await response.json()).roots, [root]);
+    for (const block of await blocksOf(car)) {
+      const answer = await server.get(`/ipfs/${block.cid}?format=raw`);
+      assertEquals(new Uint8Array(await answer.arrayBuffer()), block.bytes);
+    }
+  });
+
+  test("a CAR with a corrupted block is refused, naming it, and nothing is kept or charged", async () => {
+    const { car } = await site();
+    await using server = await deployment.start({ sponsoredCap: car.length });
+    const blocks = await blocksOf(car);
+    const bad = car.slice();
+    const leaf = blocks[1];
+    const at = bad.findIndex((_, i) =>
+      bad.subarray(i, i + 64).every((b, k) => b === leaf.bytes[k])
+    );
+    bad[at + 1000] ^= 0x01;
+    const { cid, response } = await uploadCar(server, bad);
+    assertEquals(response.status, 400);
+    const error = await errorOf(response);
+    assertEquals(error.error, "invalid_car");
+    assertMatch(
+      error.message,
+      new RegExp(`Block ${leaf.cid} at byte \\d+ does not hash to its cid`),
+    );
+    assertEquals(await server.server.metadata.catalog.getPiece(cid), null);
+    assertEquals(await server.server.store.stat(cid), null);
+    assertEquals(await server.server.metadata.blocks.countBlocks(cid), 0);
+    assertEquals(await deployment.staged(server), []);
+    assertEquals((await server.get(`/ipfs/${blocks[0].cid}?format=raw`)).status, 404);
+    // Nothing charged: the good CAR, as large as the cap, still fits today.
+    assertEquals((await uploadCar(server, car)).response.status, 200);
+  });
+
+  test("a CAR whose block uses another hash is refused with the hash's name", async () => {
+    await using server = await deployment.start();
+    const good = await rawBlock(new TextEncoder().encode("fine"));
+    const blake = { cid: cidWithHash(0xb220), bytes: new TextEncoder().encode("data") };
+    const { cid, response } = await uploadCar(server, await carOf([good.cid], [good, blake]));
+    assertEquals(response.status, 400);
+    const error = await errorOf(response);
+    assertEquals(error.error, "invalid_car");
+    assertMatch(
+      error.message,
+      /uses the blake2b-256 multihash \(0xb220\); only sha2-256 and identity/,
+    );
+    assertEquals(await server.server.metadata.catalog.getPiece(cid), null);
+    assertEquals(await server.server.metadata.blocks.countBlocks(cid), 0);
+  });
+
+  test("a raw upload under its sha2-256 cid is itself a block", async () => {
+    await using server = await deployment.start();
+    const block = await rawBlock(seededBytes(300_000, 5));
+    assertEquals(
+      (await server.upload(block.cid.toString(), block.bytes as Uint8Array<ArrayBuffer>)).status,
+      200,
+    );
+    const answer = await server.get(`/ipfs/${block.cid}`, {
+      headers: { accept: "application/vnd.ipld.raw" },
+    });
+    assertEquals(answer.status, 200);
+    assertEquals(answer.headers.get("content-location"), `/ipfs/${block.cid}?format=raw`);
+    assertEquals(new Uint8Array(await answer.arrayBuffer()), block.bytes);
+    const car = await readVerifiedCar(
+      new Uint8Array(await (await server.get(`/ipfs/${block.cid}?format=car`)).arrayBuffer()),
+    );
+    assertEquals(car.blocks.map((b) => b.cid.toString()), [block.cid.toString()]);
+    assertOk(car.blocks[0].bytes.length === block.bytes.length);
+  });
+}
