@@ -63,7 +63,8 @@ export function negotiate(url: URL, accept: string | null): GatewayAnswer {
 
 /** The most preferred of raw and CAR in Accept (RFC 9110 §12.5.1), with its parameters. */
 function fromAccept(accept: string | null): { format: "raw" | "car"; params: Map<string, string> } {
-  if (accept === null || accept.trim() === "") {
+  // curl and fetch send */* when told nothing: that asks for no format either.
+  if (accept === null || accept.trim() === "" || accept.trim() === "*/*") {
     throw new ApiError(
       "invalid_request",
       `This is a trustless gateway: send Accept: ${RAW_BLOCK_TYPE} or ${CAR_TYPE}, or ?format=`,

@@ -184,6 +184,58 @@ export function runMetadataConformance(
     assertEquals((await catalog.corruptMarksAfter(marks[1].mark)).map((m) => m.cid), ["bafky"]);
   });
 
+  test("block index: written with the upload, found by multihash, kept once, hidden when corrupt", async ({ metadata }) => {
+    const { catalog, blocks } = metadata;
+    const a = Uint8Array.of(0x12, 0x20, ...new Uint8Array(32).fill(1));
+    const b = Uint8Array.of(0x12, 0x20, ...new Uint8Array(32).fill(2));
+    // Offsets past 2^32: a block deep in a large CAR.
+    await catalog.recordUpload({
+      newPiece: pieceOf("bafkcar1", 6_000_000_000),
+      deal: dealOf("d001", "bafkcar1"),
+      usage: { subject: "ip:1", day: DAY, bytes: 10 },
+      blocks: [
+        { multihash: a, offset: 59, length: 1024 },
+        { multihash: b, offset: 5_000_000_000, length: 0 },
+        { multihash: a, offset: 2000, length: 1024 }, // a duplicate in the same CAR: first kept
+      ],
+    });
+    assertEquals(await blocks.findBlock(a), { pieceCid: "bafkcar1", offset: 59, length: 1024 });
+    assertEquals(await blocks.findBlock(b), {
+      pieceCid: "bafkcar1",
+      offset: 5_000_000_000,
+      length: 0,
+    });
+    assertEquals(await blocks.findBlock(Uint8Array.of(0x12, 0x20, ...new Uint8Array(32))), null);
+    assertEquals(await blocks.countBlocks("bafkcar1"), 2);
+    // A failed record indexes nothing.
+    await assertRejects(() =>
+      catalog.recordUpload({
+        newPiece: pieceOf("bafkcar2"),
+        deal: dealOf("d001", "bafkcar2"),
+        usage: { subject: "ip:1", day: DAY, bytes: 10 },
+        blocks: [{ multihash: b, offset: 1, length: 1 }],
+      }), /./);
+    assertEquals(await blocks.countBlocks("bafkcar2"), 0);
+    // The same block in a second piece; a re-upload of the first indexes nothing twice.
+    await catalog.recordUpload({
+      newPiece: pieceOf("bafkcar3"),
+      deal: dealOf("d003", "bafkcar3"),
+      usage: { subject: "ip:1", day: DAY, bytes: 10 },
+      blocks: [{ multihash: a, offset: 7, length: 1024 }],
+    });
+    await catalog.recordUpload({
+      newPiece: null,
+      deal: dealOf("d004", "bafkcar1"),
+      usage: { subject: "ip:1", day: DAY, bytes: 10 },
+      blocks: [{ multihash: a, offset: 59, length: 1024 }],
+    });
+    assertEquals(await blocks.countBlocks("bafkcar1"), 2);
+    // A corrupt piece's blocks are not served; the other piece still holds the block.
+    await catalog.markPieceCorrupt("bafkcar1", "2026-11-21T13:00:00Z", "digest");
+    assertEquals(await blocks.findBlock(a), { pieceCid: "bafkcar3", offset: 7, length: 1024 });
+    assertEquals(await blocks.findBlock(b), null);
+  });
+
   test("deals page newest first per owner and extend", async ({ metadata }) => {
     const { catalog } = metadata;
     for (const id of ["d001", "d002", "d003"]) {
