@@ -38,8 +38,8 @@ export interface UploadResult {
   term: string;
   sponsored: boolean;
   owner: string | null;
-  /** A CAR upload's roots (cids from its header); absent for any other upload. */
-  roots?: string[];
+  /** A CAR upload's roots (the cids its header names); null for any other upload. */
+  roots: string[] | null;
 }
 
 /** POST /api/auth/signup: who the token is for. */

@@ -214,7 +214,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         term: `${deal.termDays} days`,
         sponsored: caller.kind === "sponsored",
         owner: caller.kind === "token" ? ownerNameOf(caller) : null,
-        ...(roots ? { roots } : {}),
+        roots: roots ?? null,
       };
       return jsonResponse(200, result, rateLimitHeaders(after));
     } finally {

@@ -133,10 +133,11 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
       ...nullable(stringSchema),
       description: "The token's e-mail or the wallet's EIP-55 address; null when sponsored",
     },
-    roots: arrayOf(stringSchema, {
-      description: "A CAR upload's roots, the cids its header names; only for CAR uploads",
-    }),
-  }, { optional: ["roots"] }),
+    roots: {
+      ...nullable(arrayOf(stringSchema)),
+      description: "A CAR upload's roots, the cids its header names; null for other uploads",
+    },
+  }),
   SignupRequest: objectOf({
     email: { ...stringSchema, format: "email", maxLength: 254 },
     label: { ...stringSchema, minLength: 1, maxLength: 64 },

@@ -135,6 +135,15 @@ export const scenarios: Record<string, Scenario[]> = {
       code: "cid_mismatch",
     },
     {
+      name: "a body sent as a CAR that is not one",
+      send: (p) =>
+        p.upload(CID, "not a CAR at all", {
+          headers: { "content-type": "application/vnd.ipld.car" },
+        }),
+      status: 400,
+      code: "invalid_car",
+    },
+    {
       name: "a file over the per-file cap",
       args: ["--sponsored-max-file-size", "1KiB"],
       send: (p) => p.upload(CID, new Uint8Array(1025)),
