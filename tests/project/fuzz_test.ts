@@ -12,6 +12,9 @@ import { signup, startTestServer } from "../helpers/server.ts";
 import { ApiContract, errorCodeOf } from "../http/openapi_contract.ts";
 import { deadRpcUrl, devKey, postSignIn, signedMessage, walletArgs } from "../helpers/wallet.ts";
 import type { TestServer } from "../helpers/server.ts";
+import { packFiles } from "../helpers/ipfs.ts";
+import { rawRequest } from "../helpers/raw_http.ts";
+import { varint } from "multiformats";
 
 const RUNS = Number(Deno.env.get("FUZZ_RUNS") ?? "400");
 const SEED = Number(Deno.env.get("FUZZ_SEED") ?? "20261121");
@@ -20,6 +23,9 @@ const PATHS = [
   "/api/upload",
   "/p/bafkfuzzpiece01",
   "/p/",
+  "/ipfs/bafkqaaa",
+  "/ipfs/bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
+  "/ipfs/QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG",
   "/api/auth/signup",
   "/api/auth/signup/verify",
   "/api/auth/wallet/nonce",
@@ -52,6 +58,7 @@ const headerValue = fc.oneof(
     "Bearer x.y.z",
     "pk_live_a.b.c",
     "text/plain",
+    "application/vnd.ipld.car",
     "a/b; c=d",
     "%ZZ",
     "../x",
@@ -78,10 +85,22 @@ const requestArbitrary = fc.record({
     fc.webPath(),
   ),
   query: fc.dictionary(
-    fc.constantFrom("cid", "token", "limit", "cursor", "from", "to", "size", "x"),
+    fc.constantFrom(
+      "cid",
+      "token",
+      "limit",
+      "cursor",
+      "from",
+      "to",
+      "size",
+      "x",
+      "format",
+      "dag-scope",
+      "car-dups",
+    ),
     fc.oneof(
       fc.string({ maxLength: 90 }),
-      fc.constantFrom("bafkfuzzpiece01", "0", "-1", "2026-02-30"),
+      fc.constantFrom("bafkfuzzpiece01", "0", "-1", "2026-02-30", "raw", "car", "entity", "y"),
     ),
     { maxKeys: 3 },
   ),
@@ -93,8 +112,17 @@ const requestArbitrary = fc.record({
       "x-forwarded-for",
       "if-none-match",
       "range",
+      "accept",
     ),
-    headerValue,
+    fc.oneof(
+      headerValue,
+      fc.constantFrom(
+        "application/vnd.ipld.raw",
+        "application/vnd.ipld.car; version=1; order=dfs; dups=y",
+        "application/vnd.ipld.car",
+        "application/vnd.ipld.car; version=2",
+      ),
+    ),
     { maxKeys: 4 },
   ),
   body: fc.oneof(
@@ -241,4 +269,150 @@ Deno.test("fuzz: edited Sign-In with Ethereum messages are refused with 401, nev
     }),
     { numRuns: Math.min(RUNS, 150), seed: SEED },
   );
+});
+
+/** A small real CAR to break: ipfs-car's packing of two files (7 blocks). */
+async function smallCar(): Promise<Uint8Array<ArrayBuffer>> {
+  const { car } = await packFiles({
+    "a/one.bin": new Uint8Array(3000).fill(1),
+    "a/two.txt": new TextEncoder().encode("two"),
+    "three.txt": new TextEncoder().encode("three"),
+  });
+  return car;
+}
+
+function varintOf(value: number): number[] {
+  return [...varint.encodeTo(value, new Uint8Array(varint.encodingLength(value)))];
+}
+
+/** Ways to break a CAR: flips, cuts, insertions, and the lies a parser must bound. */
+const carBreakage = fc.oneof(
+  fc.record({
+    kind: fc.constant("flip" as const),
+    at: fc.nat(),
+    xor: fc.integer({ min: 1, max: 255 }),
+  }),
+  fc.record({ kind: fc.constant("cut" as const), at: fc.nat() }),
+  fc.record({
+    kind: fc.constant("insert" as const),
+    at: fc.nat(),
+    bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }),
+  }),
+  // A varint cut short: continuation bytes and then the end.
+  fc.record({ kind: fc.constant("truncated_varint" as const), at: fc.nat({ max: 300 }) }),
+  // The header claims more than it has (up to 2^40 bytes).
+  fc.record({
+    kind: fc.constant("header_lie" as const),
+    length: fc.integer({ min: 1, max: 2 ** 40 }),
+  }),
+  // A block's cid whose multihash claims an absurd length.
+  fc.record({
+    kind: fc.constant("cid_lie" as const),
+    length: fc.integer({ min: 33, max: 2 ** 32 }),
+  }),
+);
+
+function broken(
+  car: Uint8Array,
+  breakage: typeof carBreakage extends fc.Arbitrary<infer T> ? T : never,
+) {
+  const [headerLength, headerVarintBytes] = varint.decode(car);
+  const firstSection = headerVarintBytes + headerLength;
+  switch (breakage.kind) {
+    case "flip": {
+      const out = car.slice();
+      out[breakage.at % out.length] ^= breakage.xor;
+      return out;
+    }
+    case "cut":
+      return car.slice(0, 1 + (breakage.at % (car.length - 1)));
+    case "insert": {
+      const at = breakage.at % car.length;
+      return Uint8Array.from([...car.subarray(0, at), ...breakage.bytes, ...car.subarray(at)]);
+    }
+    case "truncated_varint":
+      return Uint8Array.from([...car.subarray(0, Math.min(breakage.at, car.length)), 0xff, 0xff]);
+    case "header_lie":
+      return Uint8Array.from([...varintOf(breakage.length), ...car.subarray(headerVarintBytes)]);
+    case "cid_lie":
+      // section length 64: CIDv1, raw, sha2-256 with the lying digest length, then filler
+      return Uint8Array.from([
+        ...car.subarray(0, firstSection),
+        64,
+        0x01,
+        0x55,
+        0x12,
+        ...varintOf(breakage.length),
+        ...new Uint8Array(64),
+      ]);
+  }
+}
+
+Deno.test("fuzz: malformed CARs are refused with a clean 400 invalid_car, never a 500, memory bounded", async () => {
+  await using server = await startTestServer({
+    args: [
+      "--log-requests",
+      "false",
+      "--sponsored-max-file-size",
+      "1GiB",
+      "--sponsored-daily-cap",
+      "100GiB",
+    ],
+  });
+  const car = await smallCar();
+  const rssBefore = Deno.memoryUsage().rss;
+  let uploads = 0;
+  await fc.assert(
+    fc.asyncProperty(carBreakage, async (breakage) => {
+      const body = broken(car, breakage);
+      const response = await server.upload(`bafkfuzzcar${++uploads}`, body, {
+        contentType: "application/vnd.ipld.car",
+      });
+      const text = await response.text();
+      // A cut exactly at a section's end, or a flip inside a root cid, is still a valid CAR.
+      if (response.status === 200) return;
+      assertEquals(response.status, 400, `${JSON.stringify(breakage)}: ${text}`);
+      assertEquals(JSON.parse(text).error, "invalid_car", text);
+    }),
+    { numRuns: Math.ceil(RUNS / 2), seed: SEED, endOnFailure: true },
+  );
+  assertOk(uploads >= RUNS / 2);
+  // Lengths that lie are refused as soon as they are read: the server answers while 256 MiB of
+  // the declared body were never sent, so it cannot have waited for them or buffered them.
+  const port = Number(new URL(server.url).port);
+  const [headerLength, headerVarintBytes] = varint.decode(car);
+  const start = car.subarray(0, headerVarintBytes + headerLength);
+  const lies = [
+    Uint8Array.from([...varintOf(2 ** 40), 0xa2]),
+    Uint8Array.from([...start, ...varintOf(2 ** 50), 0x01, 0x55, 0x12, 0x20]),
+    Uint8Array.from([
+      ...start,
+      64,
+      0x01,
+      0x55,
+      0x12,
+      0xff,
+      0xff,
+      0xff,
+      0xff,
+      0x0f,
+      ...new Uint8Array(60),
+    ]),
+  ];
+  for (const [i, lie] of lies.entries()) {
+    const answer = await rawRequest(
+      port,
+      `POST /api/upload?cid=bafkfuzzlie${i} HTTP/1.1\nHost: x\nContent-Type: application/vnd.ipld.car\n` +
+        `Content-Length: ${256 * 1024 * 1024}\n`,
+      { body: lie },
+    );
+    assertEquals(answer?.status, 400, answer?.body);
+    assertEquals(JSON.parse(answer!.body).error, "invalid_car");
+  }
+  const grown = Deno.memoryUsage().rss - rssBefore;
+  assertOk(grown < 128 * 1024 * 1024, `resident memory grew by ${grown} bytes`);
+  assertEquals(server.logs.filter((l) => l.msg === "unhandled error"), []);
+  const health = await server.get("/healthz");
+  assertEquals(health.status, 200, "still serving");
+  await health.body?.cancel();
 });
