@@ -31,7 +31,9 @@
  * the service's peak RSS streaming a 5 GiB split file: scripts/bench_ranges.ts, 16 a connection
  * flood (3,000 idle, 200 slow-head, 50 slow-body connections) beside a well-behaved client, at the
  * bench's open-file limit and under `ulimit -n 1024`: scripts/bench_attack.ts, 17 what the
- * connection bounds cost on 1 KiB retrievals and 100 MiB uploads: scripts/bench_bounds_cost.ts),
+ * connection bounds cost on 1 KiB retrievals and 100 MiB uploads: scripts/bench_bounds_cost.ts,
+ * 18 a --big-gib CAR upload with its blocks checked vs an opaque upload of the same bytes, 19
+ * 256 KiB blocks from /ipfs/{cid}?format=raw vs a 256 KiB piece from /p/: scripts/bench_ipfs.ts),
  * to reproduce one figure quickly; a full run is what the README reports.
  */
 import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
@@ -52,6 +54,7 @@ import { onEachStore, rangesVsWhole, splitFileMemory, splitFileVsWhole } from ".
 import { cidOf, download, rotated, sampleRss, settle, timed } from "./lib/measure.ts";
 import { benchAttack } from "./bench_attack.ts";
 import { benchBoundsCost } from "./bench_bounds_cost.ts";
+import { benchIpfs } from "./bench_ipfs.ts";
 import { signInWithWallet } from "../src/client/wallet.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { deployTestUsdc, devAccounts, spawnAnvil, usdc } from "./testnet/chain.ts";
@@ -61,7 +64,7 @@ const MIB = 1024 * 1024;
 const USAGE = `Usage: deno task bench [--runs 3] [--transfer-runs 9] [--seconds 10] [--big-gib 1]
                        [--quick] [--only 1,3]
   --quick changes the defaults to --runs 2 --transfer-runs 3 --seconds 3 --big-gib 0.25;
-  --only takes workload numbers 1-17 (see scripts/bench.ts).`;
+  --only takes workload numbers 1-19 (see scripts/bench.ts).`;
 // Defaults depend on --quick, so they are filled in below.
 const opts = scriptArgs(USAGE, {
   runs: { type: "number", integer: true, min: 1 },
@@ -77,12 +80,12 @@ const transferRuns = opts["transfer-runs"] ?? (quick ? 3 : 9);
 const loadSeconds = opts.seconds ?? (quick ? 3 : 10);
 const bigGiB = opts["big-gib"] ?? (quick ? 0.25 : 1);
 const only = new Set(
-  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17").split(",")
+  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19").split(",")
     .map((n) => Number(n.trim())),
 );
 for (const workload of only) {
-  if (!Number.isInteger(workload) || workload < 1 || workload > 17) {
-    usageExit(USAGE, `--only takes workload numbers from 1 to 17, got "${opts.only}"`);
+  if (!Number.isInteger(workload) || workload < 1 || workload > 19) {
+    usageExit(USAGE, `--only takes workload numbers from 1 to 19, got "${opts.only}"`);
   }
 }
 const wanted = (workload: number) => only.has(workload);
@@ -567,6 +570,28 @@ if (wanted(17) && wrkAvailable()) {
     cost.retrieve1KiB_serverCpuMicrosecondsPerRequest.ratio,
   );
   ratio("upload 100 MiB, bounds on / off", cost.upload100MiB_MiBps.ratio, 0.95);
+}
+if (wanted(18) || wanted(19)) {
+  progress(`18-19 a ${bigGiB} GiB CAR upload vs opaque; 256 KiB blocks by /ipfs/ vs /p/`);
+  const dir = await Deno.makeTempDir({ prefix: "bench-ipfs-" });
+  try {
+    const ipfs = await benchIpfs({
+      runs,
+      gib: bigGiB,
+      seconds: loadSeconds,
+      dir,
+      workloads: { carUpload: wanted(18), blocks: wanted(19) },
+    });
+    results.ipfs = ipfs;
+    if (ipfs.carUpload_MiBps) {
+      ratio("CAR upload, blocks checked / opaque", ipfs.carUpload_MiBps.ratio, 0.8);
+    }
+    const blocks = ipfs.rawBlock256KiB_rps;
+    if (blocks && "skipped" in blocks) console.log(`workload 19 skipped: ${blocks.skipped}`);
+    if (blocks && "ratio" in blocks) ratio("256 KiB blocks/s, /ipfs/ / /p/", blocks.ratio, 0.8);
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
 }
 results.ratios = ratios;
 

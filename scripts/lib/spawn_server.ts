@@ -157,6 +157,8 @@ export async function streamUpload(options: {
   chunk: Uint8Array;
   /** The chunk to send as the index-th (from 0), when they differ; default always `chunk`. */
   chunkAt?: (index: number) => Uint8Array;
+  /** Default application/octet-stream. */
+  contentType?: string;
   headers?: Record<string, string>;
 }): Promise<{ status: number; body: string }> {
   const target = new URL(`${options.url}${options.path ?? `/api/upload?cid=${options.cid}`}`);
@@ -165,7 +167,8 @@ export async function streamUpload(options: {
     const extra = Object.entries(options.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join("");
     const head = `${options.method ?? "POST"} ${target.pathname}${target.search} HTTP/1.1\r\n` +
       `Host: ${target.host}\r\n` +
-      `Content-Type: application/octet-stream\r\nContent-Length: ${options.size}\r\n` +
+      `Content-Type: ${options.contentType ?? "application/octet-stream"}\r\n` +
+      `Content-Length: ${options.size}\r\n` +
       `Connection: close\r\n${extra}\r\n`;
     await writeAll(conn, new TextEncoder().encode(head));
     let sent = 0;
