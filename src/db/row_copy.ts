@@ -16,7 +16,7 @@
 import type { PieceRecord } from "./records.ts";
 
 /** The tables copied after the pieces, in the order they are copied. */
-export const COPIED_TABLES = ["deals", "usage", "tokens", "corruptMarks"] as const;
+export const COPIED_TABLES = ["deals", "usage", "tokens", "corruptMarks", "blocks"] as const;
 export type CopiedTable = typeof COPIED_TABLES[number];
 
 /** A row of one of the copied tables, by the schema's column names. */
@@ -107,6 +107,20 @@ export const TABLE_SHAPES: Readonly<Record<CopiedTable, TableShape>> = {
     written: ["cid", "marked_at", "problem"],
     key: ["mark"],
   },
+  // The block index of CAR uploads: rows never change once written.
+  blocks: {
+    name: "blocks",
+    columns: ["multihash", "piece_cid", "block_offset", "block_length"],
+    written: ["multihash", "piece_cid", "block_offset", "block_length"],
+    key: ["multihash", "piece_cid"],
+  },
+};
+
+/** The column of a copied table's rows that names their piece, for tables that have one. */
+export const PIECE_OF_ROW: Partial<Record<CopiedTable, string>> = {
+  deals: "cid",
+  corruptMarks: "cid",
+  blocks: "piece_cid",
 };
 
 /** The piece columns a copy writes (a piece's corrupt mark travels in corruptMarks). */

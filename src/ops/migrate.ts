@@ -80,6 +80,8 @@ export interface RowCounts {
   usage: number;
   tokens: number;
   corruptMarks: number;
+  /** Blocks of CAR uploads in the block index. */
+  blocks: number;
 }
 
 export interface MigrationSummary {
@@ -97,9 +99,9 @@ export interface MigrationSummary {
   /** Rows this run inserted into the target database. */
   rows: RowCounts;
   /** Rows already there that this run brought forward (revocation, term, counters, digest). */
-  updated: Omit<RowCounts, "corruptMarks">;
+  updated: Omit<RowCounts, "corruptMarks" | "blocks">;
   /** Rows held back because their piece is not in the target yet; the next run copies them. */
-  deferred: { deals: number; corruptMarks: number };
+  deferred: { deals: number; corruptMarks: number; blocks: number };
   hmacKey: HmacKeyOutcome;
   warnings: string[];
   seconds: number;
@@ -109,9 +111,9 @@ export async function migrateDataDir(options: MigrationOptions): Promise<Migrati
   const started = performance.now();
   const summary: MigrationSummary = {
     pieces: { copied: 0, skipped: 0, bytesCopied: 0, failed: [], carriedCorrupt: [] },
-    rows: { pieces: 0, deals: 0, usage: 0, tokens: 0, corruptMarks: 0 },
+    rows: { pieces: 0, deals: 0, usage: 0, tokens: 0, corruptMarks: 0, blocks: 0 },
     updated: { pieces: 0, deals: 0, usage: 0, tokens: 0 },
-    deferred: { deals: 0, corruptMarks: 0 },
+    deferred: { deals: 0, corruptMarks: 0, blocks: 0 },
     hmacKey: "not moved",
     warnings: [],
     seconds: 0,
@@ -129,7 +131,8 @@ export async function migrateDataDir(options: MigrationOptions): Promise<Migrati
       addCounts(summary, table as keyof RowCounts, written);
     }
   }
-  const deferred = summary.deferred.deals + summary.deferred.corruptMarks;
+  const deferred = summary.deferred.deals + summary.deferred.corruptMarks +
+    summary.deferred.blocks;
   if (deferred > 0 && summary.pieces.failed.length === 0) {
     summary.warnings.push(
       `${deferred} rows name pieces uploaded after this run copied the pieces: run again`,
@@ -242,6 +245,8 @@ async function migratePiece(
 /** Adds what one write did to the summary's counts for its table. */
 function addCounts(summary: MigrationSummary, table: keyof RowCounts, written: WriteCounts) {
   summary.rows[table] += written.inserted;
-  if (table !== "corruptMarks") summary.updated[table] += written.updated;
-  if (table === "deals" || table === "corruptMarks") summary.deferred[table] += written.deferred;
+  if (table !== "corruptMarks" && table !== "blocks") summary.updated[table] += written.updated;
+  if (table === "deals" || table === "corruptMarks" || table === "blocks") {
+    summary.deferred[table] += written.deferred;
+  }
 }

@@ -30,6 +30,7 @@ import { DiskStore } from "../../src/storage/driver/disk/disk_store.ts";
 import { migrateDataDir } from "../../src/ops/migrate.ts";
 import { pathExists } from "../../src/fs/files.ts";
 import { SqliteRowSource } from "../../src/db/sqlite/row_copy.ts";
+import { carOf, rawBlock } from "../helpers/ipfs.ts";
 
 const ignore = !postgresAvailable();
 const s3Unavailable = s3UnavailableReason();
@@ -70,6 +71,11 @@ async function makeSource(): Promise<Source> {
   const hashedBytes = patternBytes(300 * KIB, 3);
   const hashedCid = sha256Cid(await sha256(hashedBytes));
   await uploadOk(server, hashedCid, hashedBytes, pieces);
+  // A CAR: its two blocks are in the block index, which moves with the pieces.
+  const blocks = [await rawBlock(patternBytes(3 * KIB, 8)), await rawBlock(patternBytes(KIB, 9))];
+  await uploadOk(server, "migratecar00001", await carOf([blocks[0].cid], blocks), pieces, {
+    "content-type": "application/vnd.ipld.car",
+  });
 
   const user = await signup(server, { email: "mover@example.org" });
   const headers = bearer(user.token);
@@ -216,7 +222,7 @@ function withSource(fn: (migration: Migration) => Promise<void>): () => Promise<
 
 /** The summary's count of rows written: those named, and none of the others. */
 function rowsWritten(counts: Partial<Record<string, number>> = {}) {
-  return { pieces: 0, deals: 0, usage: 0, tokens: 0, corruptMarks: 0, ...counts };
+  return { pieces: 0, deals: 0, usage: 0, tokens: 0, corruptMarks: 0, blocks: 0, ...counts };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -239,9 +245,10 @@ Deno.test({
       usage: 3, // the sponsored client's address, the user, the operator's user
       tokens: 3,
       corruptMarks: 0,
+      blocks: 2,
     });
     assertEquals(summary.hmacKey, "adopted");
-    assertEquals(summary.deferred, { deals: 0, corruptMarks: 0 });
+    assertEquals(summary.deferred, { deals: 0, corruptMarks: 0, blocks: 0 });
     assertEquals(summary.warnings, []);
     assertEquals(summary.targets.store, `disk at ${target}/pieces`);
 
@@ -254,6 +261,10 @@ Deno.test({
       assertEquals(response.status, 200, cid);
       assertEquals(new Uint8Array(await response.arrayBuffer()), bytes, cid);
     }
+    // The CAR's blocks are found through the moved block index, read from the moved piece.
+    const block = await rawBlock(patternBytes(KIB, 9));
+    const served = await server.get(`/ipfs/${block.cid}?format=raw`);
+    assertEquals(new Uint8Array(await served.arrayBuffer()), block.bytes);
     // The same HMAC key: the old tokens verify; the revocation came along.
     assertEquals(
       await filesOf(server.url, source.userToken),
@@ -291,7 +302,7 @@ Deno.test({
     assertEquals(first.summary.pieces.copied, source.pieces.size - 1);
     assertEquals(first.summary.rows.pieces, source.pieces.size - 1);
     // Its deal waits for its bytes: no row names a piece the target lacks.
-    assertEquals(first.summary.deferred, { deals: 1, corruptMarks: 0 });
+    assertEquals(first.summary.deferred, { deals: 1, corruptMarks: 0, blocks: 0 });
     assertEquals(
       await query(pg.url, `SELECT cid FROM deals WHERE cid = '${source.userCid}'`),
       [],
@@ -505,6 +516,7 @@ Deno.test({
         usage: sourceCount("usage_daily"),
         tokens: sourceCount("tokens"),
         corruptMarks: 0,
+        blocks: sourceCount("blocks"),
       });
       const [usage] = await postgres.sql`SELECT SUM(bytes) AS bytes, SUM(uploads) AS uploads,
         SUM(reserved_bytes) AS reserved FROM usage_daily`;

@@ -9,14 +9,21 @@
  * in a source row afterwards is brought along, only ever forwards: a
  * revocation (never undone), a deal's later term end (extensions only
  * lengthen), a usage counter that grew (GREATEST of both), a digest that
- * became known. Deals and corrupt marks whose piece has no row yet are held
+ * became known. Deals, corrupt marks and indexed blocks whose piece has no row yet are held
  * back (counted as deferred): an instance serving from the target must never
  * see a row naming a piece it does not have. RETURNING (xmax = 0) tells an
  * inserted row from an updated one.
  */
 import type { Sql, TransactionSql } from "./connection.ts";
 import { PIECE_COLUMNS as PIECE_SELECT } from "./catalog_records.ts";
-import { keyOf, pageQuery, PIECE_COLUMNS, pieceRowOf, TABLE_SHAPES } from "../row_copy.ts";
+import {
+  keyOf,
+  pageQuery,
+  PIECE_COLUMNS,
+  PIECE_OF_ROW,
+  pieceRowOf,
+  TABLE_SHAPES,
+} from "../row_copy.ts";
 import type { CopiedTable, RowSource, RowTarget, TableRow, WriteCounts } from "../row_copy.ts";
 import type { PieceRecord } from "../records.ts";
 
@@ -45,8 +52,9 @@ export class PostgresRowTarget implements RowTarget {
   async writeRows(table: CopiedTable, rows: readonly TableRow[]): Promise<WriteCounts> {
     const columns = TABLE_SHAPES[table].written;
     return await this.#sql.begin(async (tx) => {
-      const present = table === "deals" || table === "corruptMarks"
-        ? await withPiece(tx, rows)
+      const pieceColumn = PIECE_OF_ROW[table];
+      const present = pieceColumn
+        ? await withPiece(tx, rows, pieceColumn)
         : rows.map((row) => ({ ...row }));
       const deferred = rows.length - present.length;
       if (present.length === 0) return { inserted: 0, updated: 0, deferred };
@@ -88,14 +96,22 @@ const UPSERTS: Readonly<Record<CopiedTable, Upsert>> = {
   corruptMarks: (tx, values) =>
     tx`INSERT INTO corrupt_pieces ${values}
       ON CONFLICT (cid) DO NOTHING RETURNING true AS inserted`,
+  // A block's place in its piece never changes.
+  blocks: (tx, values) =>
+    tx`INSERT INTO blocks ${values}
+      ON CONFLICT (multihash, piece_cid) DO NOTHING RETURNING true AS inserted`,
 };
 
-/** The rows whose piece (their `cid`) has its row in the target already. */
-async function withPiece(tx: TransactionSql, rows: readonly TableRow[]): Promise<TableRow[]> {
-  const cids = [...new Set(rows.map((row) => row.cid as string))];
+/** The rows whose piece (named in `column`) has its row in the target already. */
+async function withPiece(
+  tx: TransactionSql,
+  rows: readonly TableRow[],
+  column: string,
+): Promise<TableRow[]> {
+  const cids = [...new Set(rows.map((row) => row[column] as string))];
   const found = await tx`SELECT cid FROM pieces WHERE cid IN ${tx.list(cids)}`;
   const present = new Set(found.map((row) => row.cid as string));
-  return rows.filter((row) => present.has(row.cid as string)).map((row) => ({ ...row }));
+  return rows.filter((row) => present.has(row[column] as string)).map((row) => ({ ...row }));
 }
 
 /** The counts of an upsert's RETURNING (xmax = 0) AS inserted rows. */
