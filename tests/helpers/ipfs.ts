@@ -45,6 +45,46 @@ export async function packFiles(
   return { root: String(root), car: concat(chunks) };
 }
 
+/**
+ * Writes the files into a directory and packs it with the ipfs-car command line
+ * (`ipfs-car pack DIR --output FILE`, run by Deno from npm): the CAR and the root
+ * it prints. The directory needs two entries at its top, or ipfs-car drops its
+ * common prefix from the paths.
+ */
+export async function packDirectoryWithCli(
+  files: Record<string, Uint8Array>,
+): Promise<{ root: string; car: Uint8Array<ArrayBuffer> }> {
+  const dir = await Deno.makeTempDir({ prefix: "ipfs-car-" });
+  try {
+    for (const [name, bytes] of Object.entries(files)) {
+      const path = `${dir}/site/${name}`;
+      await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
+      await Deno.writeFile(path, bytes);
+    }
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-read",
+        "--allow-env",
+        `--allow-write=${dir}`,
+        "npm:ipfs-car@3.1.0",
+        "pack",
+        `${dir}/site`,
+        "--output",
+        `${dir}/site.car`,
+      ],
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (!output.success) throw new Error(new TextDecoder().decode(output.stderr));
+    const root = new TextDecoder().decode(output.stdout).trim();
+    return { root, car: await Deno.readFile(`${dir}/site.car`) };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
 /** A CARv1 of the given blocks, written by @ipld/car (no check of the blocks' hashes). */
 export async function carOf(roots: CID[], blocks: Block[]): Promise<Uint8Array<ArrayBuffer>> {
   const { writer, out } = CarWriter.create(roots);

@@ -16,6 +16,7 @@ import {
   carOf,
   carV2Of,
   cidWithHash,
+  packDirectoryWithCli,
   packFiles,
   rawBlock,
   readVerifiedCar,
@@ -35,12 +36,15 @@ export interface IpfsDeployment {
 
 const FILE = seededBytes(3 * 1024 * 1024 + 12_345, 28); // 4 leaves of ipfs-car's 1 MiB chunks
 
+const SITE = {
+  "dir/file.bin": FILE,
+  "dir/small.txt": new TextEncoder().encode("small\n"),
+  "hello.txt": new TextEncoder().encode("hello world"),
+};
+
+/** The site packed by ipfs-car's library (the same bytes its command line writes). */
 async function site() {
-  return await packFiles({
-    "dir/file.bin": FILE,
-    "dir/small.txt": new TextEncoder().encode("small\n"),
-    "hello.txt": new TextEncoder().encode("hello world"),
-  });
+  return await packFiles(SITE);
 }
 
 /** Uploads a CAR under its PieceCIDv2 (checked on the way in, like any verifiable cid). */
@@ -55,7 +59,8 @@ export function ipfsSuite(deployment: IpfsDeployment): void {
 
   test("verified-fetch reads ipfs://<root>/dir/file.bin of an ipfs-car CAR, talking to 127.0.0.1 only", async () => {
     await using server = await deployment.start();
-    const { root, car } = await site();
+    const { root, car } = await packDirectoryWithCli(SITE);
+    assertEquals(root, (await site()).root, "the command line and the library agree");
     const { response } = await uploadCar(server, car);
     assertEquals(response.status, 200, await response.clone().text());
     assertEquals((await response.json()).roots, [root]);
