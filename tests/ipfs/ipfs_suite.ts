@@ -53,6 +53,46 @@ export async function uploadCar(server: TestServer, car: Uint8Array<ArrayBuffer>
   return { cid, response: await server.upload(cid, car, { contentType: CAR_TYPE }) };
 }
 
+/**
+ * @helia/verified-fetch (tests/fixtures/ipfs/verified_fetch_client.ts) fetching `url` with the
+ * server as its only gateway, in a process allowed to connect to the server's address only:
+ * its result, and every host it tried to reach (from Deno's permission audit log).
+ */
+export async function verifiedFetch(serverUrl: string, url: string) {
+  const audit = await Deno.makeTempFile({ suffix: ".jsonl" });
+  try {
+    const output = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "--allow-env",
+        "--allow-read",
+        "--allow-ffi",
+        `--allow-net=${new URL(serverUrl).host}`,
+        new URL("../fixtures/ipfs/verified_fetch_client.ts", import.meta.url).pathname,
+        serverUrl,
+        url,
+      ],
+      env: { DENO_AUDIT_PERMISSIONS: audit, NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const lines = new TextDecoder().decode(output.stdout).trim().split("\n");
+    const contacted = new Set<string>();
+    for (const line of (await Deno.readTextFile(audit)).split("\n").filter(Boolean)) {
+      const entry = JSON.parse(line);
+      if (entry.permission !== "net") continue;
+      contacted.add(new URL(`http://${String(entry.value).replace(/^https?:\/\//, "")}`).host);
+    }
+    return {
+      result: JSON.parse(lines.at(-1) || "{}"),
+      contacted: [...contacted],
+      stderr: new TextDecoder().decode(output.stderr),
+    };
+  } finally {
+    await Deno.remove(audit);
+  }
+}
+
 export function ipfsSuite(deployment: IpfsDeployment): void {
   const test = (name: string, fn: () => Promise<void>) =>
     Deno.test({ name: `ipfs (${deployment.name}): ${name}`, ignore: deployment.ignore, fn });
@@ -64,48 +104,15 @@ export function ipfsSuite(deployment: IpfsDeployment): void {
     const { response } = await uploadCar(server, car);
     assertEquals(response.status, 200, await response.clone().text());
     assertEquals((await response.json()).roots, [root]);
-    const port = new URL(server.url).port;
-    const audit = await Deno.makeTempFile({ suffix: ".jsonl" });
-    try {
-      const output = await new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "--allow-env",
-          "--allow-read",
-          "--allow-ffi",
-          `--allow-net=127.0.0.1:${port}`,
-          new URL("../fixtures/ipfs/verified_fetch_client.ts", import.meta.url).pathname,
-          server.url,
-          `ipfs://${root}/dir/file.bin`,
-        ],
-        env: { DENO_AUDIT_PERMISSIONS: audit, NO_COLOR: "1" },
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      const text = new TextDecoder().decode(output.stdout);
-      const result = JSON.parse(text.trim().split("\n").at(-1) ?? "{}");
-      const expected = new Uint8Array(await crypto.subtle.digest("SHA-256", FILE)).toHex();
-      assertEquals(
-        result,
-        {
-          status: 200,
-          bytes: FILE.length,
-          sha256: expected,
-          contentType: "application/octet-stream",
-        },
-        new TextDecoder().decode(output.stderr),
-      );
-      const contacted = new Set<string>();
-      for (const line of (await Deno.readTextFile(audit)).split("\n").filter(Boolean)) {
-        const entry = JSON.parse(line);
-        if (entry.permission === "net") {
-          contacted.add(new URL(`http://${entry.value.replace(/^https?:\/\//, "")}`).host);
-        }
-      }
-      assertEquals([...contacted], [`127.0.0.1:${port}`]);
-    } finally {
-      await Deno.remove(audit);
-    }
+    const fetched = await verifiedFetch(server.url, `ipfs://${root}/dir/file.bin`);
+    const expected = new Uint8Array(await crypto.subtle.digest("SHA-256", FILE)).toHex();
+    assertEquals(fetched.result, {
+      status: 200,
+      bytes: FILE.length,
+      sha256: expected,
+      contentType: "application/octet-stream",
+    }, fetched.stderr);
+    assertEquals(fetched.contacted, [new URL(server.url).host]);
   });
 
   test("every block of the CAR is served raw, by CIDv1 and (dag-pb) by CIDv0", async () => {
