@@ -20,11 +20,13 @@ Deno.test("upload: a sponsored upload returns every field of the upload result",
     "dealId",
     "owner",
     "retrievalUrl",
+    "roots",
     "size",
     "sponsored",
     "term",
   ]);
   assertEquals(result.cid, "BafkMixedCase01", "the cid is echoed as given");
+  assertEquals(result.roots, null, "roots only for a CAR");
   assertMatch(result.dealId, /^stage-[0-9a-z]{26}$/);
   assertEquals(result.size, 11);
   assertEquals(result.retrievalUrl, `${server.url}/p/BafkMixedCase01`);

@@ -29,6 +29,9 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   manifest_incomplete:
     "Some pieces of this large file were not on the server when its list of pieces arrived. " +
     "Upload the file again: pieces already stored are not sent twice.",
+  invalid_car:
+    "The file was sent as a CAR, but it is not a valid one (a damaged block, or a hash the " +
+    "server does not check), so nothing was stored.",
   invalid_json: "The server could not read the request. Reload the page and try again.",
   invalid_email: "That e-mail address does not look right.",
   invalid_label: "The token's name must be 1 to 64 characters, without control characters.",
@@ -43,6 +46,7 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   signup_closed: "This server does not hand out tokens here. Ask its operator for one.",
   not_found: "Nothing was found: it is not stored here, or it is not yours.",
   method_not_allowed: "The server refused the request. Reload the page and try again.",
+  not_acceptable: "The server cannot answer in the format that was asked for.",
   request_timeout:
     "The connection stalled and the server gave up waiting, so nothing was stored. " +
     "Please try again.",
