@@ -7,7 +7,16 @@
 import { CID } from "multiformats/cid";
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { seededBytes } from "../helpers/bytes.ts";
-import { blocksOf, packFiles, RAW_TYPE, readVerifiedCar } from "../helpers/ipfs.ts";
+import * as dagCbor from "@ipld/dag-cbor";
+import { sha256 } from "multiformats/hashes/sha2";
+import {
+  blocksOf,
+  carOf,
+  packFiles,
+  RAW_TYPE,
+  rawBlock,
+  readVerifiedCar,
+} from "../helpers/ipfs.ts";
 import { errorOf, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { uploadCar } from "./ipfs_suite.ts";
@@ -143,4 +152,27 @@ Deno.test("gateway: what is not held or not served is a clear 4xx", async () => 
     if (code) assertEquals((await errorOf(answer)).error, code, path);
     else await answer.body?.cancel();
   }
+});
+
+Deno.test("gateway: a CAR whose DAG lacks a block below the root is cut short after 200, never completed", async () => {
+  await using server = await startTestServer();
+  const missing = await rawBlock(new TextEncoder().encode("never uploaded"));
+  const rootBytes = dagCbor.encode({ name: "parent", child: missing.cid });
+  const root = {
+    cid: CID.createV1(dagCbor.code, await sha256.digest(rootBytes)),
+    bytes: rootBytes,
+  };
+  assertEquals((await uploadCar(server, await carOf([root.cid], [root]))).response.status, 200);
+  // The root alone is there: block scope is whole.
+  const block = await car(server, `/ipfs/${root.cid}?format=car&dag-scope=block`);
+  assertEquals(block.read.blocks.map((b) => b.cid.toString()), [root.cid.toString()]);
+  const all = await server.get(`/ipfs/${root.cid}?format=car`);
+  assertEquals(all.status, 200);
+  const body = await all.arrayBuffer().then((b) => new Uint8Array(b), () => null);
+  if (body !== null) {
+    // Whatever arrived is not the whole DAG: the missing block is not in it.
+    const read = await readVerifiedCar(body);
+    assertOk(!read.blocks.some((b) => b.cid.equals(missing.cid)));
+  }
+  assertEquals(server.logs.filter((l) => l.msg === "unhandled error"), []);
 });
