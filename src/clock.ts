@@ -27,6 +27,19 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** True if the promise resolved within ms (its rejection is thrown); it runs on either way. */
+export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise.then(() => true),
+      new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), ms)),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export const DAY_MS = 86_400_000;
 
 /** The UTC calendar day of an instant, as YYYY-MM-DD (daily caps reset at 00:00 UTC). */

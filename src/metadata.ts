@@ -12,6 +12,7 @@ import type { Clock } from "./clock.ts";
 import type {
   BlockRecords,
   CatalogRecords,
+  ResumableUploadRecords,
   SignupCodeRecords,
   TokenRecords,
   WalletNonceRecords,
@@ -22,6 +23,7 @@ import { SqliteCatalogRecords } from "./db/sqlite/catalog_records.ts";
 import { SqliteSignupCodeRecords } from "./db/sqlite/signup_code_records.ts";
 import { SqliteTokenRecords } from "./db/sqlite/token_records.ts";
 import { SqliteWalletNonceRecords } from "./db/sqlite/wallet_nonce_records.ts";
+import { SqliteResumableUploadRecords } from "./db/sqlite/resumable_upload_records.ts";
 import type { PostgresDatabase } from "./db/postgres/postgres_database.ts";
 import { DailyCapLedger } from "./limits/daily_caps.ts";
 import type { CapLedger } from "./limits/daily_caps.ts";
@@ -39,6 +41,7 @@ export interface Metadata {
   readonly tokens: TokenRecords;
   readonly signupCodes: SignupCodeRecords;
   readonly walletNonces: WalletNonceRecords;
+  readonly resumableUploads: ResumableUploadRecords;
   readonly capLedger: CapLedger;
   readonly cidLocks: CidLocks;
   /** False for the in-memory SQLite a server without a usable data directory runs on. */
@@ -73,6 +76,7 @@ export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
     tokens: new SqliteTokenRecords(db),
     signupCodes: new SqliteSignupCodeRecords(db),
     walletNonces: new SqliteWalletNonceRecords(db),
+    resumableUploads: new SqliteResumableUploadRecords(db),
     capLedger: new DailyCapLedger({
       clock,
       usedBytes: (subject, day) => catalog.usedBytesNow(subject, day),
@@ -114,6 +118,7 @@ export function postgresMetadata(postgres: PostgresDatabase): Metadata {
     tokens: postgres.tokens,
     signupCodes: postgres.signupCodes,
     walletNonces: postgres.walletNonces,
+    resumableUploads: postgres.resumableUploads,
     capLedger: postgres.capLedger,
     cidLocks: { run: (cid, fn) => local.run(cid, () => postgres.cidLocks.run(cid, fn)) },
     persistent: true,

@@ -3,6 +3,7 @@
  * 127.0.0.1 that is stopped by PID: the bare Deno server and, when the Debian
  * package is installed, nginx (sendfile for GET, the DAV module for PUT).
  */
+import { freePort } from "./ports.ts";
 export interface Baseline extends AsyncDisposable {
   name: string;
   url: string;
@@ -57,13 +58,6 @@ export async function startBareDeno(dir: string): Promise<Baseline> {
       await process.status;
     },
   };
-}
-
-function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
 }
 
 /** nginx with its own prefix and config, or null when nginx is not installed. */

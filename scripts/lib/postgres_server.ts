@@ -21,6 +21,7 @@
  * not stopped by then, so a test file that failed or forgot leaves no postmaster behind. (An
  * uncaught error in `deno run` skips `unload`: scripts stop their server in a `finally`.)
  */
+import { freePort } from "./ports.ts";
 
 /** PostgreSQL's server binaries (initdb, pg_ctl, postgres, psql) are not installed here. */
 export class PostgresUnavailableError extends Error {
@@ -371,13 +372,8 @@ async function startOnFreePort(attempt: StartAttempt): Promise<number> {
   }
 }
 
-/** A port nothing listens on right now (the system's pick). */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
+// One free-port helper for every script (ports.ts); postgres_faults.ts takes it from here.
+export { freePort };
 
 export interface ToolOptions {
   args: string[];

@@ -36,6 +36,7 @@
  * (memstore would write every object to disk on a clean stop, for nothing).
  */
 import { AwsClient } from "aws4fetch";
+import { freePorts } from "./ports.ts";
 
 export interface RadosgwOptions {
   /** Starts tried from scratch before giving up (default 3). */
@@ -553,16 +554,6 @@ function cephEnvironment(dir: string): { env: Record<string, string>; clearEnv: 
 }
 
 /** Ports the kernel says are free now (a race until bound, which a failed try covers). */
-function freePorts(count: number): number[] {
-  const listeners = Array.from(
-    { length: count },
-    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
-  );
-  const ports = listeners.map((listener) => (listener.addr as Deno.NetAddr).port);
-  for (const listener of listeners) listener.close();
-  return ports;
-}
-
 function findOnPath(name: string): string | null {
   const path = Deno.env.get("PATH") ?? "/usr/bin:/bin";
   for (const dir of path.split(":").filter(Boolean)) {

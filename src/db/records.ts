@@ -66,6 +66,12 @@ export interface RecordUploadInput {
    * transaction (a block already indexed there is kept as it is).
    */
   blocks?: BlockLocations | null;
+  /**
+   * The resumable upload whose last byte this was: marked finished (with the
+   * deal) in the same commit, so a crash can never leave a deal made and its
+   * upload still waiting for bytes, holding a reservation that was settled.
+   */
+  finishesResumable?: { id: string; fromBytes: number; expiresMs: number } | null;
 }
 
 /** Where blocks lie in a piece's bytes, by multihash (ipfs/block_list.ts is one). */
@@ -87,6 +93,17 @@ export interface BlockRecords {
   findBlock(multihash: Uint8Array): Promise<StoredBlock | null>;
   /** How many blocks are indexed in a piece (0 for a piece that is not a CAR). */
   countBlocks(pieceCid: string): Promise<number>;
+}
+
+/**
+ * recordUpload found its resumable upload finished already, or appended to by
+ * another writer since `fromBytes`: nothing was recorded.
+ */
+export class ResumableUploadMovedError extends Error {
+  constructor(id: string) {
+    super(`Cannot finish resumable upload ${id}: it changed meanwhile`);
+    this.name = "ResumableUploadMovedError";
+  }
 }
 
 /** What recordUpload needs of a cap reservation (limits/daily_caps.ts: Reservation). */
@@ -129,4 +146,58 @@ export interface CatalogRecords {
   usedBytes(subject: string, day: string): Promise<number>;
   /** Inserts the piece (if new), the deal and the usage increment atomically. */
   recordUpload(input: RecordUploadInput): Promise<void>;
+}
+
+/**
+ * A resumable (tus) upload: its terms, fixed when it was created, and how far
+ * it got. The bytes themselves are the store's (driver.ts: PartialStore).
+ */
+export interface ResumableUploadRecord {
+  /** 32 hex digits: the last segment of its URL. */
+  id: string;
+  cid: string;
+  /** Upload-Length: the bytes the upload will have. */
+  length: number;
+  /** Bytes received and stored so far (Upload-Offset). */
+  received: number;
+  contentType: string;
+  filename: string | null;
+  /** The Upload-Metadata header as created, which HEAD answers with. */
+  metadata: string;
+  tier: Tier;
+  /** Who may continue or end it, and whose counter it is charged to: "user:<sub>", "ip:<client>". */
+  usageSubject: string;
+  ownerSub: string | null;
+  ownerName: string | null;
+  termDays: number;
+  /** The cap reservation of its length, held until it finishes, ends or expires. */
+  reservationId: string;
+  reservationDay: string;
+  /** The store's description of the partial bytes (JSON; PartialStore says what). */
+  staging: string;
+  createdAt: string;
+  /** When it is removed: 24 h after its last byte (a finished one: after it finished). */
+  expiresMs: number;
+  /** The deal its last byte made; null until then. */
+  dealId: string | null;
+}
+
+/** Resumable uploads in flight (and finished ones, for a day, for their result). */
+export interface ResumableUploadRecords {
+  insert(record: ResumableUploadRecord): Promise<void>;
+  get(id: string): Promise<ResumableUploadRecord | null>;
+  /**
+   * Records appended bytes, only while `received` is still `fromBytes`: of two
+   * writers that appended at the same offset, one wins and the other is told.
+   */
+  advance(
+    id: string,
+    update: { fromBytes: number; received: number; staging: string; expiresMs: number },
+  ): Promise<boolean>;
+  /** Removes an upload; false when it was gone already. */
+  delete(id: string): Promise<boolean>;
+  /** Up to `limit` uploads whose expiresMs is before nowMs, oldest first. */
+  expiredBefore(nowMs: number, limit: number): Promise<ResumableUploadRecord[]>;
+  /** Uploads still waiting for bytes, up to `limit` with ids after `afterId` (id order). */
+  unfinishedAfter(afterId: string, limit: number): Promise<ResumableUploadRecord[]>;
 }

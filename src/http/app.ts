@@ -47,6 +47,8 @@ export interface AppOptions {
   uploadDrain: Pick<UploadDrain, "draining" | "signal">;
   /** Counts every answer for GET /metrics; null (--metrics false): nothing is counted. */
   metrics: RequestMetrics | null;
+  /** Headers OPTIONS adds on a path beyond CORS's (tus protocol discovery), or null. */
+  preflightExtras?: (pathname: string) => Record<string, string> | null;
 }
 
 export interface App {
@@ -119,7 +121,7 @@ export function createApp(options: AppOptions): App {
   ): Promise<Response> {
     if (request.method === "OPTIONS") {
       setRouteName("preflight");
-      return preflightResponse();
+      return preflightResponse(options.preflightExtras?.(url.pathname) ?? {});
     }
     const match = router.match(request.method, url.pathname);
     if (match.kind === "not_found") {

@@ -4,7 +4,10 @@
  * in Expose-Headers, hence the explicit list (WWW-Authenticate included, so a
  * browser client can tell an expired token from a revoked one). Preflights
  * allow If-None-Match, Range and If-Range, so retrievals can be conditional
- * and partial from browser code (which reads Content-Range and Accept-Ranges).
+ * and partial from browser code (which reads Content-Range and Accept-Ranges),
+ * and what tus clients send (PATCH, DELETE, the Upload-* headers); a tus
+ * client in a browser reads Location, Upload-Offset and Upload-Length, and
+ * finds its deal in X-Storage-Cid / X-Storage-Deal-Id.
  */
 const EXPOSED_HEADERS = [
   "Content-Disposition",
@@ -20,6 +23,34 @@ const EXPOSED_HEADERS = [
   "RateLimit-Policy",
   "Deprecation",
   "Link",
+  "Location",
+  "Tus-Resumable",
+  "Tus-Version",
+  "Tus-Extension",
+  "Tus-Max-Size",
+  "Upload-Offset",
+  "Upload-Length",
+  "Upload-Metadata",
+  "Upload-Expires",
+  "X-Storage-Cid",
+  "X-Storage-Deal-Id",
+].join(", ");
+
+const ALLOWED_HEADERS = [
+  "Authorization",
+  "Content-Type",
+  "X-Filename",
+  "If-None-Match",
+  "Range",
+  "If-Range",
+  "Tus-Resumable",
+  "Upload-Length",
+  "Upload-Offset",
+  "Upload-Metadata",
+  "Upload-Defer-Length",
+  "Upload-Concat",
+  "X-HTTP-Method-Override",
+  "X-Requested-With",
 ].join(", ");
 
 export function applyCorsHeaders(headers: Headers): void {
@@ -27,12 +58,12 @@ export function applyCorsHeaders(headers: Headers): void {
   headers.set("access-control-expose-headers", EXPOSED_HEADERS);
 }
 
-/** The answer to any OPTIONS request: 204 allowing what the API uses. */
-export function preflightResponse(): Response {
+/** The answer to any OPTIONS request: 204 allowing what the API uses, plus `extra` headers. */
+export function preflightResponse(extra: Record<string, string> = {}): Response {
   const headers = new Headers({
-    "access-control-allow-methods": "GET, HEAD, POST, OPTIONS",
-    "access-control-allow-headers":
-      "Authorization, Content-Type, X-Filename, If-None-Match, Range, If-Range",
+    ...extra,
+    "access-control-allow-methods": "GET, HEAD, POST, PATCH, DELETE, OPTIONS",
+    "access-control-allow-headers": ALLOWED_HEADERS,
     "access-control-max-age": "86400",
   });
   applyCorsHeaders(headers);

@@ -89,6 +89,20 @@ export const CONTENT_LENGTH_ERRORS = [
   "invalid_request",
   "length_required",
 ] as const satisfies ErrorCode[];
+/** What storing bytes can be refused with once the caller and the headers passed (caps, body, store). */
+export const STORING_ERRORS = [
+  "cid_mismatch",
+  "too_large",
+  "rate_limited",
+  "quota_exceeded",
+  "incomplete_body",
+  "request_timeout",
+  "cid_conflict",
+  "stage_failed",
+  "server_busy",
+  "wallet_unavailable",
+  "insufficient_storage",
+] as const satisfies ErrorCode[];
 /** Codes of any route that reads a JSON body. */
 export const JSON_BODY_ERRORS = [
   "invalid_json",

@@ -63,6 +63,9 @@ import {
 } from "./tokens.ts";
 import type { UploadDrain } from "./upload_drain.ts";
 import { createUploadHandler, uploadDoc } from "./upload.ts";
+import { createTusHandlers, TUS_PATH, tusDocs } from "./tus.ts";
+import { tusDiscoveryHeaders } from "./tus_protocol.ts";
+import type { ResumableUploads } from "../resumable/resumable_uploads.ts";
 import { createUsageHandler, getUsageDoc } from "./usage.ts";
 import {
   createWalletNonceHandler,
@@ -93,6 +96,8 @@ export interface RouteServices {
   retrieval: Retrieval;
   /** The blocks of CAR uploads (and raw sha2-256 uploads), for the IPFS gateway. */
   ipfsBlocks: BlockSource;
+  /** Resumable (tus) uploads: their records, bytes, hashes and expiry. */
+  resumable: ResumableUploads;
   signupLimit: WindowLimit;
   /** Mails and redeems signup codes; null unless --signup verify. */
   signupVerification: SignupVerification | null;
@@ -128,12 +133,17 @@ export function createRoutes(services: RouteServices): Route[] {
   };
   const web = createWebHandlers(services.baseUrl);
   const upload = services.uploadDrain.guard(createUploadHandler(services));
+  const tus = createTusHandlers(services);
   const metrics = createMetricsHandler({
     metrics: services.metrics,
     token: services.config.metricsToken,
   });
   const rows: Row[] = [
     ["POST", UPLOAD_PATH, upload, uploadDoc],
+    ["POST", TUS_PATH, services.uploadDrain.guard(tus.create), tusDocs.create],
+    ["GET", `${TUS_PATH}/:id`, tus.status, tusDocs.status],
+    ["PATCH", `${TUS_PATH}/:id`, services.uploadDrain.guard(tus.append), tusDocs.append],
+    ["DELETE", `${TUS_PATH}/:id`, tus.terminate, tusDocs.terminate],
     ["GET", RETRIEVAL_PATH, services.retrieval.pieces, getPieceDoc],
     ["GET", FILE_PATH, services.retrieval.files, getFileDoc],
     ["GET", PIECE_GATEWAY_PATH, services.retrieval.pieceGateway, getGatewayPieceDoc],
@@ -160,6 +170,17 @@ export function createRoutes(services: RouteServices): Route[] {
   const openApi = createOpenApiHandler(services.baseUrl, routes);
   routes.push({ method: "GET", path: "/openapi.json", handler: openApi, doc: getOpenApiDoc });
   return routes;
+}
+
+/**
+ * What OPTIONS adds on the tus endpoint (protocol discovery): Tus-Max-Size is
+ * the largest per-file cap of the tiers, unless one has none.
+ */
+export function tusDiscovery(config: Config, pathname: string): Record<string, string> | null {
+  if (pathname !== TUS_PATH && !pathname.startsWith(`${TUS_PATH}/`)) return null;
+  const caps = [config.sponsored, config.token, config.wallet].map((tier) => tier.maxFileBytes);
+  const maxSize = caps.includes(null) ? null : Math.max(...(caps as number[]));
+  return tusDiscoveryHeaders(maxSize);
 }
 
 function routeOf([method, path, handler, doc]: Row): Route {

@@ -7,21 +7,15 @@
  * of the body is read, and the length is reserved so parallel uploads cannot
  * jointly pass a daily cap.
  */
-import { formatUnits } from "viem";
-import { normalizeCid } from "../cid_format.ts";
-import { ApiError } from "../errors.ts";
 import type { PieceCatalog } from "../storage/catalog.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
-import { parseCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import type { Config } from "../config/mod.ts";
-import type { CapLedger, CapStatus } from "../limits/daily_caps.ts";
+import type { CapLedger } from "../limits/daily_caps.ts";
 import { notAdmitted } from "../limits/upload_admission.ts";
 import type { UploadAdmission } from "../limits/upload_admission.ts";
-import { capUnitsOf } from "../limits/tiers.ts";
-import type { UploadPolicies, UploadPolicy, WalletCapBalance } from "../limits/tiers.ts";
+import type { UploadPolicies } from "../limits/tiers.ts";
 import { requireScope } from "../auth/scopes.ts";
-import type { TokenCaller } from "../auth/caller.ts";
 import { requireContentLength } from "./body.ts";
 import { decodeFilename, requireContentType } from "./upload_headers.ts";
 import { jsonResponse } from "./json.ts";
@@ -29,12 +23,20 @@ import { rateLimitHeaders } from "./rate_limit_headers.ts";
 import { stageChecked } from "./upload_stage.ts";
 import { apiErrorOfStoreFailure } from "./store_errors.ts";
 import type { Handler } from "./router.ts";
-import type { UploadResult } from "../wire.ts";
+import {
+  checkFileCap,
+  checkLengthOfCid,
+  dealOwnerOf,
+  reserveUpload,
+  uploadCidOf,
+  uploadResultOf,
+} from "./upload_terms.ts";
 import {
   BYTES_BODY_FRAMING,
   CID_DESCRIPTION,
   CID_SCHEMA,
   CONTENT_LENGTH_ERRORS,
+  STORING_ERRORS,
   TOKEN_ERRORS,
 } from "./route_doc.ts";
 import type { RouteDoc } from "./route_doc.ts";
@@ -54,8 +56,15 @@ export interface UploadDeps {
   hashPool: HashWorkerPool | null;
 }
 
+/**
+ * Bodies up to this size are hashed while they arrive: a few milliseconds of
+ * hashing at most, less than what hashing afterwards costs (reopening the file
+ * and a second fsynced database write).
+ */
+const HASH_AFTERWARDS_ABOVE_BYTES = 4 * 1024 * 1024;
+
 /** The caller's daily cap, sent by uploads, accepted or refused at the cap. */
-const RATE_LIMIT_HEADERS: HeaderUse = { RateLimit: "always", "RateLimit-Policy": "always" };
+export const RATE_LIMIT_HEADERS: HeaderUse = { RateLimit: "always", "RateLimit-Policy": "always" };
 
 export const uploadDoc: RouteDoc = {
   operationId: "upload",
@@ -109,72 +118,36 @@ export const uploadDoc: RouteDoc = {
     ...CONTENT_LENGTH_ERRORS,
     "invalid_content_type",
     "invalid_filename",
-    "cid_mismatch",
     "invalid_manifest",
     "manifest_incomplete",
     "invalid_car",
-    "too_large",
-    "rate_limited",
-    "quota_exceeded",
-    "incomplete_body",
-    "request_timeout",
-    "cid_conflict",
-    "stage_failed",
+    ...STORING_ERRORS,
     "storage_offline",
-    "server_busy",
-    "wallet_unavailable",
-    "insufficient_storage",
   ],
 };
 
 export function createUploadHandler(deps: UploadDeps): Handler {
   return async (request, context) => {
-    const givenCid = context.url.searchParams.get("cid");
-    const cid = normalizeCid(givenCid);
-    if (cid === null) {
-      throw new ApiError(
-        "invalid_cid",
-        givenCid === null
-          ? "Query parameter cid is required"
-          : "cid must be 8 to 80 letters or digits",
-      );
-    }
-    const parsedCid = parseCid(cid);
-    if (parsedCid.kind === "opaque" && deps.config.requireVerifiableCids) {
-      throw new ApiError(
-        "invalid_cid",
-        "This server accepts only cids it can verify: PieceCIDv2, PieceCIDv1 or a sha2-256 CIDv1",
-      );
-    }
+    const { given, cid, parsed } = uploadCidOf(
+      context.url.searchParams.get("cid"),
+      deps.config,
+      "Query parameter cid",
+    );
     const caller = await context.caller();
     if (caller.kind === "token") requireScope(caller, "put");
 
     const length = requireContentLength(request.headers);
     const contentType = requireContentType(request.headers.get("content-type"));
     const filename = decodeFilename(request.headers.get("x-filename"));
-
-    if (parsedCid.kind === "piece_v2" && parsedCid.payloadSize !== length) {
-      // A PieceCIDv2 fixes the payload size: no need to read a byte to refuse this.
-      throw new ApiError(
-        "cid_mismatch",
-        `This PieceCIDv2 is for ${parsedCid.payloadSize} bytes, not ${length}`,
-      );
-    }
+    checkLengthOfCid(parsed, length);
 
     const policy = await deps.policies.policyFor(caller);
     // Known from here on, so refusals at the caps are logged (and counted) with it.
     context.logFields.tier = policy.tier;
-    if (policy.maxFileBytes !== null && length > policy.maxFileBytes) {
-      throw new ApiError(
-        "too_large",
-        `File exceeds the ${policy.tier} tier's per-file limit of ${policy.maxFileBytes} bytes`,
-      );
-    }
-    const reserved = await deps.ledger.reserve(policy.usageSubject, length, policy.dailyCapBytes);
-    if (!reserved.ok) throw capReached(policy, length, reserved.status, deps);
+    checkFileCap(policy, length);
+    const { reservation } = await reserveUpload(deps, policy, length);
     context.logFields.bytesIn = length;
 
-    const { reservation } = reserved;
     const admitted = deps.admission.admit({
       clientKey: context.clientKey,
       subject: caller.kind === "token" ? caller.sub : null,
@@ -183,7 +156,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       if (!admitted.ok) throw notAdmitted(admitted.reason);
       const { staged, verified, car, roots } = await stageChecked(deps, request, context, {
         cid,
-        parsedCid,
+        parsedCid: parsed,
         length,
         contentType,
       });
@@ -194,7 +167,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         contentType,
         filename,
         tier: policy.tier,
-        owner: caller.kind === "token" ? { sub: caller.sub, name: ownerNameOf(caller) } : null,
+        owner: dealOwnerOf(caller),
         cidVerified: verified,
         termDays: policy.termDays,
         usageSubject: policy.usageSubject,
@@ -206,64 +179,11 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       });
       // The bytes are in the persistent counter now (the commit settled the reservation).
       const after = await deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
-      const result: UploadResult = {
-        cid: givenCid!, // not null: normalizeCid accepted it
-        dealId: deal.id,
-        size: deal.size,
-        retrievalUrl: `${deps.baseUrl}/p/${givenCid}`,
-        term: `${deal.termDays} days`,
-        sponsored: caller.kind === "sponsored",
-        owner: caller.kind === "token" ? ownerNameOf(caller) : null,
-        roots: roots ?? null,
-      };
+      const result = uploadResultOf(deal, given, deps.baseUrl, roots ?? null);
       return jsonResponse(200, result, rateLimitHeaders(after));
     } finally {
       if (admitted.ok) admitted.release();
       await reservation.release();
     }
   };
-}
-
-/** The 429 at a daily cap: what is left of which cap, and when to try again. */
-function capReached(
-  policy: UploadPolicy,
-  length: number,
-  status: CapStatus,
-  deps: UploadDeps,
-): ApiError {
-  const cap = policy.capExceededCode === "rate_limited"
-    ? "this IP's sponsored daily cap"
-    : policy.walletBalance
-    ? `the daily quota your balance of ${usdcText(policy.walletBalance)} USDC buys ` +
-      "(the smaller of now and when the UTC day began)"
-    : "your daily upload quota";
-  const left = status.remainingBytes;
-  const message = left > 0
-    ? `This upload of ${length} bytes is larger than the ${left} bytes left of ${cap} ` +
-      "today; it resets at 00:00 UTC"
-    : `${cap[0].toUpperCase()}${cap.slice(1)} is used up for today; it resets at 00:00 UTC`;
-  return new ApiError(policy.capExceededCode, message, {
-    headers: {
-      "retry-after": String(retryAfterSeconds(policy, status.resetSeconds, deps)),
-      ...rateLimitHeaders(status),
-    },
-  });
-}
-
-/**
- * When to try again after a daily cap: at 00:00 UTC, or for a wallet as soon
- * as a topped-up balance would be read (the balance TTL), if that is sooner.
- */
-function retryAfterSeconds(policy: UploadPolicy, resetSeconds: number, deps: UploadDeps): number {
-  if (!policy.walletBalance) return resetSeconds;
-  return Math.min(resetSeconds, Math.max(1, Math.ceil(deps.config.wallet.balanceTtlMs / 1000)));
-}
-
-function usdcText(balance: WalletCapBalance): string {
-  return formatUnits(capUnitsOf(balance), balance.decimals);
-}
-
-/** The deal's owner as the interface shows it: the e-mail, or the wallet's EIP-55 address. */
-function ownerNameOf(caller: TokenCaller): string {
-  return caller.account.kind === "email" ? caller.account.email : caller.account.address;
 }

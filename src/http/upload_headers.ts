@@ -61,16 +61,21 @@ export function decodeFilename(value: string | null): string | null {
   } catch {
     throw new ApiError("invalid_filename", "X-Filename must be URL-encoded UTF-8");
   }
-  if (name === "") throw new ApiError("invalid_filename", "X-Filename must not be empty");
+  return checkFilename(name, "X-Filename");
+}
+
+/** A decoded file name as the service stores it, or 400 invalid_filename naming `where`. */
+export function checkFilename(name: string, where: string): string {
+  if (name === "") throw new ApiError("invalid_filename", `${where} must not be empty`);
   if (new TextEncoder().encode(name).byteLength > MAX_FILENAME_BYTES) {
     throw new ApiError(
       "invalid_filename",
-      `X-Filename must be at most ${MAX_FILENAME_BYTES} bytes`,
+      `${where} must be at most ${MAX_FILENAME_BYTES} bytes`,
     );
   }
   // deno-lint-ignore no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(name)) {
-    throw new ApiError("invalid_filename", "X-Filename must not contain control characters");
+    throw new ApiError("invalid_filename", `${where} must not contain control characters`);
   }
   if (BIDI_CONTROLS.test(name)) {
     throw new ApiError(

@@ -46,11 +46,38 @@ export type ReserveResult =
   | { ok: true; reservation: Reservation; status: CapStatus }
   | { ok: false; status: CapStatus };
 
+/** A reservation made earlier, as a resumable upload's record names it. */
+export interface HeldReservation {
+  id: string;
+  subject: string;
+  day: string;
+  bytes: number;
+}
+
+export interface ReserveOptions {
+  /**
+   * The reservation outlives the request and this process: a resumable
+   * upload's, held until the upload finishes, ends or expires, and found
+   * again with `holdAgain` (default: it lasts as long as the upload request).
+   */
+  lasting?: boolean;
+}
+
 export interface CapLedger {
   /** The cap status of a subject right now, reservations included. */
   status(subject: string, capBytes: number): Promise<CapStatus>;
   /** Reserves bytes if they fit under the cap, atomically with the check. */
-  reserve(subject: string, bytes: number, capBytes: number): Promise<ReserveResult>;
+  reserve(
+    subject: string,
+    bytes: number,
+    capBytes: number,
+    options?: ReserveOptions,
+  ): Promise<ReserveResult>;
+  /**
+   * The reservation a lasting `reserve` made (in this process or another, before
+   * a restart or after), to release or settle. Holding it again is idempotent.
+   */
+  holdAgain(held: HeldReservation): Reservation;
   /** Bytes currently reserved by uploads in flight (all subjects). */
   reservedTotal(): Promise<number>;
 }
@@ -67,6 +94,8 @@ export interface DailyCapLedgerOptions {
 export class DailyCapLedger implements CapLedger {
   readonly #options: DailyCapLedgerOptions;
   readonly #reserved = new Map<string, number>();
+  /** Lasting reservations by id, so holding one again never counts it twice. */
+  readonly #lasting = new Map<string, Reservation>();
 
   constructor(options: DailyCapLedgerOptions) {
     this.#options = options;
@@ -91,31 +120,52 @@ export class DailyCapLedger implements CapLedger {
    * Reserves bytes if they fit under the cap. Synchronous from check to
    * reserve, so two requests can never both see the same free space.
    */
-  async reserve(subject: string, bytes: number, capBytes: number): Promise<ReserveResult> {
+  async reserve(
+    subject: string,
+    bytes: number,
+    capBytes: number,
+    options: ReserveOptions = {},
+  ): Promise<ReserveResult> {
     const status = this.#statusNow(subject, capBytes);
     if (status.usedBytes + status.reservedBytes + bytes > capBytes) return { ok: false, status };
-    const key = keyOf(subject, status.day);
-    this.#reserved.set(key, status.reservedBytes + bytes);
+    const reservation = this.#hold({ id: crypto.randomUUID(), subject, day: status.day, bytes });
+    if (options.lasting) this.#lasting.set(reservation.id, reservation);
+    const after = { ...status, reservedBytes: status.reservedBytes + bytes };
+    after.remainingBytes = Math.max(0, capBytes - after.usedBytes - after.reservedBytes);
+    return { ok: true, reservation, status: after };
+  }
+
+  /**
+   * A lasting reservation, held again: after a restart, the resumable uploads'
+   * records name what this process's memory lost (resumable/ does that at start).
+   */
+  holdAgain(held: HeldReservation): Reservation {
+    const known = this.#lasting.get(held.id);
+    if (known) return known;
+    const reservation = this.#hold(held);
+    this.#lasting.set(held.id, reservation);
+    return reservation;
+  }
+
+  /** Counts the bytes as reserved; the handle gives them back once. */
+  #hold(held: HeldReservation): Reservation {
+    const key = keyOf(held.subject, held.day);
+    this.#reserved.set(key, (this.#reserved.get(key) ?? 0) + held.bytes);
     let released = false;
     const releaseNow = () => {
       if (released) return;
       released = true;
-      const left = (this.#reserved.get(key) ?? 0) - bytes;
+      this.#lasting.delete(held.id);
+      const left = (this.#reserved.get(key) ?? 0) - held.bytes;
       if (left > 0) this.#reserved.set(key, left);
       else this.#reserved.delete(key);
     };
-    const reservation: Reservation = {
-      id: crypto.randomUUID(),
-      subject,
-      day: status.day,
-      bytes,
+    return {
+      ...held,
       release: async () => releaseNow(),
       // In memory, settling is releasing: the counter in SQLite already has the bytes.
       markSettled: releaseNow,
     };
-    const after = { ...status, reservedBytes: status.reservedBytes + bytes };
-    after.remainingBytes = Math.max(0, capBytes - after.usedBytes - after.reservedBytes);
-    return { ok: true, reservation, status: after };
   }
 
   async reservedTotal(): Promise<number> {

@@ -86,7 +86,7 @@ export class UploadPolicies {
         maxFileBytes,
         dailyCapBytes: config.sponsored.dailyCapBytes,
         termDays,
-        usageSubject: `ip:${caller.clientKey}`,
+        usageSubject: usageSubjectOf(caller),
         capExceededCode: "rate_limited",
       };
     }
@@ -94,7 +94,7 @@ export class UploadPolicies {
       tier,
       maxFileBytes,
       termDays,
-      usageSubject: `user:${caller.sub}`,
+      usageSubject: usageSubjectOf(caller),
       capExceededCode: "quota_exceeded" as const,
     };
     const { account } = caller;
@@ -125,6 +125,14 @@ export class UploadPolicies {
       walletBalance,
     };
   }
+}
+
+/**
+ * The counter a caller's bytes are charged to: "ip:<client key>" sponsored,
+ * "user:<sub>" with a token. Also who a resumable upload belongs to.
+ */
+export function usageSubjectOf(caller: Caller): string {
+  return caller.kind === "sponsored" ? `ip:${caller.clientKey}` : `user:${caller.sub}`;
 }
 
 /** balance × bytes per whole token, rounded down; exact in bigint, capped to a safe integer. */

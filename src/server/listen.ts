@@ -7,6 +7,7 @@
  * net/tls_reload.ts); or, with --connection-bounds false, Deno.serve.
  * start.ts knows only `bindListener` and `Listener`.
  */
+import { settlesWithin } from "../clock.ts";
 import { ApiError, errorResponse } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import type { TlsConfig, TlsPair } from "../net/tls_files.ts";
@@ -95,19 +96,14 @@ export function bindListener(options: ListenOptions): Listener {
     bounded: server.bounded,
     connectionStats: () => server.connectionStats,
     stopCertificateReload: async () => await reload?.stop(),
-    close: () => settlesWithin(server.shutdown(), SERVER_CLOSE_TIMEOUT_MS),
+    close: async () => {
+      // The shutdown's own verdict (false: connections were cut), if it came in time.
+      let drained = false;
+      const inTime = await settlesWithin(
+        server.shutdown().then((verdict) => drained = verdict),
+        SERVER_CLOSE_TIMEOUT_MS,
+      );
+      return inTime && drained;
+    },
   };
-}
-
-/** The promise's own verdict if it settled within ms; false otherwise. */
-async function settlesWithin(promise: Promise<boolean>, ms: number): Promise<boolean> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<boolean>((resolve) => timer = setTimeout(() => resolve(false), ms)),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -7,7 +7,8 @@
  *   backends ─┬─ pieces:   hash workers, digests, catalog, reachability,
  *             │            retrieval (with the small-piece cache), corrupt
  *             │            watch, leftover sweep, periodic scrub, IPFS blocks
- *             │            (block index)
+ *             │            (block index), resumable uploads (and their expiry
+ *             │            sweep)
  *             ├─ accounts: token service (HMAC key), authenticator, signup
  *             │            and nonce limits, wallet chain, upload policies, mailer
  *             └─ uploads:  admission, drain, metrics
@@ -56,6 +57,8 @@ import { StoreReachability } from "../storage/reachability.ts";
 import { scrubPieces } from "../ops/scrub.ts";
 import { WalletChain } from "../wallet/chain.ts";
 import { pieceOffloadOf } from "./piece_offload.ts";
+import { ExpirySweep } from "../resumable/expiry_sweep.ts";
+import { ResumableUploads } from "../resumable/resumable_uploads.ts";
 
 export interface ServiceDeps {
   config: Config;
@@ -74,6 +77,8 @@ export interface ServiceDeps {
   scrubIntervalMs: number;
   /** Between two sweeps of interrupted uploads' leftovers (the first runs at once). */
   leftoverSweepIntervalMs: number;
+  /** Between two sweeps of expired resumable uploads. */
+  resumableSweepIntervalMs: number;
 }
 
 /** Everything that exists before the listener is bound (see routeServicesOf for the rest). */
@@ -131,6 +136,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     hashPool: pieces.hashPool,
     retrieval: pieces.retrieval,
     ipfsBlocks: pieces.ipfsBlocks,
+    resumable: pieces.resumable,
     tokens: accounts.tokens,
     authenticator: accounts.authenticator,
     policies: accounts.policies,
@@ -248,16 +254,35 @@ async function buildPieceServices(
         }),
     })
     : null;
+  const resumable = new ResumableUploads({
+    records: deps.metadata.resumableUploads,
+    store,
+    catalog,
+    ledger: deps.metadata.capLedger,
+    hashPool,
+    clock,
+    logger,
+  });
+  // A data directory's ledger is in memory: the uploads' records say what it held.
+  const held = await resumable.holdReservationsAgain();
+  if (held > 0) logger.info("resumable uploads waiting for more bytes", { uploads: held });
+  const expirySweep = new ExpirySweep({
+    uploads: resumable,
+    intervalMs: deps.resumableSweepIntervalMs,
+    logger,
+  });
   return {
     hashPool,
     digests,
     catalog,
     retrieval,
     ipfsBlocks: new BlockSource({ records: deps.metadata.blocks, catalog, store }),
+    resumable,
     async stop() {
       reachability.stop();
       corruptWatch.stop();
       await leftoverSweep.stop();
+      await expirySweep.stop();
       await periodicScrub?.stop();
       await digests.stop();
       hashPool?.close();

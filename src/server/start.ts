@@ -16,7 +16,7 @@ import type { BackendNeeds, OpenBackendsOptions } from "../backends_open.ts";
 import type { Metadata } from "../metadata.ts";
 import type { Database } from "../db/sqlite/database.ts";
 import { createApp } from "../http/app.ts";
-import { createRoutes } from "../http/routes.ts";
+import { createRoutes, tusDiscovery } from "../http/routes.ts";
 import type { RouteServices } from "../http/routes.ts";
 import type { Route } from "../http/router.ts";
 import { createStderrLogger, resolveLogFormat } from "../log.ts";
@@ -50,6 +50,8 @@ export interface StartServerOptions {
   leftoverSweepIntervalMs?: number;
   /** With PostgreSQL: heartbeat and dead-after times (tests shorten them; default 5 s, 30 s). */
   postgresTimings?: OpenBackendsOptions<BackendNeeds>["postgresTimings"];
+  /** How often expired resumable uploads are swept (default 60 s). */
+  resumableSweepIntervalMs?: number;
 }
 
 export interface RunningServer {
@@ -115,6 +117,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     storeProbeIntervalMs: options.storeProbeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
     scrubIntervalMs: options.scrubIntervalMs ?? config.scrubIntervalHours * HOUR_MS,
     leftoverSweepIntervalMs: options.leftoverSweepIntervalMs ?? DEFAULT_LEFTOVER_SWEEP_MS,
+    resumableSweepIntervalMs: options.resumableSweepIntervalMs ?? 60_000,
   });
 
   // With --port 0 the base URL is known only once bound. Requests are dispatched
@@ -169,6 +172,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     bodyMinRate: bodyMinRateOf(config),
     uploadDrain: services.uploadDrain,
     metrics: services.metrics?.requests ?? null,
+    preflightExtras: (pathname) => tusDiscovery(config, pathname),
   });
 
   return {

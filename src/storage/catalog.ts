@@ -37,6 +37,7 @@ import type {
   CatalogRecords,
   DealRecord,
   PieceRecord,
+  RecordUploadInput,
   SettledReservation,
 } from "../db/records.ts";
 import type { Tier } from "../domain.ts";
@@ -69,7 +70,21 @@ export interface AcceptUploadInput {
   reservation?: SettledReservation | null;
   /** The blocks of a CAR upload, indexed with the deal (ipfs/car_upload.ts). */
   blocks?: BlockLocations | null;
+  /** The resumable upload this finishes, marked finished in the deal's commit. */
+  finishesResumable?: RecordUploadInput["finishesResumable"];
 }
+
+/** A deal on bytes already stored: the upload's terms without the bytes. */
+export type AcceptDealInput = Omit<
+  AcceptUploadInput,
+  "staged" | "contentType" | "filename" | "cidVerified" | "finishesResumable" | "blocks"
+>;
+
+/** What a deal without bytes found: the deal, or why there is none. */
+export type AcceptDealOutcome =
+  | { kind: "deal"; deal: DealRecord }
+  | { kind: "not_stored" }
+  | { kind: "corrupt" };
 
 export interface CatalogOptions {
   store: PieceStore;
@@ -92,6 +107,32 @@ export class PieceCatalog {
 
   getPiece(cid: string): Promise<PieceRecord | null> {
     return this.#options.records.getPiece(cid);
+  }
+
+  getDeal(id: string): Promise<DealRecord | null> {
+    return this.#options.records.getDeal(id);
+  }
+
+  /**
+   * A deal on a piece that is stored already, made without its bytes (POST
+   * /api/deals) and charged as an upload of them would be: the piece's size,
+   * type and name. A piece marked corrupt makes none (its bytes are not what
+   * the cid says until an upload repairs them).
+   */
+  acceptDeal(input: AcceptDealInput): Promise<AcceptDealOutcome> {
+    return this.#options.cidLocks.run(input.cid, async (lost) => {
+      const piece = await this.#options.records.getPiece(input.cid);
+      if (piece === null) return { kind: "not_stored" };
+      if (piece.corruptAt) return { kind: "corrupt" };
+      const deal = await this.#recordDeal(input, {
+        size: piece.size,
+        contentType: piece.contentType,
+        filename: piece.filename,
+        newPiece: null,
+        repairedPiece: null,
+      }, lost);
+      return { kind: "deal", deal };
+    });
   }
 
   /**
@@ -121,7 +162,7 @@ export class PieceCatalog {
   }
 
   async #accept(input: AcceptUploadInput, lockLost: AbortSignal): Promise<DealRecord> {
-    const { records, clock, dealIds, digests } = this.#options;
+    const { records, clock, digests } = this.#options;
     const existing = await records.getPiece(input.cid);
     let newPiece: PieceRecord | null = null;
     let repairedPiece: { cid: string; sha256: string } | null = null;
@@ -157,35 +198,59 @@ export class PieceCatalog {
         corruptAt: null,
       };
     }
+    const deal = await this.#recordDeal(input, {
+      size: input.staged.size,
+      contentType: input.contentType,
+      filename: input.filename,
+      newPiece,
+      repairedPiece,
+    }, lockLost);
+    if (newPiece?.sha256 === null) digests.enqueue(input.cid);
+    return deal;
+  }
+
+  /** Writes the deal, its usage and what became of the piece in one commit. */
+  async #recordDeal(
+    input: AcceptDealInput & Pick<AcceptUploadInput, "finishesResumable" | "blocks">,
+    what: {
+      size: number;
+      contentType: string;
+      filename: string | null;
+      newPiece: PieceRecord | null;
+      repairedPiece: { cid: string; sha256: string } | null;
+    },
+    lockLost: AbortSignal,
+  ): Promise<DealRecord> {
+    const now = this.#options.clock.now();
     const deal: DealRecord = {
-      id: dealIds.next(),
+      id: this.#options.dealIds.next(),
       cid: input.cid,
       tier: input.tier,
       ownerSub: input.owner?.sub ?? null,
       ownerName: input.owner?.name ?? null,
-      size: input.staged.size,
-      contentType: input.contentType,
-      filename: input.filename,
+      size: what.size,
+      contentType: what.contentType,
+      filename: what.filename,
       termDays: input.termDays,
       createdAt: toRfc3339(now),
       termEndsAt: toRfc3339(addDays(now, input.termDays)),
     };
     try {
       stopIfLost(lockLost);
-      await records.recordUpload({
-        newPiece,
-        repairedPiece,
+      await this.#options.records.recordUpload({
+        newPiece: what.newPiece,
+        repairedPiece: what.repairedPiece,
         deal,
-        usage: { subject: input.usageSubject, day: input.usageDay, bytes: input.staged.size },
+        usage: { subject: input.usageSubject, day: input.usageDay, bytes: what.size },
         reservation: input.reservation,
         blocks: input.blocks,
+        finishesResumable: input.finishesResumable,
       });
     } catch (error) {
       // The file must not outlive a row that never appeared (if it never did).
-      if (newPiece) await this.#dropUnrecorded(input.cid, lockLost);
+      if (what.newPiece) await this.#dropUnrecorded(input.cid, lockLost);
       throw error;
     }
-    if (newPiece?.sha256 === null) digests.enqueue(input.cid);
     return deal;
   }
 

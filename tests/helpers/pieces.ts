@@ -2,9 +2,15 @@
 import { listFiles } from "./files.ts";
 import { shardOf } from "../../src/storage/driver/disk/layout.ts";
 
-/** Committed piece files under <dataDir>/pieces (shard paths), temp files excluded. */
+/** Committed piece files under <dataDir>/pieces (shard paths), temp and partial files excluded. */
 export async function storedPieces(dataDir: string): Promise<string[]> {
-  return (await listFiles(`${dataDir}/pieces`)).filter((f) => !f.startsWith("tmp/"));
+  return (await listFiles(`${dataDir}/pieces`))
+    .filter((f) => !f.startsWith("tmp/") && !f.startsWith("partial/"));
+}
+
+/** Files in <dataDir>/pieces/partial: resumable uploads' bytes (one per upload). */
+export async function partialFiles(dataDir: string): Promise<string[]> {
+  return await listFiles(`${dataDir}/pieces/partial`);
 }
 
 /** Files in <dataDir>/pieces/tmp: uploads being staged, or their leftovers. */

@@ -28,6 +28,8 @@ export interface TestServerOptions {
   leftoverSweepIntervalMs?: number;
   /** With --database: heartbeat and dead-after times (the server's defaults are 5 s, 30 s). */
   postgresTimings?: { heartbeatMs?: number; deadAfterMs?: number };
+  /** How often expired resumable uploads are swept (the server's default is 60 s). */
+  resumableSweepIntervalMs?: number;
 }
 
 export interface TestServer extends AsyncDisposable {
@@ -70,6 +72,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     tlsPollIntervalMs: options.tlsPollIntervalMs,
     leftoverSweepIntervalMs: options.leftoverSweepIntervalMs,
     postgresTimings: options.postgresTimings,
+    resumableSweepIntervalMs: options.resumableSweepIntervalMs,
     logger: createJsonLogger((line) => logs.push(JSON.parse(line))),
   });
   const url = server.url;

@@ -87,6 +87,11 @@ const RULES: Rule[] = [
     from: "ipfs/",
     mayNotImport: ["http/", "config/", "ops/", "cli/", "db/sqlite/", "db/postgres/"],
   },
+  // Resumable uploads are domain code too: the catalog, the driver, the ledger; no HTTP, no dialect.
+  {
+    from: "resumable/",
+    mayNotImport: ["http/", "config/", "ops/", "cli/", "db/sqlite/", "db/postgres/", "server/"],
+  },
   // The chain code answers balances and signatures; who asks, and over what, is not its business.
   { from: "wallet/", mayNotImport: ["http/", "db/", "auth/", "storage/"] },
   // The listener and the TLS files are given plain values: no config, no HTTP.

@@ -17,12 +17,20 @@
  * bytes move from reserved to used in one step. An instance that dies (SIGKILL, lost host)
  * cannot release: its heartbeat stops and a live instance releases its rows
  * (instances.ts). A release that fails because the database is briefly away
- * is retried by this instance's heartbeat.
+ * is retried by this instance's heartbeat. A lasting reservation (a resumable
+ * upload's) has no instance: its upload's finish, end or expiry releases it.
  */
 import type { Clock } from "../../clock.ts";
 import { utcDay } from "../../clock.ts";
 import { capStatusOf } from "../../limits/daily_caps.ts";
-import type { CapLedger, CapStatus, Reservation, ReserveResult } from "../../limits/daily_caps.ts";
+import type {
+  CapLedger,
+  CapStatus,
+  HeldReservation,
+  Reservation,
+  ReserveOptions,
+  ReserveResult,
+} from "../../limits/daily_caps.ts";
 import type { Sql } from "./connection.ts";
 
 export interface PostgresCapLedgerOptions {
@@ -53,8 +61,15 @@ export class PostgresCapLedger implements CapLedger {
     });
   }
 
-  async reserve(subject: string, bytes: number, capBytes: number): Promise<ReserveResult> {
-    const { sql, clock, instanceId } = this.#options;
+  async reserve(
+    subject: string,
+    bytes: number,
+    capBytes: number,
+    options: ReserveOptions = {},
+  ): Promise<ReserveResult> {
+    const { sql, clock } = this.#options;
+    // A lasting reservation (a resumable upload's) is no instance's: its upload releases it.
+    const instanceId = options.lasting ? null : this.#options.instanceId;
     const now = clock.now();
     const day = utcDay(now);
     const id = crypto.randomUUID();
@@ -92,6 +107,15 @@ export class PostgresCapLedger implements CapLedger {
       markSettled: () => void (released ??= Promise.resolve()),
     };
     return { ok: true, reservation, status };
+  }
+
+  holdAgain(held: HeldReservation): Reservation {
+    let released: Promise<void> | null = null;
+    return {
+      ...held,
+      release: () => released ??= this.#release(held.id),
+      markSettled: () => void (released ??= Promise.resolve()),
+    };
   }
 
   async reservedTotal(): Promise<number> {

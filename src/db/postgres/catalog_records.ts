@@ -6,6 +6,7 @@
  */
 import type { Sql } from "./connection.ts";
 import { indexBlocks } from "./block_records.ts";
+import { ResumableUploadMovedError } from "../records.ts";
 import type {
   CatalogRecords,
   DealRecord,
@@ -161,6 +162,13 @@ export class PostgresCatalogRecords implements CatalogRecords {
           await tx`UPDATE usage_daily SET reserved_bytes = reserved_bytes - ${held.bytes}
             WHERE subject = ${held.subject} AND day = ${held.day}`;
         }
+      }
+      const finished = input.finishesResumable;
+      if (finished) {
+        const marked = await tx`UPDATE resumable_uploads SET received = length,
+            staging = 'null', deal_id = ${d.id}, expires_ms = ${finished.expiresMs}
+          WHERE id = ${finished.id} AND received = ${finished.fromBytes} AND deal_id IS NULL`;
+        if (marked.count !== 1) throw new ResumableUploadMovedError(finished.id);
       }
     });
     input.reservation?.markSettled();

@@ -77,13 +77,20 @@ export async function sweepDeadInstances(
   return { instances: dead.count, ...await releaseOrphanReservations(sql) };
 }
 
-/** Releases reservations whose instance has no row any more, in one statement. */
+/**
+ * Releases reservations whose instance has no row any more, and lasting ones
+ * (no instance) whose resumable upload is gone for an hour (a crash between
+ * its removal and the release), in one statement.
+ */
 async function releaseOrphanReservations(
   sql: Sql,
 ): Promise<{ reservations: number; bytes: number }> {
   const [row] = await sql`WITH gone AS (
       DELETE FROM cap_reservations r
-      WHERE NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = r.instance_id)
+      WHERE (r.instance_id IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = r.instance_id))
+        OR (r.instance_id IS NULL AND r.created_at < now() - interval '1 hour'
+          AND NOT EXISTS (SELECT 1 FROM resumable_uploads u WHERE u.reservation_id = r.id))
       RETURNING subject, day, bytes
     ), sums AS (
       SELECT subject, day, SUM(bytes)::int8 AS bytes, COUNT(*)::int8 AS n

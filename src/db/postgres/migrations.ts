@@ -145,8 +145,39 @@ CREATE TABLE blocks (
 CREATE INDEX blocks_by_piece ON blocks (piece_cid);
 `;
 
+/**
+ * Resumable (tus) uploads (SQLite's migration 11, same columns), and the cap
+ * reservations they hold: those belong to no instance (instance_id NULL), so
+ * an instance's death does not release them; the upload's expiry does.
+ */
+const RESUMABLE_UPLOADS = `
+CREATE TABLE resumable_uploads (
+  id              TEXT COLLATE "C" PRIMARY KEY,
+  cid             TEXT NOT NULL,
+  length          BIGINT NOT NULL CHECK (length > 0),
+  received        BIGINT NOT NULL DEFAULT 0 CHECK (received >= 0 AND received <= length),
+  content_type    TEXT NOT NULL,
+  filename        TEXT,
+  metadata        TEXT NOT NULL,
+  tier            TEXT NOT NULL CHECK (tier IN ('sponsored', 'token', 'wallet')),
+  usage_subject   TEXT NOT NULL,
+  owner_sub       TEXT,
+  owner           TEXT,
+  term_days       INTEGER NOT NULL,
+  reservation_id  TEXT NOT NULL,
+  reservation_day TEXT NOT NULL,
+  staging         TEXT NOT NULL,
+  created_at      TEXT NOT NULL,
+  expires_ms      BIGINT NOT NULL,
+  deal_id         TEXT
+);
+CREATE INDEX resumable_uploads_by_expiry ON resumable_uploads (expires_ms);
+ALTER TABLE cap_reservations ALTER COLUMN instance_id DROP NOT NULL;
+`;
+
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, sql: INITIAL },
   { version: 2, sql: SIGNUP_CODES_PER_CLIENT },
   { version: 3, sql: BLOCKS },
+  { version: 5, sql: RESUMABLE_UPLOADS },
 ];

@@ -27,6 +27,7 @@ import { PostgresHmacKeys } from "./hmac_keys.ts";
 import { InstanceHeartbeat } from "./instances.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import type { PostgresMigration } from "./migrations.ts";
+import { PostgresResumableUploadRecords } from "./resumable_upload_records.ts";
 import { PostgresRowTarget, readSnapshot } from "./row_copy.ts";
 import type { RowSource, SnapshotSource } from "../row_copy.ts";
 import { PostgresSignupCodeRecords } from "./signup_code_records.ts";
@@ -75,6 +76,7 @@ export class PostgresDatabase implements SnapshotSource {
   readonly tokens: PostgresTokenRecords;
   readonly signupCodes: PostgresSignupCodeRecords;
   readonly walletNonces: PostgresWalletNonceRecords;
+  readonly resumableUploads: PostgresResumableUploadRecords;
   readonly capLedger: PostgresCapLedger;
   readonly cidLocks: PostgresCidLocks;
   readonly hmacKeys: PostgresHmacKeys;
@@ -123,6 +125,7 @@ export class PostgresDatabase implements SnapshotSource {
     this.tokens = new PostgresTokenRecords(sql);
     this.signupCodes = new PostgresSignupCodeRecords(sql);
     this.walletNonces = new PostgresWalletNonceRecords(sql);
+    this.resumableUploads = new PostgresResumableUploadRecords(sql);
     this.capLedger = new PostgresCapLedger({
       sql,
       clock: options.clock ?? systemClock,

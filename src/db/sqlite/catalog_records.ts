@@ -10,6 +10,7 @@ import type { StatementSync } from "node:sqlite";
 import { transaction } from "./database.ts";
 import type { Database } from "./database.ts";
 import { SqliteBlockRecords } from "./block_records.ts";
+import { ResumableUploadMovedError } from "../records.ts";
 import type {
   CatalogRecords,
   DealRecord,
@@ -41,6 +42,7 @@ export class SqliteCatalogRecords implements CatalogRecords {
   readonly #extendDeal: StatementSync;
   readonly #usageRange: StatementSync;
   readonly #blocks: SqliteBlockRecords;
+  readonly #finishResumable: StatementSync;
 
   constructor(db: Database, blocks: SqliteBlockRecords = new SqliteBlockRecords(db)) {
     this.#db = db;
@@ -106,6 +108,10 @@ export class SqliteCatalogRecords implements CatalogRecords {
     this.#getDeal = db.prepare(`SELECT ${dealColumns} FROM deals WHERE id = ?`);
     this.#extendDeal = db.prepare(
       `UPDATE deals SET term_days = term_days + ?, term_ends_at = ? WHERE id = ?`,
+    );
+    this.#finishResumable = db.prepare(
+      `UPDATE resumable_uploads SET received = length, staging = 'null', deal_id = ?,
+         expires_ms = ? WHERE id = ? AND received = ? AND deal_id IS NULL`,
     );
     this.#usageRange = db.prepare(
       `SELECT day, bytes, uploads FROM usage_daily
@@ -233,6 +239,16 @@ export class SqliteCatalogRecords implements CatalogRecords {
       );
       this.#addUsage.run(input.usage.subject, input.usage.day, input.usage.bytes);
       if (input.blocks) this.#blocks.indexBlocks(d.cid, input.blocks);
+      const finished = input.finishesResumable;
+      if (
+        finished &&
+        Number(
+            this.#finishResumable.run(d.id, finished.expiresMs, finished.id, finished.fromBytes)
+              .changes,
+          ) !== 1
+      ) {
+        throw new ResumableUploadMovedError(finished.id);
+      }
     });
     // In the commit's synchronous step: no request sees the bytes both used and reserved.
     input.reservation?.markSettled();

@@ -117,6 +117,42 @@ export const RESPONSE_HEADERS = {
     description: "Accept picks the answer's format",
     schema: { ...stringSchema, const: "Accept" },
   },
+  Location: {
+    description: "The new upload's URL, to PATCH, HEAD, GET and DELETE",
+    schema: { ...stringSchema, format: "uri" },
+  },
+  "Tus-Resumable": {
+    description: "The tus protocol version this answer speaks",
+    schema: { ...stringSchema, const: "1.0.0" },
+  },
+  "Tus-Version": {
+    description: "The tus protocol versions this server speaks",
+    schema: { ...stringSchema, const: "1.0.0" },
+  },
+  "Upload-Offset": {
+    description: "Bytes of the upload the server has stored",
+    schema: { ...integerSchema, minimum: 0 },
+  },
+  "Upload-Length": {
+    description: "Bytes the upload will have (its Upload-Length at creation)",
+    schema: { ...integerSchema, minimum: 1 },
+  },
+  "Upload-Metadata": {
+    description: "The Upload-Metadata the upload was created with",
+    schema: stringSchema,
+  },
+  "Upload-Expires": {
+    description: "When an unfinished upload goes (24 hours after its last byte), RFC 9110 date",
+    schema: stringSchema,
+  },
+  "X-Storage-Cid": {
+    description: "On the answer that finished the upload: the cid its deal is for",
+    schema: stringSchema,
+  },
+  "X-Storage-Deal-Id": {
+    description: "On the answer that finished the upload: the deal its last byte made",
+    schema: stringSchema,
+  },
 } satisfies Record<string, HeaderDoc>;
 
 export type HeaderName = keyof typeof RESPONSE_HEADERS;

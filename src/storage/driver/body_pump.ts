@@ -18,6 +18,17 @@ export interface PumpedBody {
   size: number;
   /** Lowercase hex, when StageOptions.computeSha256 is not false. */
   sha256: string | null;
+  /** With keepCutBody: why the body ended before expectedBytes (null when it did not). */
+  cut: StoreError | null;
+}
+
+export interface PumpOptions extends StageOptions {
+  /**
+   * A body that ends early (cut, stalled, aborted, or simply shorter) is not a
+   * failure: every byte read was written, and `cut` says why it ended
+   * (resumable uploads keep what arrived). Default false: it throws.
+   */
+  keepCutBody?: boolean;
 }
 
 /**
@@ -26,7 +37,7 @@ export interface PumpedBody {
  */
 export async function pumpBody(
   body: ReadableStream<Uint8Array>,
-  options: StageOptions,
+  options: PumpOptions,
   write: (chunk: Uint8Array) => Promise<void>,
 ): Promise<PumpedBody> {
   const reader = createChunkReader(body, { expectedBytes: options.expectedBytes, buffers: 2 });
@@ -41,11 +52,12 @@ export async function pumpBody(
   const hash = options.computeSha256 === false ? null : createHash("sha256");
   let size = 0;
   let writing: Promise<void> | null = null;
+  let cut: StoreError | null = null;
   try {
     if (options.signal?.aborted) {
       throw new StoreError("short_body", "Cannot store upload: it was aborted");
     }
-    for (let chunk; (chunk = await readNext(reader, watchdog)) !== null;) {
+    for (let chunk; (chunk = await readCut(reader, watchdog, options, (e) => cut = e)) !== null;) {
       size += chunk.byteLength;
       watchdog?.received(chunk.byteLength);
       if (size > options.expectedBytes) {
@@ -70,12 +82,30 @@ export async function pumpBody(
     reader.release();
   }
   if (size !== options.expectedBytes) {
-    throw new StoreError(
+    const short = new StoreError(
       "short_body",
       `Cannot store upload: got ${size} of ${options.expectedBytes} bytes`,
     );
+    if (!options.keepCutBody) throw short;
+    cut ??= short;
   }
-  return { size, sha256: hash?.digest("hex") ?? null };
+  return { size, sha256: hash?.digest("hex") ?? null, cut };
+}
+
+/** readNext, but with keepCutBody a body that fails ends the loop (null) and is noted. */
+async function readCut(
+  reader: ChunkReader,
+  watchdog: ReadWatchdog | null,
+  options: PumpOptions,
+  noteCut: (error: StoreError) => void,
+): Promise<Uint8Array | null> {
+  if (!options.keepCutBody) return await readNext(reader, watchdog);
+  try {
+    return await readNext(reader, watchdog);
+  } catch (error) {
+    noteCut(error as StoreError);
+    return null;
+  }
 }
 
 async function readNext(

@@ -82,6 +82,73 @@ export interface StageOptions {
   computeSha256?: boolean;
 }
 
+/**
+ * Where a resumable upload's bytes are while it is incomplete: a value the
+ * caller keeps (as JSON, in the database) and hands back to every call, so
+ * any process that shares the store and the database can continue it.
+ */
+export interface PartialState {
+  /** The upload's id: 32 hex digits. */
+  readonly id: string;
+  /** Bytes stored so far. */
+  readonly size: number;
+  /** The driver's own description of them (JSON values only). */
+  readonly data?: unknown;
+}
+
+export interface AppendOptions {
+  /** At most this many bytes (the declared Content-Length, or what the upload still lacks). */
+  expectedBytes: number;
+  /** Sees every chunk, in order, as StageOptions.onChunk does. */
+  onChunk?: (chunk: Uint8Array) => Promise<void> | undefined;
+  /** Aborting ends the append like a cut body: what arrived is kept. */
+  signal?: AbortSignal;
+  /** A body silent this long ends the append like a cut body. */
+  idleTimeoutMs?: number;
+}
+
+export interface AppendResult {
+  /** The state with the appended bytes: the caller records it. */
+  state: PartialState;
+  /** Why the body ended before expectedBytes (it was cut, stalled, aborted); null if it did not. */
+  cut: StoreError | null;
+}
+
+/**
+ * The bytes of resumable uploads (tus), appended over many requests and kept
+ * across restarts until the upload finishes (`staged` → commit), ends or
+ * expires (`remove`). Every append starts where the recorded state ends: bytes
+ * an append wrote that were never recorded (a crash, a writer that lost the
+ * race) are overwritten or forgotten.
+ */
+export interface PartialStore {
+  /** An empty partial upload under id, for `length` bytes in all. */
+  create(id: string, options: { length: number }): Promise<PartialState>;
+  /**
+   * Appends the body at state.size. A body that ends early is no failure: what
+   * arrived is stored and `cut` says why. A store failure throws, and the state
+   * to record is then still the one given.
+   */
+  append(
+    state: PartialState,
+    body: ReadableStream<Uint8Array>,
+    options: AppendOptions,
+  ): Promise<AppendResult>;
+  /** Bytes [from, to) of the partial upload, read back (to rebuild a hash after a restart). */
+  read(
+    state: PartialState,
+    range: { from: number; to: number; signal?: AbortSignal },
+  ): ReadableStream<Uint8Array>;
+  /** The whole partial upload as a staged piece, committed or discarded like stage()'s. */
+  staged(state: PartialState, digest: { sha256: string | null }): StagedPiece;
+  /** After `current` was recorded: drops what `previous` held that `current` does not. */
+  release(previous: PartialState, current: PartialState): Promise<void>;
+  /** Removes a partial upload and whatever its appends left. */
+  remove(id: string): Promise<void>;
+  /** The partial uploads present, with when each last changed (for sweeping orphans). */
+  list(): AsyncIterable<{ id: string; modifiedMs: number }>;
+}
+
 export interface PieceStore {
   /** Value of the X-Service-Source header: "stage" (local disk) or "r2". */
   readonly source: string;
@@ -106,6 +173,8 @@ export interface PieceStore {
   list(): AsyncIterable<string>;
   /** Removes leftovers of uploads that were in flight when the process died. */
   cleanup(options?: CleanupOptions): Promise<{ removedTemporaryFiles: number }>;
+  /** Resumable uploads' bytes (tus). */
+  readonly partials: PartialStore;
 }
 
 export interface CleanupOptions {

@@ -4,7 +4,14 @@
  * starts, so /healthz can say why; every piece operation is "offline".
  */
 import { StoreError } from "./driver.ts";
-import type { OpenedPiece, PieceStore, StagedPiece, StoreHealth } from "./driver.ts";
+import type {
+  OpenedPiece,
+  PartialState,
+  PartialStore,
+  PieceStore,
+  StagedPiece,
+  StoreHealth,
+} from "./driver.ts";
 
 export class UnboundStore implements PieceStore {
   readonly source = "stage";
@@ -44,6 +51,21 @@ export class UnboundStore implements PieceStore {
   cleanup(): Promise<{ removedTemporaryFiles: number }> {
     return Promise.resolve({ removedTemporaryFiles: 0 });
   }
+
+  readonly partials: PartialStore = {
+    create: () => Promise.reject(this.#offline()),
+    append: async (_state: PartialState, body: ReadableStream<Uint8Array>) => {
+      await body.cancel().catch(() => {});
+      throw this.#offline();
+    },
+    read: () => new ReadableStream({ start: (controller) => controller.error(this.#offline()) }),
+    staged: () => {
+      throw this.#offline();
+    },
+    release: () => Promise.resolve(),
+    remove: () => Promise.reject(this.#offline()),
+    list: async function* () {},
+  };
 
   #offline(): StoreError {
     return new StoreError("offline", `No storage backend bound: ${this.#reason}`);

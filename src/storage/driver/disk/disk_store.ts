@@ -28,6 +28,7 @@ import { bytesInRange } from "../driver.ts";
 import type {
   ByteRange,
   OpenedPiece,
+  PartialStore,
   PieceStore,
   StagedPiece,
   StageOptions,
@@ -35,7 +36,8 @@ import type {
 } from "../driver.ts";
 import { fileRangeStream } from "./file_range.ts";
 import { toStoreError } from "./fs_errors.ts";
-import { assertSafeKey, shardOf, TEMP_DIR, TEMP_SUFFIX } from "./layout.ts";
+import { assertSafeKey, PARTIAL_DIR, shardOf, TEMP_DIR, TEMP_SUFFIX } from "./layout.ts";
+import { DiskPartials } from "./partial_files.ts";
 import { StagedFile } from "./staged_file.ts";
 
 export interface DiskStoreOptions {
@@ -59,6 +61,7 @@ export class DiskStore implements PieceStore {
   readonly #knownShards = new Set<string>();
   /** Temp files of this process's uploads from their creation until they settle. */
   readonly #inUse = new Set<string>();
+  readonly partials: PartialStore;
 
   /** Creates the root (and tmp/) if missing and returns a store on it. */
   static async create(options: DiskStoreOptions): Promise<DiskStore> {
@@ -72,6 +75,11 @@ export class DiskStore implements PieceStore {
     this.#root = options.root.replace(/\/+$/, "") || "/";
     this.#tempDir = joinPath(this.#root, TEMP_DIR);
     this.#share = options.shareWithGroup ?? false;
+    this.partials = new DiskPartials({
+      root: this.#root,
+      prepareTarget: (key) => this.#prepareTarget(key),
+      pieceMode: this.#share ? SHARED_PIECE_MODE : 0o644,
+    });
   }
 
   async check(): Promise<StoreHealth> {
@@ -161,15 +169,19 @@ export class DiskStore implements PieceStore {
     file.close();
     return new StagedFile({
       tempPath,
-      ...pumped,
+      size: pumped.size,
+      sha256: pumped.sha256,
       settled,
-      prepareTarget: async (key) => {
-        const shard = shardOf(key);
-        await this.#ensureShard(shard);
-        const directory = joinPath(this.#root, shard);
-        return { path: joinPath(directory, key), directory };
-      },
+      prepareTarget: (key) => this.#prepareTarget(key),
     });
+  }
+
+  /** A committed key's path, its shard made (and made durable) if needed. */
+  async #prepareTarget(key: string): Promise<{ path: string; directory: string }> {
+    const shard = shardOf(key);
+    await this.#ensureShard(shard);
+    const directory = joinPath(this.#root, shard);
+    return { path: joinPath(directory, key), directory };
   }
 
   async delete(key: string): Promise<boolean> {
@@ -247,10 +259,10 @@ export class DiskStore implements PieceStore {
     }
   }
 
-  /** The shard directories and the committed pieces in them (tmp/ left out), parents first. */
+  /** The shard directories and the committed pieces in them (tmp/, partial/ left out), parents first. */
   async *#entries(): AsyncIterable<{ path: string; name: string; isFile: boolean }> {
     for await (const level1 of readDirQuietly(this.#root)) {
-      if (!level1.isDirectory || level1.name === TEMP_DIR) continue;
+      if (!level1.isDirectory || level1.name === TEMP_DIR || level1.name === PARTIAL_DIR) continue;
       const dir1 = joinPath(this.#root, level1.name);
       yield { path: dir1, name: level1.name, isFile: false };
       for await (const level2 of readDirQuietly(dir1)) {

@@ -5,6 +5,8 @@
  *   pieces/
  *   ├── tmp/              uploads in flight: <random>.part, exclusive-created;
  *   │                     emptied at start-up
+ *   ├── partial/          resumable uploads: <upload id> (32 hex digits), kept
+ *   │                     across restarts until they finish, end or expire
  *   └── 3f/
  *       └── a9/
  *           └── <cid>     a committed piece; 3f/a9 are the first four hex
@@ -15,6 +17,7 @@ import { createHash } from "node:crypto";
 
 export const TEMP_DIR = "tmp";
 export const TEMP_SUFFIX = ".part";
+export const PARTIAL_DIR = "partial";
 
 /** The shard directory of a key, relative to the store root: "3f/a9". */
 export function shardOf(key: string): string {

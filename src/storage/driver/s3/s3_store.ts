@@ -44,6 +44,7 @@ import type {
   ByteRange,
   CleanupOptions,
   OpenedPiece,
+  PartialStore,
   PieceStore,
   StagedPiece,
   StageOptions,
@@ -55,6 +56,7 @@ import type { Clock } from "../../../clock.ts";
 import { MIN_PART_BYTES, sizeOf } from "./multipart_api.ts";
 import { listObjects } from "./object_listing.ts";
 import { sha256OfObject } from "./object_sha256.ts";
+import { S3Partials } from "./partial_objects.ts";
 import { S3Client } from "./s3_client.ts";
 import type { S3ClientOptions } from "./s3_client.ts";
 import { removeStagingLeftovers, stagingKeyOf } from "./staging_leftovers.ts";
@@ -77,6 +79,7 @@ export const S3_STORE_DEFAULTS = {
   partConcurrency: 4,
   keyPrefix: "pieces/",
   stagingPrefix: "staging/",
+  partialPrefix: "partial/",
   staleUploadMs: 24 * HOUR_MS,
   requestTimeoutMs: 30_000,
 } as const;
@@ -106,6 +109,8 @@ export interface S3StoreOptions {
   keyPrefix?: string;
   /** Where uploads are staged (default "staging/"); cleanup() owns everything under it. */
   stagingPrefix?: string;
+  /** Where resumable uploads' bytes live until they finish or expire (default "partial/"). */
+  partialPrefix?: string;
   /** cleanup() removes staging uploads and objects older than this (default 24 h). */
   staleUploadMs?: number;
   /** Bound of one S3 request until its answer's headers (default 30 s); retries get their own. */
@@ -139,21 +144,17 @@ export class S3Store implements PieceStore {
   readonly #writer: string;
   /** Staging keys of this process's uploads from their start until they settle. */
   readonly #inUse = new Set<string>();
+  readonly partials: PartialStore;
 
   constructor(options: S3StoreOptions) {
     const defaults = S3_STORE_DEFAULTS;
     this.source = options.source ?? defaults.source;
     this.#keyPrefix = options.keyPrefix ?? defaults.keyPrefix;
     this.#stagingPrefix = options.stagingPrefix ?? defaults.stagingPrefix;
-    if (
-      this.#keyPrefix.startsWith(this.#stagingPrefix) ||
-      this.#stagingPrefix.startsWith(this.#keyPrefix)
-    ) {
-      // Overlapping, list() would show staging objects and cleanup() would delete pieces.
-      throw new RangeError(
-        `S3 keyPrefix "${this.#keyPrefix}" and stagingPrefix "${this.#stagingPrefix}" overlap`,
-      );
-    }
+    const partialPrefix = options.partialPrefix ?? defaults.partialPrefix;
+    // Overlapping, list() would show staging objects and cleanup() would delete pieces (or
+    // resumable uploads still in progress).
+    assertApart({ keyPrefix: this.#keyPrefix, stagingPrefix: this.#stagingPrefix, partialPrefix });
     this.#partSizeBytes = options.partSizeBytes ?? defaults.partSizeBytes;
     if (this.#partSizeBytes < MIN_PART_BYTES) {
       throw new RangeError(`S3 partSizeBytes must be at least ${MIN_PART_BYTES} (S3's minimum)`);
@@ -181,6 +182,14 @@ export class S3Store implements PieceStore {
     if (!/^[A-Za-z0-9-]+$/.test(this.#writer)) {
       throw new RangeError(`S3 writer "${this.#writer}" must be letters, digits and dashes`);
     }
+    this.partials = new S3Partials({
+      client: this.#client,
+      prefix: partialPrefix,
+      partSizeBytes: this.#partSizeBytes,
+      partConcurrency: this.#partConcurrency,
+      pieceKeyOf: (key) => this.#pieceKeyOf(key),
+      copyLimits: this.#copyLimits,
+    });
   }
 
   /** Whether the bucket answers, bounded: while it is known offline, at once (no request). */
@@ -310,6 +319,18 @@ export class S3Store implements PieceStore {
 function wholeSizeOf(response: Response): number {
   const total = /\/(\d+)$/.exec(response.headers.get("content-range") ?? "");
   return response.status === 206 && total ? Number(total[1]) : sizeOf(response.headers);
+}
+
+/** The bucket's prefixes must not contain each other. */
+function assertApart(prefixes: Record<string, string>): void {
+  const entries = Object.entries(prefixes);
+  for (const [name, prefix] of entries) {
+    for (const [otherName, other] of entries) {
+      if (name !== otherName && prefix.startsWith(other)) {
+        throw new RangeError(`S3 ${name} "${prefix}" and ${otherName} "${other}" overlap`);
+      }
+    }
+  }
 }
 
 function isPieceKey(key: string): boolean {

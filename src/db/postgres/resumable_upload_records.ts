@@ -1,0 +1,74 @@
+/**
+ * Resumable (tus) uploads in PostgreSQL: the same records as
+ * db/sqlite/resumable_upload_records.ts, shared by every instance, so any
+ * instance continues an upload another one started. `advance` records an
+ * append only while the offset is the one it started from, so of two
+ * instances appending at once one wins and the other answers 409.
+ */
+import type { Sql } from "./connection.ts";
+import type { ResumableUploadRecord, ResumableUploadRecords } from "../records.ts";
+
+const COLUMNS = `id, cid, length, received, content_type AS "contentType", filename, metadata,
+  tier, usage_subject AS "usageSubject", owner_sub AS "ownerSub", owner AS "ownerName",
+  term_days AS "termDays", reservation_id AS "reservationId",
+  reservation_day AS "reservationDay", staging, created_at AS "createdAt",
+  expires_ms AS "expiresMs", deal_id AS "dealId"`;
+
+export class PostgresResumableUploadRecords implements ResumableUploadRecords {
+  readonly #sql: Sql;
+
+  constructor(sql: Sql) {
+    this.#sql = sql;
+  }
+
+  async insert(r: ResumableUploadRecord): Promise<void> {
+    await this.#sql`INSERT INTO resumable_uploads (id, cid, length, received, content_type,
+        filename, metadata, tier, usage_subject, owner_sub, owner, term_days, reservation_id,
+        reservation_day, staging, created_at, expires_ms, deal_id)
+      VALUES (${r.id}, ${r.cid}, ${r.length}, ${r.received}, ${r.contentType}, ${r.filename},
+        ${r.metadata}, ${r.tier}, ${r.usageSubject}, ${r.ownerSub}, ${r.ownerName},
+        ${r.termDays}, ${r.reservationId}, ${r.reservationDay}, ${r.staging}, ${r.createdAt},
+        ${r.expiresMs}, ${r.dealId})`;
+  }
+
+  async get(id: string): Promise<ResumableUploadRecord | null> {
+    const [row] = await this.#sql.unsafe(
+      `SELECT ${COLUMNS} FROM resumable_uploads WHERE id = $1`,
+      [id],
+    );
+    return (row as unknown as ResumableUploadRecord | undefined) ?? null;
+  }
+
+  async advance(
+    id: string,
+    update: { fromBytes: number; received: number; staging: string; expiresMs: number },
+  ): Promise<boolean> {
+    const result = await this.#sql`UPDATE resumable_uploads SET received = ${update.received},
+        staging = ${update.staging}, expires_ms = ${update.expiresMs}
+      WHERE id = ${id} AND received = ${update.fromBytes} AND deal_id IS NULL`;
+    return result.count === 1;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const result = await this.#sql`DELETE FROM resumable_uploads WHERE id = ${id}`;
+    return result.count === 1;
+  }
+
+  async expiredBefore(nowMs: number, limit: number): Promise<ResumableUploadRecord[]> {
+    const rows = await this.#sql.unsafe(
+      `SELECT ${COLUMNS} FROM resumable_uploads WHERE expires_ms < $1
+       ORDER BY expires_ms LIMIT $2`,
+      [nowMs, limit],
+    );
+    return rows as unknown as ResumableUploadRecord[];
+  }
+
+  async unfinishedAfter(afterId: string, limit: number): Promise<ResumableUploadRecord[]> {
+    const rows = await this.#sql.unsafe(
+      `SELECT ${COLUMNS} FROM resumable_uploads WHERE deal_id IS NULL AND id > $1
+       ORDER BY id LIMIT $2`,
+      [afterId, limit],
+    );
+    return rows as unknown as ResumableUploadRecord[];
+  }
+}

@@ -1,0 +1,109 @@
+// deno-lint-ignore-file require-await -- async interface (db/records.ts) over node:sqlite's synchronous answers.
+/** Resumable (tus) uploads in a data directory's database (migration 8 says what a row is). */
+import type { StatementSync } from "node:sqlite";
+import type { Database } from "./database.ts";
+import type { ResumableUploadRecord, ResumableUploadRecords } from "../records.ts";
+
+/** The columns as the record's fields, for every SELECT. */
+export const RESUMABLE_COLUMNS = `id, cid, length, received, content_type AS contentType, filename,
+  metadata, tier, usage_subject AS usageSubject, owner_sub AS ownerSub, owner AS ownerName,
+  term_days AS termDays, reservation_id AS reservationId, reservation_day AS reservationDay,
+  staging, created_at AS createdAt, expires_ms AS expiresMs, deal_id AS dealId`;
+
+export class SqliteResumableUploadRecords implements ResumableUploadRecords {
+  readonly #insert: StatementSync;
+  readonly #get: StatementSync;
+  readonly #advance: StatementSync;
+  readonly #delete: StatementSync;
+  readonly #expired: StatementSync;
+  readonly #unfinished: StatementSync;
+
+  constructor(db: Database) {
+    this.#insert = db.prepare(
+      `INSERT INTO resumable_uploads (id, cid, length, received, content_type, filename,
+         metadata, tier, usage_subject, owner_sub, owner, term_days, reservation_id,
+         reservation_day, staging, created_at, expires_ms, deal_id)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.#get = db.prepare(`SELECT ${RESUMABLE_COLUMNS} FROM resumable_uploads WHERE id = ?`);
+    this.#advance = db.prepare(
+      `UPDATE resumable_uploads SET received = ?, staging = ?, expires_ms = ?
+       WHERE id = ? AND received = ? AND deal_id IS NULL`,
+    );
+    this.#delete = db.prepare(`DELETE FROM resumable_uploads WHERE id = ?`);
+    this.#expired = db.prepare(
+      `SELECT ${RESUMABLE_COLUMNS} FROM resumable_uploads WHERE expires_ms < ?
+       ORDER BY expires_ms LIMIT ?`,
+    );
+    this.#unfinished = db.prepare(
+      `SELECT ${RESUMABLE_COLUMNS} FROM resumable_uploads
+       WHERE deal_id IS NULL AND id > ? ORDER BY id LIMIT ?`,
+    );
+  }
+
+  async insert(r: ResumableUploadRecord): Promise<void> {
+    this.#insert.run(
+      r.id,
+      r.cid,
+      r.length,
+      r.received,
+      r.contentType,
+      r.filename,
+      r.metadata,
+      r.tier,
+      r.usageSubject,
+      r.ownerSub,
+      r.ownerName,
+      r.termDays,
+      r.reservationId,
+      r.reservationDay,
+      r.staging,
+      r.createdAt,
+      r.expiresMs,
+      r.dealId,
+    );
+  }
+
+  async get(id: string): Promise<ResumableUploadRecord | null> {
+    const row = this.#get.get(id) as ResumableUploadRecord | undefined;
+    return row ? recordOf(row) : null;
+  }
+
+  async advance(
+    id: string,
+    update: { fromBytes: number; received: number; staging: string; expiresMs: number },
+  ): Promise<boolean> {
+    const result = this.#advance.run(
+      update.received,
+      update.staging,
+      update.expiresMs,
+      id,
+      update.fromBytes,
+    );
+    return Number(result.changes) === 1;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    return Number(this.#delete.run(id).changes) === 1;
+  }
+
+  async expiredBefore(nowMs: number, limit: number): Promise<ResumableUploadRecord[]> {
+    return (this.#expired.all(nowMs, limit) as unknown as ResumableUploadRecord[]).map(recordOf);
+  }
+
+  async unfinishedAfter(afterId: string, limit: number): Promise<ResumableUploadRecord[]> {
+    return (this.#unfinished.all(afterId, limit) as unknown as ResumableUploadRecord[])
+      .map(recordOf);
+  }
+}
+
+/** node:sqlite answers INTEGER columns as numbers already; a spread drops its null prototype. */
+function recordOf(row: ResumableUploadRecord): ResumableUploadRecord {
+  return {
+    ...row,
+    length: Number(row.length),
+    received: Number(row.received),
+    termDays: Number(row.termDays),
+    expiresMs: Number(row.expiresMs),
+  };
+}
