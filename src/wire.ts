@@ -103,6 +103,11 @@ export interface WalletSignInResult {
   jti: string;
 }
 
+/** POST /api/deals: a deal on bytes already stored under cid, without sending them. */
+export interface DealRequest {
+  cid: string;
+}
+
 export interface RevokeRequest {
   jti: string;
 }

@@ -29,6 +29,7 @@ import type {
   Deal,
   FilesPage,
   Limits,
+  PieceUploadResponse,
   RevokeResult,
   SignupRequest,
   SignupResult,
@@ -43,6 +44,7 @@ import { createSha256 } from "./sha256.ts";
 import { newPool, pieceCid } from "./piece_cid.ts";
 import type { CidSource, PieceCid } from "./piece_cid.ts";
 import { upload } from "./upload.ts";
+import { createDeal } from "./piece_sending.ts";
 import { download, downloadInfo } from "./download.ts";
 
 export class StorageClient implements Disposable {
@@ -203,6 +205,15 @@ export class StorageClient implements Disposable {
       query: { size: options.size },
       repeatable: "safe",
     });
+  }
+
+  /**
+   * A deal on bytes already stored (someone's upload), without sending them: charged as
+   * an upload of them would be (scope `put`; sponsored without a token). 404 not_found
+   * when the cid is not stored.
+   */
+  createDeal(cid: string, options: { signal?: AbortSignal } = {}): Promise<PieceUploadResponse> {
+    return createDeal(this.#transport, cid, options.signal);
   }
 
   /** Extends one of the caller's deals by a term (scope `pin`); each call adds one. */

@@ -30,6 +30,7 @@ export type {
   DownloadProgress,
   IncrementalSha256,
   Manifest,
+  ResumeStore,
   RetryOptions,
   StorageClientOptions,
   UploadedPiece,

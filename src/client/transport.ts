@@ -150,18 +150,18 @@ export class Transport {
   }
 
   /**
-   * Stores a piece unless it is stored already: HEAD first, then POST. Both
-   * run in every attempt, so a POST whose answer was lost is not sent (and
-   * charged) again once the piece turns out to be there. Returns the deal, or
-   * null when nothing had to be sent.
+   * POST /api/upload of one piece (piece_sending.ts decides when), retried as
+   * a whole when that is safe: each attempt asks HEAD first, so a POST whose
+   * answer was lost is not sent (and charged) again once the piece is there;
+   * null then.
    */
-  async storePiece(request: PieceUploadRequest): Promise<PieceUploadResponse | null> {
-    const url = this.#url("/api/upload", { cid: request.cid });
-    const headers = this.#headers(true);
+  async postPiece(request: PieceUploadRequest): Promise<PieceUploadResponse | null> {
+    const url = this.url("/api/upload", { cid: request.cid });
+    const headers = this.headers(true);
     headers.set("content-type", request.contentType);
     if (request.filename !== null) headers.set("x-filename", encodeURIComponent(request.filename));
-    return await this.#retrying("safe", request.signal, async () => {
-      if (await this.isStored(request.cid, request.signal)) return null;
+    return await this.retrying("safe", request.signal, async (attempt) => {
+      if (attempt > 1 && await this.isStored(request.cid, request.signal)) return null;
       const body = await request.body();
       const size = body instanceof Blob ? body.size : body.byteLength;
       if (size !== request.size) {
@@ -174,7 +174,44 @@ export class Transport {
     });
   }
 
-  #retrying<T>(repeatable: Repeatable, signal: AbortSignal | undefined, run: () => Promise<T>) {
+  /** Whether requests carry a token (a sponsored client has none). */
+  get hasToken(): boolean {
+    return this.#token !== null;
+  }
+
+  /** One request, not retried: errors become StorageError (unless accepted) or NetworkError. */
+  async request(
+    url: string,
+    init: RequestInit & { acceptStatus?: number[] },
+    signal?: AbortSignal,
+  ): Promise<Response> {
+    return await this.#send(url, init, { signal });
+  }
+
+  /** Runs `run` again as retry.ts says the errors it throws allow. */
+  retrying<T>(
+    repeatable: Repeatable,
+    signal: AbortSignal | undefined,
+    run: (attempt: number) => Promise<T>,
+  ): Promise<T> {
+    return this.#retrying(repeatable, signal, run);
+  }
+
+  /** A URL of the server: path and query. */
+  url(path: string, query: Record<string, string | number | undefined> = {}): string {
+    return this.#url(path, query);
+  }
+
+  /** Fresh request headers, with the token when `auth` and there is one. */
+  headers(auth: boolean): Headers {
+    return this.#headers(auth);
+  }
+
+  #retrying<T>(
+    repeatable: Repeatable,
+    signal: AbortSignal | undefined,
+    run: (attempt: number) => Promise<T>,
+  ) {
     return withRetry(run, { policy: this.policy, repeatable, signal });
   }
 
@@ -218,7 +255,7 @@ export class Transport {
   }
 }
 
-async function readJson<T>(response: Response): Promise<T> {
+export async function readJson<T>(response: Response): Promise<T> {
   try {
     return await response.json() as T;
   } catch (error) {

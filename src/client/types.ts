@@ -71,10 +71,27 @@ export interface UploadProgress {
   totalBytes: number;
   /** Bytes whose piece cid has been computed. */
   bytesHashed: number;
-  /** Bytes the server has acknowledged, pieces skipped because already stored included. */
+  /**
+   * Bytes on the wire: sent to the server so far, the piece being sent included,
+   * and pieces it had already. It steps back when a dropped connection is resumed
+   * from what the server kept.
+   */
   bytesSent: number;
+  /** Bytes of the pieces the server has confirmed (stored, or dealt on without their bytes). */
+  bytesAcknowledged: number;
   piecesDone: number;
   piecesTotal: number;
+}
+
+/**
+ * Where unfinished resumable uploads' URLs are kept between runs (a web
+ * page's localStorage), so that uploading the same file again continues what
+ * was sent instead of starting over.
+ */
+export interface ResumeStore {
+  get(key: string): string | null | undefined | Promise<string | null | undefined>;
+  set(key: string, url: string): void | Promise<void>;
+  delete(key: string): void | Promise<void>;
 }
 
 export interface UploadOptions {
@@ -88,13 +105,21 @@ export interface UploadOptions {
   concurrency?: number;
   /** Files larger than this are split into pieces of it (default 100 MiB, at most the per-file cap). */
   pieceSize?: number;
+  /** Keeps unfinished pieces' upload URLs, so a later upload of the same file continues them. */
+  resumeStore?: ResumeStore;
 }
 
 export interface UploadedPiece {
   cid: string;
   size: number;
-  /** The deal made by this upload; null when the piece was already stored and skipped. */
-  dealId: string | null;
+  /** The caller's deal on the piece: made by this upload, or one it owned already. */
+  dealId: string;
+  /**
+   * How: "sent" (its bytes went up), "deal" (it was stored already: a deal made
+   * without its bytes, POST /api/deals), "owned" (the caller had a deal on it: a
+   * re-run of an interrupted upload).
+   */
+  via: "sent" | "deal" | "owned";
 }
 
 export interface UploadResult {
@@ -111,7 +136,7 @@ export interface UploadResult {
   size: number;
   /** The file's pieces in order (one when not split). */
   pieces: UploadedPiece[];
-  /** Deal ids made by this upload, the manifest's included (skipped pieces made none). */
+  /** Deal ids made by this upload, the manifest's included (deals owned already are not). */
   deals: string[];
   /** The manifest, when the file was split. */
   manifest: Manifest | null;

@@ -12,9 +12,14 @@
  * uploaders drain in order. So piece k+1 is hashed while piece k uploads.
  *
  * Resume: every piece, the manifest included, is sent only if HEAD /p/{cid}
- * says it is not stored (transport.storePiece), so re-running an interrupted
+ * says it is not stored (piece_sending.ts), so re-running an interrupted
  * upload sends only what is missing; cids depend only on the bytes, and the
  * manifest's bytes only on the file, its name, its type and the piece size.
+ * A stored piece still gets the caller's deal: one it owns already (a re-run
+ * charges nothing twice), or a new one without the bytes (POST /api/deals).
+ * Within a piece, a dropped connection resumes from what the server kept:
+ * pieces over a few MiB go through the tus endpoint (resumable.ts), and with a
+ * `resumeStore` even a later run (a reloaded page) continues them.
  *
  * Memory: the hashing pass streams through one reused 1 MiB buffer (plus
  * the hash pool's segments in flight). An uploader makes its piece's body
@@ -59,6 +64,7 @@ import { byteSourceOf, describedBy } from "./sources.ts";
 import type { UploadableSource } from "./sources.ts";
 import { toHex } from "./sha256.ts";
 import type { Transport } from "./transport.ts";
+import { sendPiece } from "./piece_sending.ts";
 
 /** 100 MiB: the issue's split size, and the sponsored tier's per-file cap. */
 export const DEFAULT_PIECE_SIZE = 104_857_600;
@@ -168,17 +174,20 @@ export async function upload(
     for (let piece = await queue.take(); piece !== null; piece = await queue.take()) {
       signal.throwIfAborted();
       progress.phase("uploading");
-      const { start, end } = piece;
-      const answer = await transport.storePiece({
+      const { start, end, index } = piece;
+      const sent = await sendPiece(transport, {
         cid: piece.cid,
-        size: end - start,
-        body: () => file.body(start, end),
+        source: file,
+        start,
+        end,
         contentType,
-        filename: split ? pieceFilename(name, piece.index, plan.length) : name,
+        filename: split ? pieceFilename(name, index, plan.length) : name,
         signal,
+        onSent: (bytes) => progress.sending(index, bytes),
+        resumeStore: options.resumeStore,
       });
-      pieces[piece.index] = { cid: piece.cid, size: end - start, dealId: answer?.dealId ?? null };
-      progress.pieceStored(end - start);
+      pieces[index] = { cid: piece.cid, size: end - start, ...sent };
+      progress.pieceStored(index, end - start);
     }
   };
   await allOrFirstError(
@@ -186,7 +195,7 @@ export async function upload(
     failed,
   );
 
-  const deals = pieces.flatMap((piece) => piece.dealId === null ? [] : [piece.dealId]);
+  const deals = pieces.flatMap((piece) => piece.via === "owned" ? [] : [piece.dealId]);
   const done = (cid: string, manifest: Manifest | null): UploadResult => {
     progress.phase("done");
     return {
@@ -213,15 +222,17 @@ export async function upload(
   };
   const manifestBytes = serializeManifest(manifest);
   const { cid } = await pieceCid(manifestBytes, { pool: null, signal });
-  const answer = await transport.storePiece({
+  const sent = await sendPiece(transport, {
     cid,
-    size: manifestBytes.byteLength,
-    body: () => Promise.resolve(manifestBytes),
+    source: byteSourceOf(manifestBytes),
+    start: 0,
+    end: manifestBytes.byteLength,
     contentType: MANIFEST_CONTENT_TYPE,
     filename: manifestFilename(name),
     signal,
+    onSent: () => {},
   });
-  if (answer) deals.push(answer.dealId);
+  if (sent.via !== "owned") deals.push(sent.dealId);
   return done(cid, manifest);
 }
 
@@ -302,7 +313,10 @@ class Queue<T> {
 class ProgressReport {
   readonly #listener: ((progress: UploadProgress) => void) | undefined;
   readonly #progress: UploadProgress;
+  /** Bytes on the wire of each piece being sent (acknowledged ones are in bytesAcknowledged). */
+  readonly #sending = new Map<number, number>();
   #reportedHashed = 0;
+  #reportedSent = 0;
 
   constructor(
     listener: ((progress: UploadProgress) => void) | undefined,
@@ -315,6 +329,7 @@ class ProgressReport {
       totalBytes,
       bytesHashed: 0,
       bytesSent: 0,
+      bytesAcknowledged: 0,
       piecesDone: 0,
       piecesTotal,
     };
@@ -334,13 +349,31 @@ class ProgressReport {
     }
   }
 
-  pieceStored(bytes: number): void {
-    this.#progress.bytesSent += bytes;
+  /** Piece `index` has `bytes` on the wire (or stored): reported every PROGRESS_STEP_BYTES. */
+  sending(index: number, bytes: number): void {
+    this.#sending.set(index, bytes);
+    this.#progress.bytesSent = this.#progress.bytesAcknowledged + sum(this.#sending.values());
+    if (Math.abs(this.#progress.bytesSent - this.#reportedSent) >= PROGRESS_STEP_BYTES) {
+      this.#report();
+    }
+  }
+
+  pieceStored(index: number, bytes: number): void {
+    this.#sending.delete(index);
+    this.#progress.bytesAcknowledged += bytes;
+    this.#progress.bytesSent = this.#progress.bytesAcknowledged + sum(this.#sending.values());
     this.#progress.piecesDone++;
     this.#report();
   }
 
   #report(): void {
+    this.#reportedSent = this.#progress.bytesSent;
     this.#listener?.({ ...this.#progress });
   }
+}
+
+function sum(values: Iterable<number>): number {
+  let total = 0;
+  for (const value of values) total += value;
+  return total;
 }

@@ -115,10 +115,11 @@ export interface SettledReservation {
 
 /** Pieces, deals and daily usage counters. */
 export interface CatalogRecords {
-  /** A user's deals, newest first, strictly older than beforeId when given. */
-  listDeals(ownerSub: string, options: { beforeId: string | null; limit: number }): Promise<
-    DealRecord[]
-  >;
+  /** A user's deals (on one cid, when given), newest first, strictly older than beforeId when given. */
+  listDeals(
+    ownerSub: string,
+    options: { beforeId: string | null; limit: number; cid?: string | null },
+  ): Promise<DealRecord[]>;
   getDeal(id: string): Promise<DealRecord | null>;
   extendDeal(id: string, addDays: number, termEndsAt: string): Promise<void>;
   /** Usage rows of a subject between two days (inclusive); days without uploads are absent. */

@@ -10,7 +10,8 @@ import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 import type { FilesPage } from "../wire.ts";
-import { TOKEN_ERRORS } from "./route_doc.ts";
+import { CID_SCHEMA, TOKEN_ERRORS } from "./route_doc.ts";
+import { normalizeCid } from "../cid_format.ts";
 import type { RouteDoc } from "./route_doc.ts";
 import { integerSchema, stringSchema } from "./schemas/json_schema.ts";
 
@@ -40,9 +41,15 @@ export const listFilesDoc: RouteDoc = {
       description: "nextCursor of the previous page",
       schema: stringSchema,
     },
+    {
+      name: "cid",
+      in: "query",
+      description: "Only the uploads (deals) of this cid: does the caller own one already?",
+      schema: CID_SCHEMA,
+    },
   ],
   responses: [{ status: 200, description: "One page", body: { json: "FilesPage" } }],
-  errors: [...TOKEN_ERRORS, "insufficient_scope", "invalid_request"],
+  errors: [...TOKEN_ERRORS, "insufficient_scope", "invalid_request", "invalid_cid"],
 };
 
 export function createFilesHandler(deps: FilesDeps): Handler {
@@ -50,8 +57,9 @@ export function createFilesHandler(deps: FilesDeps): Handler {
     const caller = requireTokenScope(await context.caller(), "list");
     const limit = parseLimit(context.url.searchParams.get("limit"));
     const beforeId = parseCursor(context.url.searchParams.get("cursor"));
+    const cid = parseCid(context.url.searchParams.get("cid"));
     // One extra row tells whether another page exists.
-    const rows = await deps.records.listDeals(caller.sub, { beforeId, limit: limit + 1 });
+    const rows = await deps.records.listDeals(caller.sub, { beforeId, limit: limit + 1, cid });
     const page = rows.slice(0, limit);
     const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1].id) : null;
     const result: FilesPage = {
@@ -69,6 +77,13 @@ function parseLimit(raw: string | null): number {
     throw new ApiError("invalid_request", `limit must be a whole number from 1 to ${MAX_LIMIT}`);
   }
   return n;
+}
+
+function parseCid(raw: string | null): string | null {
+  if (raw === null) return null;
+  const cid = normalizeCid(raw);
+  if (cid === null) throw new ApiError("invalid_cid", "cid must be 8 to 80 letters or digits");
+  return cid;
 }
 
 function encodeCursor(dealId: string): string {

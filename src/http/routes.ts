@@ -24,6 +24,7 @@ import type { WalletChain } from "../wallet/chain.ts";
 import type { BlockSource } from "../ipfs/blocks.ts";
 import type { DatabaseHealth } from "../wire.ts";
 import { createExtendDealHandler, extendDealDoc } from "./deals.ts";
+import { createDealCreateHandler, createDealDoc } from "./deal_create.ts";
 import { deprecationsHandler, listDeprecationsDoc } from "./deprecation.ts";
 import { createFilesHandler, listFilesDoc } from "./files.ts";
 import { createHealthHandler, getHealthDoc } from "./health.ts";
@@ -156,6 +157,7 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", "/api/tokens", createTokenListHandler(services), listTokensDoc],
     ["GET", "/api/files", createFilesHandler(services), listFilesDoc],
     ["GET", "/api/usage", createUsageHandler(services), getUsageDoc],
+    ["POST", "/api/deals", createDealCreateHandler(services), createDealDoc],
     ["POST", "/api/deals/:dealId/extend", createExtendDealHandler(services), extendDealDoc],
     ["GET", "/api/limits", createLimitsHandler(services), getLimitsDoc],
     ["GET", "/api/piece-cids", createPieceCidsInfoHandler(services.config), describePieceCidsDoc],

@@ -72,3 +72,18 @@ Deno.test("progress: an unknown total shows bytes only", () => {
   assertEquals(formatBytes(512), "512 B");
   assertEquals(formatBytes(1024 ** 3), "1.00 GiB");
 });
+
+Deno.test("progress: at 80 columns a long upload line keeps its rate and ETA", () => {
+  const { bar, writes, advance } = fakeBar(80);
+  const label = "upload my-holiday-video-2026-the-final-cut-with-subtitles.mp4";
+  const note = "hashed 64%, piece 3/12";
+  bar.update({ label, done: 0, total: 1200 * MIB, note });
+  advance(1000);
+  bar.update({ label, done: 30 * MIB, total: 1200 * MIB, note });
+  const line = writes.at(-1)!.slice(1, -"\x1b[K".length);
+  assertEquals(line.length <= 79, true, `${line.length} columns: ${line}`);
+  assertEquals(line.includes("30.0 MiB/s"), true, line);
+  assertEquals(line.includes("ETA 39 s"), true, line);
+  assertEquals(line.startsWith("upload my-holiday"), true, line);
+  assertEquals(line.includes("subtitles.mp4"), true, "the name is cut in the middle");
+});

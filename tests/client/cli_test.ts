@@ -11,6 +11,7 @@ import { listFiles } from "../helpers/files.ts";
 import { jtiOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
+import { runDeno } from "../helpers/main_process.ts";
 import { startSmtpSink } from "../helpers/smtp_sink.ts";
 import { shardOf } from "../../src/storage/driver/disk/layout.ts";
 import { MANIFEST_CONTENT_TYPE } from "../../src/client/types.ts";
@@ -276,9 +277,25 @@ Deno.test("cli: text output, --json shapes of the account commands, and several 
       (await cliOk(["upload", "a.txt", "b.bin", "--json"], { cwd: dir, env })).stdout,
     );
     assertEquals(both.files.map((f: { path: string }) => f.path), ["a.txt", "b.bin"]);
-    // a.txt was stored already: nothing sent, no new deal.
+    // a.txt was stored already, and this user owns a deal on it: nothing sent, no new deal.
     assertEquals(both.files.map((f: { deals: string[] }) => f.deals.length), [0, 1]);
-    assertMatch((await cliOk(["upload", "a.txt"], { cwd: dir, env })).stdout, /already stored/);
+    assertMatch((await cliOk(["upload", "a.txt"], { cwd: dir, env })).stdout, /yours already/);
+    // Another user uploading the same bytes sends nothing either, but gets a deal of their own.
+    const otherUser = JSON.parse(
+      (await cliOk(["signup", "--email", "other@example.org", "--label", "x", "--json"], {
+        env: url,
+      })).stdout,
+    );
+    const theirs = await cliOk(["upload", "a.txt"], {
+      cwd: dir,
+      env: { ...url, STORAGE_TOKEN: otherUser.token },
+    });
+    assertMatch(theirs.stdout, /stored already: a deal made without sending the bytes/);
+    const theirFiles = JSON.parse(
+      (await cliOk(["files", "--json"], { env: { ...url, STORAGE_TOKEN: otherUser.token } }))
+        .stdout,
+    );
+    assertEquals(theirFiles.files.map((f: { cid: string }) => f.cid), [single.cid]);
     await Deno.writeFile(`${dir}/c.bin`, randomBytes(5000));
     const human = await cliOk([
       "upload",
@@ -420,10 +437,12 @@ Deno.test("cli: an interrupted upload, run again, sends only the pieces the serv
     assertEquals(sent.length, 11 - storedBefore + 1, "the missing pieces and the manifest");
     assertEquals(sent.every((l) => l.status === 200), true);
     assertEquals(result.pieces.length, 11);
+    // The pieces of the first run are this user's already: no second deal, nothing charged twice.
     assertEquals(
-      result.pieces.filter((p: { dealId: string | null }) => p.dealId === null).length,
+      result.pieces.filter((p: { via: string }) => p.via === "owned").length,
       storedBefore,
     );
+    assertEquals(result.deals.length, 11 - storedBefore + 1);
     const copy = await cli(["download", result.cid, "-o", "-"], { env });
     assertEquals(copy.stdoutBytes, bytes);
   } finally {
@@ -584,10 +603,27 @@ Deno.test("cli: a server that cannot be reached exits 4", async () => {
   listener.close();
   const run = await cli(["limits", "--server", `http://127.0.0.1:${port}`, "--retries", "1"]);
   assertFailure(run, 4, /^error: network: /);
+  // The line says what to check next: is the server running, and is it the right address?
+  assertMatch(
+    run.stderr,
+    new RegExp(
+      `the server at http://127\\.0\\.0\\.1:${port} may not be running \\(--server or STORAGE_URL`,
+    ),
+  );
   const upload = await cli(["upload", "deno.json", "--retries", "0"], {
     env: { STORAGE_URL: `http://127.0.0.1:${port}` },
   });
-  assertFailure(upload, 4, /^error: network: /);
+  assertFailure(upload, 4, /^error: network: .*may not be running/);
+});
+
+Deno.test("cli: an account command without a token says where a token comes from", async () => {
+  await using server = await startTestServer();
+  const run = await cli(["files"], { env: { STORAGE_URL: server.url } });
+  assertFailure(
+    run,
+    1,
+    /^error: invalid_token: this command needs a token: set STORAGE_TOKEN \(storage signup gets you one\)$/,
+  );
 });
 
 Deno.test("cli: bad flags, arguments and files exit 2 with one line", async (t) => {
@@ -676,25 +712,35 @@ Deno.test("cli: `deno task cli` reads and writes files relative to where it was 
   const dir = await tempDir(t);
   try {
     await Deno.writeTextFile(`${dir}/here.txt`, "relative paths\n");
-    const env: Record<string, string> = { NO_COLOR: "1", STORAGE_URL: server.url };
-    for (const name of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
-      const value = Deno.env.get(name);
-      if (value !== undefined) env[name] = value;
-    }
-    const output = await new Deno.Command(Deno.execPath(), {
-      // INIT_CWD is left out of the environment on purpose: deno task sets it to `cwd`.
-      args: ["task", "-q", "--config", `${ROOT}deno.json`, "cli", "upload", "here.txt", "--json"],
-      cwd: dir,
-      clearEnv: true,
-      env,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(output.stderr);
-    assertEquals(output.code, 0, stderr);
-    const { cid } = JSON.parse(new TextDecoder().decode(output.stdout));
+    // INIT_CWD is left out of the environment on purpose: deno task sets it to `cwd`.
+    const output = await runDeno(
+      ["task", "-q", "--config", `${ROOT}deno.json`, "cli", "upload", "here.txt", "--json"],
+      { cwd: dir, clearEnv: true, env: { STORAGE_URL: server.url } },
+    );
+    assertEquals(output.code, 0, output.stderr);
+    const { cid } = JSON.parse(output.stdout);
     assertEquals(await (await server.get(`/p/${cid}`)).text(), "relative paths\n");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("cli: the documented `deno task` invocation never echoes a --token to stderr", async () => {
+  const invocation = /npx -y deno@2\.9\.6 task((?: -\S+)*) cli\b/g;
+  const documented: string[] = [];
+  for (const doc of ["README.md", "docs/client.md", "docs/operations.md"]) {
+    const text = await Deno.readTextFile(`${ROOT}${doc}`);
+    for (const [, flags] of text.matchAll(invocation)) documented.push(`${doc}:${flags.trim()}`);
+  }
+  assertOk(documented.length >= 4, `found ${documented.length}`);
+  assertEquals(documented.filter((d) => !d.endsWith("-q")), [], "every documented run is quiet");
+  // And quiet means it: the documented form, run for real with a token on its command line.
+  await using server = await startTestServer();
+  const { token } = await signup(server);
+  const output = await runDeno(
+    ["task", "-q", "cli", "limits", "--server", server.url, "--token", token],
+    { cwd: ROOT, clearEnv: true },
+  );
+  assertEquals(output.code, 0, output.stderr);
+  assertEquals(output.stderr.includes(token), false, output.stderr);
 });

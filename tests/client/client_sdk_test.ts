@@ -186,7 +186,8 @@ Deno.test("split: pieceSize below the cap, a Uint8Array and a ByteSource give th
   assertEquals(first.pieces.length, 7);
   assertEquals(first.manifest?.name, null);
   assertEquals(first.manifest?.contentType, "application/octet-stream");
-  // The same file as a ByteSource: the same manifest, so nothing is sent again.
+  // The same file as a ByteSource: the same manifest, so no byte is sent again; without a
+  // token nothing tells whose the pieces are, so each gets a deal of this upload's own.
   const source: ByteSource = {
     size: bytes.byteLength,
     stream: (start, end) => new Blob([bytes.subarray(start, end)]).stream(),
@@ -194,8 +195,8 @@ Deno.test("split: pieceSize below the cap, a Uint8Array and a ByteSource give th
   };
   const second = await client.upload(source, { pieceSize: 100 * KIB });
   assertEquals(second.cid, first.cid);
-  assertEquals(second.deals, []);
-  assertEquals(second.pieces.every((p) => p.dealId === null), true);
+  assertEquals(second.deals.length, 8);
+  assertEquals(second.pieces.every((p) => p.via === "deal"), true);
   assertEquals(await readAll(await client.download(first.cid)), bytes);
 });
 
@@ -214,8 +215,9 @@ Deno.test("single piece: a file under the cap is one piece, no manifest; a re-ru
   await stored.body?.cancel();
 
   const again = await client.upload(bytes);
-  assertEquals([again.cid, again.deals, again.pieces[0].dealId], [result.cid, [], null]);
-  assertEquals(posts(recorder.calls).length, 1, "the second run only asked HEAD");
+  assertEquals([again.cid, again.pieces[0].via], [result.cid, "deal"]);
+  const bodies = recorder.calls.filter((c) => c.method === "POST").map((call) => call.path);
+  assertEquals(bodies, ["/api/upload", "/api/deals"], "the second run sent no bytes");
   assertEquals(await readAll(await client.download(result.cid)), bytes);
 });
 
@@ -247,20 +249,19 @@ Deno.test("resume: an upload aborted after two pieces sends only the missing pie
 
   read.length = 0;
   const result = await client.upload(source);
-  const all = dealCids(server);
-  const storedSecond = all.slice(storedFirst.length);
-  assertEquals(all.length, 9, "each of the 8 pieces and the manifest was stored exactly once");
-  assertEquals(new Set(all).size, 9);
-  const skipped = result.pieces.filter((p) => p.dealId === null).map((p) => p.cid);
+  const pieces = server.server.db.prepare("SELECT cid FROM pieces").all();
+  assertEquals(pieces.length, 9, "each of the 8 pieces and the manifest was stored exactly once");
+  const skipped = result.pieces.filter((p) => p.via !== "sent").map((p) => p.cid);
   assertEquals(skipped.sort(), [...storedFirst].sort());
-  assertEquals(result.deals.length, storedSecond.length);
   assertEquals(read.length, 8 - storedFirst.length, "skipped pieces were not even read");
+  // Sponsored, nothing tells whose the stored pieces are: each gets a deal of this run too.
+  assertEquals(result.deals.length, 9);
   assertEquals(await readAll(await client.download(result.cid)), bytes);
 
-  // A third run finds everything, the manifest included.
+  // A third run finds everything, the manifest included: no byte is sent.
   const third = await client.upload(source);
-  assertEquals([third.cid, third.deals], [result.cid, []]);
-  assertEquals(dealCids(server).length, 9);
+  assertEquals([third.cid, third.pieces.every((p) => p.via === "deal")], [result.cid, true]);
+  assertEquals(server.server.db.prepare("SELECT cid FROM pieces").all().length, 9);
 });
 
 Deno.test("pipeline: piece k+1 is hashed while piece k uploads, and at most `concurrency` upload at once", async () => {

@@ -37,6 +37,34 @@ export async function runMain(
   }
 }
 
+/**
+ * Any Deno command line as its own process, in `cwd`, its output captured.
+ * With `clearEnv`, the child sees only `env` and what Deno needs to find its
+ * cache (PATH, HOME, DENO_DIR, XDG_CACHE_HOME): a user's shell, not the test's.
+ */
+export async function runDeno(
+  args: string[],
+  options: { cwd: string; env?: Record<string, string>; clearEnv?: boolean },
+): Promise<MainRun> {
+  const env: Record<string, string> = { NO_COLOR: "1", ...options.env };
+  if (options.clearEnv) {
+    for (const name of ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"]) {
+      const value = Deno.env.get(name);
+      if (value !== undefined) env[name] ??= value;
+    }
+  }
+  const output = await new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: options.cwd,
+    clearEnv: options.clearEnv,
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+  return { code: output.code, stdout: decode(output.stdout), stderr: decode(output.stderr) };
+}
+
 /** A file's permission bits as octal text, e.g. "600". */
 export function modeOf(path: string): string {
   return (Deno.statSync(path).mode! & 0o777).toString(8);

@@ -48,8 +48,14 @@ export interface Failure {
   line: string;
 }
 
+/** What a failure's line can point to: where the CLI looked for the server, and whether it had a token. */
+export interface FailureContext {
+  server?: string;
+  hasToken?: boolean;
+}
+
 /** The exit status and stderr line for an expected failure; null for anything else (a bug). */
-export function failureOf(error: unknown): Failure | null {
+export function failureOf(error: unknown, context: FailureContext = {}): Failure | null {
   if (error instanceof UsageError) return { exitCode: EXIT.usage, line: `error: ${error.message}` };
   if (error instanceof LocalFileError) {
     return { exitCode: error.exitCode, line: `error: ${oneLine(error.message)}` };
@@ -61,7 +67,11 @@ export function failureOf(error: unknown): Failure | null {
     const wait = error.retryAfterSeconds === undefined || error.retryAfterSeconds === null
       ? ""
       : ` (try again in ${duration(error.retryAfterSeconds)})`;
-    const message = oneLine(error.message).replace(new RegExp(`^${error.code}:\\s*`), "");
+    let message = oneLine(error.message).replace(new RegExp(`^${error.code}:\\s*`), "");
+    if (error.status === 401 && context.hasToken === false) {
+      // The server's words are for any HTTP client; a person at the CLI sets a variable.
+      message = "this command needs a token: set STORAGE_TOKEN (storage signup gets you one)";
+    }
     return { exitCode: EXIT.refused, line: `error: ${error.code}: ${message}${wait}` };
   }
   if (error instanceof VerificationError) {
@@ -71,7 +81,12 @@ export function failureOf(error: unknown): Failure | null {
     };
   }
   if (error instanceof NetworkError) {
-    return { exitCode: EXIT.network, line: `error: network: ${oneLine(error.message)}` };
+    const where = context.server ? ` at ${context.server}` : "";
+    return {
+      exitCode: EXIT.network,
+      line: `error: network: ${oneLine(error.message)}; the server${where} may not be running ` +
+        "(--server or STORAGE_URL names it)",
+    };
   }
   return null;
 }

@@ -1,6 +1,6 @@
 /**
  * `storage`: the user's command line for the service, on top of the client
- * SDK (src/client/). Run it with `deno task cli …` or compile it to a binary
+ * SDK (src/client/). Run it with `deno task -q cli …` or compile it to a binary
  * with `deno task compile-cli`; docs/client.md is the manual.
  *
  *   storage cid FILE…                 storage upload FILE… [--piece-size SIZE] …
@@ -66,6 +66,7 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
   const interrupt = new AbortController();
   const io = processIo(interrupt.signal);
   let interrupts = 0;
+  let global: GlobalOptions | null = null;
   const onInterrupt = () => {
     // The first Ctrl-C stops the work and cleans up; a second one does not wait for that.
     if (++interrupts > 1) Deno.exit(EXIT.interrupted);
@@ -78,11 +79,15 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
       await io.out(line.text + "\n");
       return EXIT.ok;
     }
+    global = line.global;
     return await runCommandLine(line, io, env);
   } catch (error) {
     io.progress.clear();
     // After Ctrl-C, whatever failed (an aborted fetch, a cancelled stream) failed because of it.
-    const failure = failureOf(interrupt.signal.aborted ? new InterruptedError() : error);
+    const failure = failureOf(interrupt.signal.aborted ? new InterruptedError() : error, {
+      server: global?.server,
+      hasToken: global === null ? undefined : global.token !== null,
+    });
     if (failure) {
       io.err(failure.line);
       return failure.exitCode;

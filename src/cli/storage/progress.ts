@@ -1,7 +1,8 @@
 /**
  * A one-line progress bar on stderr (bytes, rate, ETA), for a person at a
  * terminal: redrawn in place at most 10 times a second however often the SDK
- * reports, and cleared before results are printed. When stderr is not a
+ * reports, fitted to the terminal's width (the figures stay, a long file name
+ * is cut in the middle), and cleared before results are printed. When stderr is not a
  * terminal the CLI uses `silentProgress`, so logs and pipes get none of it.
  * The clock and the writer are injected so tests can drive it.
  */
@@ -58,7 +59,7 @@ export class ProgressBar implements Progress {
     this.#lastDraw = now;
     this.#shown = true;
     this.#options.write(
-      `\r${fit(renderLine(state, this.#rate(now)), this.#options.columns())}\x1b[K`,
+      `\r${renderLine(state, this.#rate(now), this.#options.columns())}\x1b[K`,
     );
   }
 
@@ -78,25 +79,56 @@ export class ProgressBar implements Progress {
   }
 }
 
-export function renderLine(state: ProgressState, bytesPerSecond: number | null): string {
-  const parts = [state.label];
+/**
+ * The line for a state, fitted to `columns` when given (one column is kept
+ * free, so the cursor does not wrap). What goes first when it is too long:
+ * the note, then the bar, then the middle of the label (a file name); the
+ * figures (percentage, bytes, rate, ETA) stay while there is any room.
+ */
+export function renderLine(
+  state: ProgressState,
+  bytesPerSecond: number | null,
+  columns = Infinity,
+): string {
+  const room = Math.max(10, columns - 1);
+  const figures: string[] = [];
+  let bar: string | null = null;
   if (state.total !== null && state.total > 0) {
     const fraction = Math.min(1, state.done / state.total);
     const filled = Math.round(fraction * BAR_WIDTH);
-    parts.push(`[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}]`);
-    parts.push(`${Math.floor(fraction * 100)}%`.padStart(4));
-    parts.push(`${formatBytes(state.done)}/${formatBytes(state.total)}`);
+    bar = `[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}]`;
+    figures.push(`${Math.floor(fraction * 100)}%`.padStart(4));
+    figures.push(`${formatBytes(state.done)}/${formatBytes(state.total)}`);
   } else {
-    parts.push(formatBytes(state.done));
+    figures.push(formatBytes(state.done));
   }
   if (bytesPerSecond !== null) {
-    parts.push(`${formatBytes(bytesPerSecond)}/s`);
+    figures.push(`${formatBytes(bytesPerSecond)}/s`);
     if (state.total !== null && bytesPerSecond > 0 && state.done < state.total) {
-      parts.push(`ETA ${eta((state.total - state.done) / bytesPerSecond)}`);
+      figures.push(`ETA ${eta((state.total - state.done) / bytesPerSecond)}`);
     }
   }
-  if (state.note) parts.push(state.note);
-  return parts.join(" ");
+  const join = (...parts: (string | null | undefined)[]) => parts.filter(Boolean).join(" ");
+  for (
+    const line of [
+      join(state.label, bar, ...figures, state.note),
+      join(state.label, bar, ...figures),
+    ]
+  ) {
+    if (line.length <= room) return line;
+  }
+  const rest = join(...figures);
+  const labelRoom = room - rest.length - 1;
+  if (labelRoom >= 8) return join(shorten(state.label, labelRoom), rest);
+  const line = join(state.label, rest);
+  return line.length <= room ? line : line.slice(0, room - 1) + "…";
+}
+
+/** The text cut in the middle to `width` characters: "upload my-hol…final.mp4". */
+function shorten(text: string, width: number): string {
+  if (text.length <= width) return text;
+  const head = Math.ceil((width - 1) / 2);
+  return `${text.slice(0, head)}…${text.slice(text.length - (width - 1 - head))}`;
 }
 
 /** 512 B, 1.5 KiB, 100.0 MiB, 1.00 GiB. */
@@ -117,11 +149,6 @@ function eta(seconds: number): string {
   if (s < 60) return `${s} s`;
   if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
-}
-
-function fit(line: string, columns: number): string {
-  const room = Math.max(10, columns - 1);
-  return line.length <= room ? line : line.slice(0, room - 1) + "…";
 }
 
 /** The progress bar for this process: on stderr when it is a terminal, otherwise none. */

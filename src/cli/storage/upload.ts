@@ -1,9 +1,11 @@
 /**
  * `storage cid` and `storage upload`: files in, cids out. The work is the
  * SDK's (StorageClient.upload splits, hashes piece k+1 while piece k is on the
- * wire, skips pieces the server already has, writes the manifest); this module
- * checks the files first, turns SDK progress into the progress bar, and prints
- * the results: one file's object, or `{"files": [...]}` for several.
+ * wire, sends no bytes the server already has but makes the caller's deal on
+ * them, resumes a piece after a dropped connection, writes the manifest);
+ * this module checks the files first, turns SDK progress (bytes on the wire)
+ * into the progress bar, and prints the results: one file's object, or
+ * `{"files": [...]}` for several.
  */
 import { HashWorkerPool, pieceCid } from "../../client/mod.ts";
 import type { StorageClient } from "../../client/mod.ts";
@@ -147,11 +149,18 @@ function uploadProgressState(file: InputFile, p: UploadProgress) {
 }
 
 function describeUpload(file: InputFile, r: UploadResult): string[] {
-  const skipped = r.pieces.filter((p) => p.dealId === null).length;
+  const count = (via: string) => r.pieces.filter((p) => p.via === via).length;
+  const [dealt, owned] = [count("deal"), count("owned")];
+  const notes = [
+    dealt ? `${dealt} stored already: deal made without sending the bytes` : "",
+    owned ? `${owned} yours already` : "",
+  ].filter(Boolean).join("; ");
   const split = r.pieces.length > 1
-    ? `, ${r.pieces.length} pieces + manifest${skipped ? ` (${skipped} already stored)` : ""}`
-    : skipped
-    ? ", already stored"
+    ? `, ${r.pieces.length} pieces + manifest${notes ? ` (${notes})` : ""}`
+    : dealt
+    ? ", stored already: a deal made without sending the bytes"
+    : owned
+    ? ", yours already"
     : "";
   const lines = [`${file.path}: ${formatBytes(r.size)}${split}`, `  cid  ${r.cid}`];
   // A split file's URL is /f/: the whole file in one body (ranges too); /p/ is its manifest.

@@ -33,19 +33,18 @@ export class PostgresCatalogRecords implements CatalogRecords {
 
   async listDeals(
     ownerSub: string,
-    options: { beforeId: string | null; limit: number },
+    options: { beforeId: string | null; limit: number; cid?: string | null },
   ): Promise<DealRecord[]> {
+    const values: unknown[] = [ownerSub];
+    const where = ["owner_sub = $1"];
     // Deal ids are time-ordered and unique: "id < cursor" pages newest-first without gaps.
-    const rows = options.beforeId === null
-      ? await this.#sql.unsafe(
-        `SELECT ${DEAL_COLUMNS} FROM deals WHERE owner_sub = $1 ORDER BY id DESC LIMIT $2`,
-        [ownerSub, options.limit],
-      )
-      : await this.#sql.unsafe(
-        `SELECT ${DEAL_COLUMNS} FROM deals WHERE owner_sub = $1 AND id < $2
-         ORDER BY id DESC LIMIT $3`,
-        [ownerSub, options.beforeId, options.limit],
-      );
+    if (options.beforeId !== null) where.push(`id < $${values.push(options.beforeId)}`);
+    if (options.cid) where.push(`cid = $${values.push(options.cid)}`);
+    const rows = await this.#sql.unsafe(
+      `SELECT ${DEAL_COLUMNS} FROM deals WHERE ${where.join(" AND ")}
+       ORDER BY id DESC LIMIT $${values.push(options.limit)}`,
+      values,
+    );
     return rows as unknown as DealRecord[];
   }
 

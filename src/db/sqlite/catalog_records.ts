@@ -36,8 +36,9 @@ export class SqliteCatalogRecords implements CatalogRecords {
   readonly #getUsage: StatementSync;
   readonly #storedTotals: StatementSync;
   readonly #addUsage: StatementSync;
-  readonly #listDeals: StatementSync;
-  readonly #listDealsAfter: StatementSync;
+  /** listDeals' four statements: with or without a cursor, with or without a cid. */
+  readonly #listDeals = new Map<string, StatementSync>();
+  readonly #dealColumns: string;
   readonly #getDeal: StatementSync;
   readonly #extendDeal: StatementSync;
   readonly #usageRange: StatementSync;
@@ -97,14 +98,7 @@ export class SqliteCatalogRecords implements CatalogRecords {
     const dealColumns = `id, cid, tier, owner_sub AS ownerSub, owner AS ownerName, size,
       content_type AS contentType, filename, term_days AS termDays, created_at AS createdAt,
       term_ends_at AS termEndsAt`;
-    // Deal ids are time-ordered and unique, so "id < cursor" pages newest-first without
-    // duplicates or gaps while new uploads (with larger ids) keep arriving.
-    this.#listDeals = db.prepare(
-      `SELECT ${dealColumns} FROM deals WHERE owner_sub = ? ORDER BY id DESC LIMIT ?`,
-    );
-    this.#listDealsAfter = db.prepare(
-      `SELECT ${dealColumns} FROM deals WHERE owner_sub = ? AND id < ? ORDER BY id DESC LIMIT ?`,
-    );
+    this.#dealColumns = dealColumns;
     this.#getDeal = db.prepare(`SELECT ${dealColumns} FROM deals WHERE id = ?`);
     this.#extendDeal = db.prepare(
       `UPDATE deals SET term_days = term_days + ?, term_ends_at = ? WHERE id = ?`,
@@ -119,15 +113,28 @@ export class SqliteCatalogRecords implements CatalogRecords {
     );
   }
 
-  /** A user's deals, newest first, strictly older than beforeId when given. */
+  /** A user's deals (on one cid, when given), newest first, strictly older than beforeId when given. */
   async listDeals(
     ownerSub: string,
-    options: { beforeId: string | null; limit: number },
+    options: { beforeId: string | null; limit: number; cid?: string | null },
   ): Promise<DealRecord[]> {
-    const rows = options.beforeId === null
-      ? this.#listDeals.all(ownerSub, options.limit)
-      : this.#listDealsAfter.all(ownerSub, options.beforeId, options.limit);
-    return rows as unknown as DealRecord[];
+    const where = ["owner_sub = ?"];
+    const values: (string | number)[] = [ownerSub];
+    // Deal ids are time-ordered and unique, so "id < cursor" pages newest-first without
+    // duplicates or gaps while new uploads (with larger ids) keep arriving.
+    if (options.beforeId !== null) {
+      where.push("id < ?");
+      values.push(options.beforeId);
+    }
+    if (options.cid) {
+      where.push("cid = ?");
+      values.push(options.cid);
+    }
+    const sql = `SELECT ${this.#dealColumns} FROM deals WHERE ${where.join(" AND ")}
+      ORDER BY id DESC LIMIT ?`;
+    let statement = this.#listDeals.get(sql);
+    if (statement === undefined) this.#listDeals.set(sql, statement = this.#db.prepare(sql));
+    return statement.all(...values, options.limit) as unknown as DealRecord[];
   }
 
   async getDeal(id: string): Promise<DealRecord | null> {

@@ -39,6 +39,7 @@ export interface SchemaTypes {
   WalletSignInRequest: Wire.WalletSignInRequest;
   WalletSignInResult: Wire.WalletSignInResult;
   RevokeRequest: Wire.RevokeRequest;
+  DealRequest: Wire.DealRequest;
   RevokeResult: Wire.RevokeResult;
   TokenInfo: Wire.TokenInfo;
   TokenList: Wire.TokenList;
@@ -195,6 +196,13 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
   }),
   RevokeRequest: objectOf({
     jti: { ...stringSchema, minLength: 1, maxLength: 128, description: "The token's id" },
+  }),
+  DealRequest: objectOf({
+    cid: {
+      ...stringSchema,
+      pattern: "^[a-zA-Z0-9]{8,80}$",
+      description: "The cid of bytes already stored (someone's upload)",
+    },
   }),
   RevokeResult: objectOf({
     jti: stringSchema,
