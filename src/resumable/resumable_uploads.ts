@@ -217,6 +217,8 @@ export class ResumableUploads {
       });
       const after = appended.state;
       if (after.size === upload.length) {
+        // What the last append carried over (an S3 tail) is in `after` now.
+        await store.partials.release(before, after);
         const finished = await this.#finish(upload, after, hash);
         hash = null;
         return finished;

@@ -1,5 +1,6 @@
 import { assertEquals, assertRejects } from "../helpers/assert.ts";
 import { runStoreConformance } from "./store_conformance.ts";
+import { runPartialConformance } from "./partial_conformance.ts";
 import { DiskStore } from "../../src/storage/driver/disk/disk_store.ts";
 import { shardOf, TEMP_DIR } from "../../src/storage/driver/disk/layout.ts";
 import { listFiles } from "../helpers/files.ts";
@@ -16,6 +17,7 @@ async function diskFixture() {
 }
 
 runStoreConformance("disk", diskFixture);
+runPartialConformance("disk", diskFixture);
 
 Deno.test("disk store: pieces land in sharded paths and temp files only in tmp/", async () => {
   await using fixture = await diskFixture();

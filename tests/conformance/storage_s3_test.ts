@@ -19,6 +19,7 @@ import {
 } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
 import { runStoreConformance } from "./store_conformance.ts";
+import { runPartialConformance } from "./partial_conformance.ts";
 import type { StoreFixture } from "./store_conformance.ts";
 import { eventually, within } from "../helpers/wait.ts";
 import { StoreError } from "../../src/storage/driver/driver.ts";
@@ -69,6 +70,7 @@ async function stageFailure(promise: Promise<unknown>): Promise<StoreError> {
 }
 
 if (!ignore) runStoreConformance("s3", s3Fixture);
+if (!ignore) runPartialConformance("s3", s3Fixture);
 
 Deno.test({
   name: "s3 store: a body of several parts round-trips byte-identical, staging left empty",

@@ -1,0 +1,167 @@
+/**
+ * Resumable uploads on PostgreSQL and an S3 bucket (Ceph radosgw): any
+ * instance continues an upload another started (the record in the shared
+ * database, the bytes as objects in the bucket, the hash rebuilt from them),
+ * the reservation outlives the instance that made it, a wrong cid leaves no
+ * object behind, expiry releases the reservation's row, and tus-js-client
+ * aborts, resumes and finishes against it.
+ */
+import { assertEquals, assertOk } from "../helpers/assert.ts";
+import { MIB, seededBytes } from "../helpers/bytes.ts";
+import { FakeClock } from "../helpers/clock.ts";
+import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
+import type { TestDatabase } from "../helpers/postgres.ts";
+import {
+  objectKeys,
+  s3Available,
+  s3ForTests,
+  s3ServerFlags,
+  s3ServerKeys,
+  uploadKeys,
+} from "../helpers/s3.ts";
+import type { TestBucket } from "../helpers/s3.ts";
+import { bearer, errorOf, signup, startTestServer } from "../helpers/server.ts";
+import type { TestServerOptions } from "../helpers/server.ts";
+import { MemoryUrlStorage, tusMetadata, tusUpload } from "../helpers/tus_client.ts";
+import { pieceCidOf, tusCreated, tusHead, tusPatch } from "../helpers/tus_requests.ts";
+import { eventually } from "../helpers/wait.ts";
+
+const ignore = !s3Available() || !postgresAvailable();
+const FILE = seededBytes(19 * MIB + 99, 91);
+const CID = pieceCidOf(FILE);
+
+function shared(db: TestDatabase, bucket: TestBucket, options: TestServerOptions = {}) {
+  return startTestServer({
+    ...options,
+    args: ["--database", db.url, ...s3ServerFlags(bucket), ...(options.args ?? [])],
+    env: s3ServerKeys(bucket),
+  });
+}
+
+/** What PostgreSQL holds in reservations: rows and the counters' reserved bytes. */
+async function reservedInDatabase(db: TestDatabase): Promise<{ rows: number; bytes: number }> {
+  await using sql = postgresClient(db.url);
+  const [rows] = await sql`SELECT COUNT(*)::int AS n FROM cap_reservations`;
+  const [bytes] = await sql`SELECT COALESCE(SUM(reserved_bytes), 0)::int8 AS b FROM usage_daily`;
+  return { rows: Number(rows.n), bytes: Number(bytes.b) };
+}
+
+Deno.test({
+  name: "tus scale-out: instances take turns on one upload; the hash is rebuilt from the bucket",
+  ignore,
+  async fn() {
+    await using db = await postgresForTests();
+    await using bucket = await s3ForTests();
+    await using a = await shared(db, bucket);
+    await using b = await shared(db, bucket);
+    const { token } = await signup(a);
+    const auth = bearer(token);
+    const url = await tusCreated(a.url, { cid: CID, length: FILE.length, headers: auth });
+    const on = (server: { url: string }) => url.replace(new URL(url).origin, server.url);
+    // Odd sizes: tails of fewer than 5 MiB are carried from one instance's append to the other's.
+    const cuts = [0, 7 * MIB + 1, 9 * MIB, 16 * MIB + 3, FILE.length];
+    const turns = [a, b, a, b];
+    for (let i = 0; i < turns.length; i++) {
+      const answer = await tusPatch(on(turns[i]), cuts[i], FILE.slice(cuts[i], cuts[i + 1]), auth);
+      assertEquals(answer.status, 204, await answer.text());
+      assertEquals(answer.headers.get("upload-offset"), String(cuts[i + 1]));
+      if (i + 1 < turns.length) {
+        assertEquals(
+          (await tusHead(on(turns[(i + 1) % 2 === 0 ? 0 : 1]), auth)).offset,
+          cuts[i + 1],
+        );
+      } else {
+        assertEquals(answer.headers.get("x-storage-cid"), CID);
+      }
+    }
+    const stored = new Uint8Array(await (await a.get(`/p/${CID}`)).arrayBuffer());
+    assertEquals(stored, FILE);
+    assertEquals((await (await fetch(on(a), { headers: auth })).json()).cid, CID);
+    assertEquals(await reservedInDatabase(db), { rows: 0, bytes: 0 });
+    assertEquals(await objectKeys(bucket, "partial/"), [], "the parts went with the commit");
+    assertEquals(await uploadKeys(bucket), []);
+  },
+});
+
+Deno.test({
+  name: "tus scale-out: the reservation outlives the instance that made it; another one finishes",
+  ignore,
+  async fn() {
+    await using db = await postgresForTests();
+    await using bucket = await s3ForTests();
+    await using b = await shared(db, bucket, { args: ["--sponsored-daily-cap", "30MiB"] });
+    let url: string;
+    {
+      await using a = await shared(db, bucket, { args: ["--sponsored-daily-cap", "30MiB"] });
+      url = await tusCreated(a.url, { cid: CID, length: FILE.length });
+      assertEquals((await tusPatch(url, 0, FILE.slice(0, 8 * MIB))).status, 204);
+    }
+    // a is gone (its own reservations went with it); the upload's is no instance's.
+    assertEquals(await reservedInDatabase(db), { rows: 1, bytes: FILE.length });
+    const refused = await b.upload("bafkplainupload1", new Uint8Array(12 * MIB));
+    assertEquals([refused.status, (await errorOf(refused)).error], [429, "rate_limited"]);
+    const moved = url.replace(new URL(url).origin, b.url);
+    const last = await tusPatch(moved, 8 * MIB, FILE.slice(8 * MIB));
+    assertEquals(last.status, 204, await last.text());
+    assertEquals(last.headers.get("x-storage-cid"), CID);
+    assertEquals(await reservedInDatabase(db), { rows: 0, bytes: 0 });
+  },
+});
+
+Deno.test({
+  name: "tus scale-out: a wrong cid keeps no object; expiry releases the reservation row",
+  ignore,
+  async fn() {
+    await using db = await postgresForTests();
+    await using bucket = await s3ForTests();
+    const clock = new FakeClock(Date.now());
+    await using server = await shared(db, bucket, { clock, resumableSweepIntervalMs: 20 });
+    const wrong = seededBytes(FILE.length, 92);
+    const url = await tusCreated(server.url, { cid: CID, length: FILE.length });
+    assertEquals((await tusPatch(url, 0, wrong.slice(0, 11 * MIB))).status, 204);
+    assertOk((await objectKeys(bucket, "partial/")).length > 0);
+    const last = await tusPatch(url, 11 * MIB, wrong.slice(11 * MIB));
+    assertEquals([last.status, (await errorOf(last)).error], [400, "cid_mismatch"]);
+    assertEquals(await objectKeys(bucket, "partial/"), []);
+    assertEquals(await objectKeys(bucket, "pieces/"), []);
+    assertEquals(await reservedInDatabase(db), { rows: 0, bytes: 0 });
+
+    const abandoned = await tusCreated(server.url, { cid: CID, length: FILE.length });
+    assertEquals((await tusPatch(abandoned, 0, FILE.slice(0, 6 * MIB))).status, 204);
+    assertEquals(await reservedInDatabase(db), { rows: 1, bytes: FILE.length });
+    clock.advance(24 * 3_600_000 + 1000);
+    await eventually(
+      async () => (await reservedInDatabase(db)).rows === 0,
+      "the sweep releases the expired upload's reservation",
+    );
+    assertEquals((await reservedInDatabase(db)).bytes, 0);
+    await eventually(
+      async () => (await objectKeys(bucket, "partial/")).length === 0,
+      "objects gone",
+    );
+  },
+});
+
+Deno.test({
+  name: "tus scale-out: tus-js-client aborts, resumes on the other instance's offset, and finishes",
+  ignore,
+  async fn() {
+    await using db = await postgresForTests();
+    await using bucket = await s3ForTests();
+    await using server = await shared(db, bucket);
+    const options = {
+      endpoint: `${server.url}/api/tus`,
+      metadata: tusMetadata(CID),
+      chunkSize: 8 * MIB,
+      uploadDataDuringCreation: true,
+      urlStorage: new MemoryUrlStorage(),
+      removeFingerprintOnSuccess: true,
+    };
+    const first = await tusUpload(FILE, options, { abortAt: 0.5 });
+    assertOk(first.aborted);
+    const second = await tusUpload(FILE, options, { resume: true });
+    assertEquals(second.url, first.url);
+    assertEquals(second.lastResponse!.getHeader("X-Storage-Cid"), CID);
+    assertEquals(new Uint8Array(await (await server.get(`/p/${CID}`)).arrayBuffer()), FILE);
+  },
+});
