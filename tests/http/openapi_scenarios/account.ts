@@ -30,6 +30,12 @@ export const scenarios: Record<string, Scenario[]> = {
       status: 400,
       code: "invalid_request",
     },
+    {
+      name: "a cid that is none",
+      send: async (p) => p.send("GET", "/api/files?cid=x", { headers: bearer(await p.token()) }),
+      status: 400,
+      code: "invalid_cid",
+    },
     ...tokenScenarios("GET", "/api/files", { scope: "list" }),
     wrongMethod("DELETE", "/api/files"),
   ],

@@ -100,6 +100,53 @@ export function tokenScenarios(
   return scenarios;
 }
 
+/**
+ * What every route that reads a JSON body answers to a bad one; withToken
+ * for routes that check the caller's token before they read the body.
+ */
+export function jsonBodyScenarios(
+  path: string,
+  options: { args?: string[]; withToken?: boolean } = {},
+): Scenario[] {
+  const args = options.args ?? [];
+  const authorization = async (p: Probe) =>
+    options.withToken ? `Authorization: Bearer ${await p.token()}\n` : "";
+  const auth = async (p: Probe): Promise<Record<string, string>> =>
+    options.withToken ? bearer(await p.token()) : {};
+  const head = async (p: Probe, length: number) =>
+    `${await authorization(p)}Content-Type: application/json\nContent-Length: ${length}\n`;
+  return [
+    {
+      name: "malformed JSON",
+      args,
+      send: async (p) => postJson(p, path, "{nope", await auth(p)),
+      status: 400,
+      code: "invalid_json",
+    },
+    {
+      name: "a body over 64 KiB",
+      args,
+      send: async (p) => postJson(p, path, { pad: "x".repeat(70_000) }, await auth(p)),
+      status: 413,
+      code: "too_large",
+    },
+    {
+      name: "a body that ends before its Content-Length",
+      args,
+      send: async (p) => p.raw(rawPost(path, await head(p, 100)), { body: "{", closeWrite: true }),
+      status: 400,
+      code: "incomplete_body",
+    },
+    {
+      name: "a JSON body that stalls",
+      args: [...args, "--body-idle-timeout", "1"],
+      send: async (p) => p.raw(rawPost(path, await head(p, 50)), { body: "{" }),
+      status: 408,
+      code: "request_timeout",
+    },
+  ];
+}
+
 export function wrongMethod(method: string, path: string): Scenario {
   return {
     name: `${method} on a path that does not serve it`,
