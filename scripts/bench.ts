@@ -33,8 +33,10 @@
  * bench's open-file limit and under `ulimit -n 1024`: scripts/bench_attack.ts, 17 what the
  * connection bounds cost on 1 KiB retrievals and 100 MiB uploads: scripts/bench_bounds_cost.ts,
  * 18 a --big-gib CAR upload with its blocks checked vs an opaque upload of the same bytes, 19
- * 256 KiB blocks from /ipfs/{cid}?format=raw vs a 256 KiB piece from /p/: scripts/bench_ipfs.ts),
- * to reproduce one figure quickly; a full run is what the README reports.
+ * 256 KiB blocks from /ipfs/{cid}?format=raw vs a 256 KiB piece from /p/: scripts/bench_ipfs.ts,
+ * 21 a --big-gib tus upload in 8 MiB PATCHes vs one POST /api/upload, and a resume after a drop
+ * at half, on disk and S3: scripts/bench_tus.ts), to reproduce one figure quickly; a full run is
+ * what the README reports.
  */
 import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
@@ -49,6 +51,7 @@ import { benchCliUpload } from "./bench_cli_upload.ts";
 import { benchBrowserPieceCid } from "./bench_browser_piece_cid.ts";
 import { benchBackup } from "./bench_backup.ts";
 import { benchS3 } from "./bench_s3.ts";
+import { benchTus } from "./bench_tus.ts";
 import { benchOffload } from "./bench_offload.ts";
 import { onEachStore, rangesVsWhole, splitFileMemory, splitFileVsWhole } from "./bench_ranges.ts";
 import { cidOf, download, rotated, sampleRss, settle, timed } from "./lib/measure.ts";
@@ -64,7 +67,9 @@ const MIB = 1024 * 1024;
 const USAGE = `Usage: deno task bench [--runs 3] [--transfer-runs 9] [--seconds 10] [--big-gib 1]
                        [--quick] [--only 1,3]
   --quick changes the defaults to --runs 2 --transfer-runs 3 --seconds 3 --big-gib 0.25;
-  --only takes workload numbers 1-19 (see scripts/bench.ts).`;
+  --only takes workload numbers 1-19 and 21 (see scripts/bench.ts).`;
+/** The workloads this script runs, by number (the header above says what each measures). */
+const WORKLOADS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21];
 // Defaults depend on --quick, so they are filled in below.
 const opts = scriptArgs(USAGE, {
   runs: { type: "number", integer: true, min: 1 },
@@ -80,12 +85,11 @@ const transferRuns = opts["transfer-runs"] ?? (quick ? 3 : 9);
 const loadSeconds = opts.seconds ?? (quick ? 3 : 10);
 const bigGiB = opts["big-gib"] ?? (quick ? 0.25 : 1);
 const only = new Set(
-  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19").split(",")
-    .map((n) => Number(n.trim())),
+  (opts.only ?? WORKLOADS.join(",")).split(",").map((n) => Number(n.trim())),
 );
 for (const workload of only) {
-  if (!Number.isInteger(workload) || workload < 1 || workload > 19) {
-    usageExit(USAGE, `--only takes workload numbers from 1 to 19, got "${opts.only}"`);
+  if (!WORKLOADS.includes(workload)) {
+    usageExit(USAGE, `--only takes workload numbers 1-19 and 21, got "${opts.only}"`);
   }
 }
 const wanted = (workload: number) => only.has(workload);
@@ -591,6 +595,25 @@ if (wanted(18) || wanted(19)) {
     if (blocks && "ratio" in blocks) ratio("256 KiB blocks/s, /ipfs/ / /p/", blocks.ratio, 0.8);
   } finally {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+if (wanted(21)) {
+  progress(`21 a ${bigGiB} GiB tus upload in 8 MiB PATCHes vs one upload; a resume at half`);
+  const tus = await benchTus({ runs, gib: bigGiB });
+  results.resumableUploads = tus;
+  for (const [store, result] of Object.entries(tus)) {
+    if ("skipped" in result) {
+      console.log(`workload 21 (${store}) skipped: ${result.skipped}`);
+      continue;
+    }
+    ratio(`tus upload ${bigGiB} GiB in 8 MiB PATCHes / one upload (${store})`, result.ratio, 0.85);
+    ratio(
+      `resume after a drop: bytes sent / bytes missing (${store})`,
+      result.resume.sentShare,
+      1,
+      true,
+    );
+    ratio(`resume after a drop at half: time / a whole upload (${store})`, result.resume.timeShare);
   }
 }
 results.ratios = ratios;

@@ -98,6 +98,32 @@ export function runPartialConformance(name: string, create: () => Promise<StoreF
     await store.partials.remove(ID);
   });
 
+  test("an append stopped by its signal (a newer request) keeps and stores what arrived", async (store) => {
+    const file = seededBytes(9 * MIB, 86);
+    const stop = new AbortController();
+    let delivered = 0;
+    // A body that has sent 6 MiB and then waits: the signal, not its end, stops the append.
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (delivered >= 6 * MIB) {
+          stop.abort(new Error("a newer request for this upload arrived"));
+          return new Promise(() => {});
+        }
+        controller.enqueue(file.slice(delivered, delivered += MIB));
+      },
+    });
+    const start = await store.partials.create(ID, { length: file.length });
+    const stopped = await store.partials.append(start, body, {
+      expectedBytes: file.length,
+      signal: stop.signal,
+    });
+    assertOk(stopped.cut !== null);
+    assertEquals(stopped.state.size, 6 * MIB);
+    const read = await readAll(store.partials.read(stopped.state, { from: 0, to: 6 * MIB }));
+    assertEquals(read, file.slice(0, 6 * MIB));
+    await store.partials.remove(ID);
+  });
+
   test("an append that was never recorded is overwritten by the next from the recorded state", async (store) => {
     const first = seededBytes(6 * MIB, 83);
     const lost = seededBytes(3 * MIB, 84);

@@ -40,6 +40,8 @@ export class PartialWriter {
   readonly #inFlight = new Set<Promise<void>>();
   /** Keys PUT (or being PUT) by this writer, for abort. */
   readonly #written: string[] = [];
+  /** Buffers of parts S3 has taken, for the next parts to fill. */
+  readonly #spare: Uint8Array<ArrayBuffer>[] = [];
   #buffer: Uint8Array<ArrayBuffer>;
   #filled = 0;
   #next: number;
@@ -100,12 +102,13 @@ export class PartialWriter {
     else this.#sealed.push(part);
     this.#next += this.#filled;
     this.#written.push(part.key);
-    this.#buffer = new Uint8Array(this.#options.partBytes);
+    const buffer = this.#buffer;
+    this.#buffer = this.#spare.pop() ?? new Uint8Array(this.#options.partBytes);
     this.#filled = 0;
     const sending: Promise<void> = this.#options.client
       .text({ method: "PUT", key: part.key, body, signal: this.#options.signal })
       .then(
-        () => {},
+        () => void this.#spare.push(buffer),
         (error) => void (this.#failure ??= { error }),
       )
       .finally(() => this.#inFlight.delete(sending));
