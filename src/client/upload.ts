@@ -22,15 +22,13 @@
  * `resumeStore` even a later run (a reloaded page) continues them.
  *
  * Memory: the hashing pass streams through one reused 1 MiB buffer (plus
- * the hash pool's segments in flight). An uploader makes its piece's body
- * only when its upload starts, and drops it when the answer is in: a Blob
- * source sends a slice (a browser streams it from disk); other sources read
- * the piece whole, because the server needs a Content-Length and Deno's fetch
- * sends a stream body chunked (411). fetch copies an array body (the Fetch
- * standard says so, Deno does), so a piece in flight costs up to twice its
- * size: measured, 2 uploaders of 64 MiB pieces from a fileSource peak at
- * 271 MiB of ArrayBuffers with the collector forced, 337 MiB without.
- * Lower `concurrency` or `pieceSize` to hold less.
+ * the hash pool's segments in flight). A piece over 4 MiB goes through the
+ * tus endpoint, which takes a body without a Content-Length: in Deno it is
+ * streamed from the source (nothing held); elsewhere it goes as 8 MiB slices.
+ * A smaller piece is one POST /api/upload, which needs a Content-Length: a
+ * Blob source sends a slice (a browser streams it from disk), other sources
+ * read the piece whole, and fetch copies an array body, so such a piece in
+ * flight costs up to twice its size.
  *
  * Failure: the first error aborts everything else (hashing, queued and
  * in-flight requests) and is what the upload rejects with; an abort of the
