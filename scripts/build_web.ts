@@ -1,6 +1,6 @@
 /**
  * Builds the web page's assets into src/web/assets.gen.ts, the module the
- * server serves `/` and `/app/*` from: index.html and app.css as written, and
+ * server serves `/` and `/app/*` from: index.html, app.css and favicon.svg as written, and
  * app.js bundled from src/web/app/main.ts (and the client SDK it imports)
  * with `deno bundle --minify` for the browser. A module, not files, so that
  * `deno compile` embeds the page and the server needs no read permission for
@@ -36,6 +36,10 @@ export async function buildWebModule(): Promise<string> {
       "app.css": {
         type: "text/css; charset=utf-8",
         body: await Deno.readTextFile(new URL("app.css", APP)),
+      },
+      "favicon.svg": {
+        type: "image/svg+xml",
+        body: await Deno.readTextFile(new URL("favicon.svg", APP)),
       },
       "app.js": {
         type: "text/javascript; charset=utf-8",

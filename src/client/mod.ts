@@ -43,5 +43,6 @@ export type {
 export type * from "./api_types.ts";
 export { parseManifest, serializeManifest } from "./manifest.ts";
 export { DEFAULT_PIECE_SIZE, planPieces } from "./upload.ts";
+export { RESUMABLE_ABOVE_BYTES } from "./piece_sending.ts";
 export { createSha256 } from "./sha256.ts";
 export { HashWorkerPool } from "../piece_cid/mod.ts";

@@ -74,7 +74,7 @@ import {
   getWalletNonceDoc,
   signInWithWalletDoc,
 } from "./wallet.ts";
-import { createWebHandlers, getWebAssetDoc, getWebPageDoc } from "./web.ts";
+import { createWebHandlers, getFaviconDoc, getWebAssetDoc, getWebPageDoc } from "./web.ts";
 
 /** The long-lived objects handlers use; all constructed by server/services.ts. */
 export interface RouteServices {
@@ -166,6 +166,7 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", "/metrics", metrics, getMetricsDoc],
     ["GET", "/", web.page, getWebPageDoc],
     ["GET", "/app/:file", web.asset, getWebAssetDoc],
+    ["GET", "/favicon.ico", web.favicon, getFaviconDoc],
     ["GET", "/docs/deprecations", deprecationsHandler, listDeprecationsDoc],
   ];
   const routes = rows.map(routeOf);

@@ -120,13 +120,13 @@ export const getWebPageDoc: RouteDoc = {
 
 export const getWebAssetDoc: RouteDoc = {
   operationId: "getWebAsset",
-  summary: "A file of the web page (app.js, app.css, hash-worker.js)",
+  summary: "A file of the web page (app.js, app.css, favicon.svg, hash-worker.js)",
   auth: "public",
   parameters: [
     {
       name: "file",
       in: "path",
-      description: "app.js, app.css or hash-worker.js",
+      description: "app.js, app.css, favicon.svg or hash-worker.js",
       schema: stringSchema,
     },
     WEB_IF_NONE_MATCH,
@@ -135,12 +135,26 @@ export const getWebAssetDoc: RouteDoc = {
   errors: ["not_found"],
 };
 
-export function createWebHandlers(baseUrl: string): { page: Handler; asset: Handler } {
+export const getFaviconDoc: RouteDoc = {
+  operationId: "getFavicon",
+  summary: "The site's icon (the page's /app/favicon.svg), where browsers look for it",
+  auth: "public",
+  parameters: [WEB_IF_NONE_MATCH],
+  responses: WEB_RESPONSES,
+  errors: [],
+};
+
+export function createWebHandlers(
+  baseUrl: string,
+): { page: Handler; asset: Handler; favicon: Handler } {
   const page = assetOf(WEB_ASSETS["index.html"].type, WEB_ASSETS["index.html"].body);
   const files = appFiles();
+  const favicon = files.get("favicon.svg")!;
   const policyFor = (url: URL) => pageCsp(pageOrigins(baseUrl, url));
   return {
     page: (request, context) => serve(request, page, policyFor(context.url)),
+    // Browsers ask for /favicon.ico by themselves (a /p/ file opened in a tab, say).
+    favicon: (request, context) => serve(request, favicon, policyFor(context.url)),
     asset: (request, context) => {
       const file = files.get(context.params.file);
       if (!file) throw new ApiError("not_found", "No such file of the web page");

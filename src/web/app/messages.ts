@@ -51,8 +51,15 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
     "The connection stalled and the server gave up waiting, so nothing was stored. " +
     "Please try again.",
   cid_conflict: "Different bytes are already stored under this content id.",
+  offset_mismatch: "The server has a different part of the file than expected. Please try again.",
+  upload_incomplete: "That upload has not received all of its bytes yet.",
+  unsupported_version: "The server speaks another version of the resumable upload protocol.",
+  unsupported_media_type: "The server refused the way the file's bytes were sent.",
+  upload_locked: "Another request for this upload is still running. Please try again shortly.",
   length_required: "The server needs to know the size up front, and it was not sent.",
-  too_large: "This is larger than the server accepts in one go.",
+  too_large:
+    "This is larger than the server accepts in one go: a token raises the limit, and the storage " +
+    "command line splits a larger file into pieces.",
   range_not_satisfiable: "The part of the file asked for lies past its end.",
   rate_limited:
     "Too many requests from your network address, or today's allowance for it is used up.",

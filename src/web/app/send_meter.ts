@@ -1,11 +1,13 @@
 /// <reference lib="dom" />
 /**
- * Real send progress. The SDK counts a piece as sent only when the server has
- * answered for it, and fetch() reports nothing while a request body goes out;
- * XMLHttpRequest does (xhr.upload.onprogress). So the page hands the SDK a
- * fetch that sends upload bodies (a POST with a Blob or bytes) through XHR
- * and keeps, per request still waiting for its answer, how many bytes have
- * left the browser. Everything else goes through the browser's own fetch.
+ * Real send progress. In a browser the SDK counts a request's bytes as sent
+ * only when the server has answered for them (a small piece's POST, a large
+ * piece's 8 MiB PATCH), and fetch() reports nothing while a request body goes
+ * out; XMLHttpRequest does (xhr.upload.onprogress). So the page hands the
+ * SDK a fetch that sends upload bodies (a POST or PATCH with a Blob or bytes)
+ * through XHR and keeps, per request still waiting for its answer, how many
+ * bytes have left the browser. Everything else goes through the browser's
+ * own fetch.
  */
 
 /** Bytes of upload bodies on the wire whose answer is not in yet. */
@@ -36,7 +38,8 @@ export class SendMeter {
 export function meteredFetch(meter: SendMeter): typeof fetch {
   return (input, init) => {
     const body = init?.body;
-    if (init?.method === "POST" && (body instanceof Blob || body instanceof Uint8Array)) {
+    const sends = init?.method === "POST" || init?.method === "PATCH";
+    if (sends && (body instanceof Blob || body instanceof Uint8Array)) {
       return xhrFetch(String(input instanceof Request ? input.url : input), init, meter);
     }
     return globalThis.fetch(input, init);
@@ -58,14 +61,17 @@ function xhrFetch(url: string, init: RequestInit, meter: SendMeter): Promise<Res
       reject(signal!.reason);
     };
     signal?.addEventListener("abort", onAbort, { once: true });
-    xhr.open("POST", url);
+    const method = init.method ?? "POST";
+    xhr.open(method, url);
     xhr.responseType = "arraybuffer";
     new Headers(init.headers).forEach((value, name) => xhr.setRequestHeader(name, value));
     xhr.upload.onprogress = (event) => meter.update(xhr, event.loaded);
     xhr.onload = () => {
       settle();
+      // A 204 (a tus PATCH's answer) may have no body, not even an empty one.
+      const bodiless = xhr.status === 204 || xhr.status === 205 || xhr.status === 304;
       resolve(
-        new Response(xhr.response as ArrayBuffer, {
+        new Response(bodiless ? null : xhr.response as ArrayBuffer, {
           status: xhr.status,
           statusText: xhr.statusText,
           headers: headersOf(xhr.getAllResponseHeaders()),
@@ -75,7 +81,7 @@ function xhrFetch(url: string, init: RequestInit, meter: SendMeter): Promise<Res
     // As fetch does: a failure without an answer is a TypeError (the SDK's NetworkError).
     xhr.onerror = () => {
       settle();
-      reject(new TypeError(`POST ${url} failed: no answer`));
+      reject(new TypeError(`${method} ${url} failed: no answer`));
     };
     xhr.send(init.body as XMLHttpRequestBodyInit);
   });

@@ -1,15 +1,19 @@
 /// <reference lib="dom" />
 /**
- * The upload panel: files come from the file input or are dropped on the
- * drop zone (a real button, so it is reachable and usable from the keyboard:
- * pressing it opens the file picker). Files are taken one after another: ask
+ * The upload panel: files are dropped on the drop zone or picked with it (a
+ * real button, so it is reachable and usable from the keyboard: pressing it
+ * opens the one file picker). Files are taken one after another: ask
  * GET /api/limits?size=N first and say in words why a file would not fit;
  * otherwise the SDK computes its PieceCIDv2 on Web Workers (the WASM kernel),
  * splits it if it is over the per-file cap, and sends it. Two progress bars
  * show hashing and sending (sending from the bytes XHR reports on the wire,
  * see send_meter.ts); phase changes and the outcome are announced in a
- * polite live region.
+ * polite live region. A file over RESUMABLE_ABOVE_BYTES goes through the
+ * server's resumable endpoint, its pieces' URLs kept in this browser
+ * (unfinished.ts): after a reload or a dropped network, picking it again
+ * sends only what the server lacks.
  */
+import { NetworkError, RESUMABLE_ABOVE_BYTES } from "../../client/mod.ts";
 import type { UploadPhase, UploadProgress, UploadResult } from "../../client/mod.ts";
 import { admissionOf } from "./admission.ts";
 import { copyField } from "./copy.ts";
@@ -18,6 +22,14 @@ import { formatBytes, percent } from "./format.ts";
 import { describeError } from "./messages.ts";
 import { previewOf } from "./preview.ts";
 import type { Session } from "./session.ts";
+import {
+  forgetUnfinished,
+  localResumeStore,
+  rememberUnfinished,
+  unfinishedEntryOf,
+} from "./unfinished.ts";
+import { mountUnfinishedView } from "./unfinished_view.ts";
+import type { UnfinishedView } from "./unfinished_view.ts";
 
 export interface UploadViewOptions {
   session: Session;
@@ -34,6 +46,7 @@ export function mountUploadView({ session, onUploaded }: UploadViewOptions): voi
   const status = byId("upload-status", HTMLElement);
   const queue: File[] = [];
   let draining = false;
+  const unfinished = mountUnfinishedView({ choose: () => input.click() });
 
   const enqueue = (files: FileList | null) => {
     if (!files || files.length === 0) return;
@@ -45,7 +58,7 @@ export function mountUploadView({ session, onUploaded }: UploadViewOptions): voi
         for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
           const item = new UploadItem(file);
           list.prepend(item.element);
-          if (await uploadOne(session, file, item, status)) onUploaded();
+          if (await uploadOne(session, file, item, { status, unfinished })) onUploaded();
         }
       } finally {
         draining = false;
@@ -84,9 +97,9 @@ async function uploadOne(
   session: Session,
   file: File,
   item: UploadItem,
-  status: HTMLElement,
+  views: { status: HTMLElement; unfinished: UnfinishedView },
 ): Promise<boolean> {
-  const announce = (text: string) => status.textContent = text;
+  const announce = (text: string) => views.status.textContent = text;
   if (file.size === 0) {
     item.fail("Not sent: the file is empty, and the service does not store empty files.");
     announce(`${file.name} was not sent: it is empty.`);
@@ -104,6 +117,12 @@ async function uploadOne(
     }
     if (admission.text) item.note(admission.text);
     const term = limits.tiers.find((tier) => tier.tier === limits.tier)?.termDays;
+    const resumable = file.size > RESUMABLE_ABOVE_BYTES;
+    if (resumable) {
+      if (unfinishedEntryOf(file)) item.note("Continuing: only what the server lacks is sent.");
+      rememberUnfinished(file);
+      views.unfinished.refresh();
+    }
     let sentShown = 0;
     let phase: UploadPhase | null = null;
     let latest: UploadProgress | null = null;
@@ -117,6 +136,7 @@ async function uploadOne(
     const result = await client.upload(file, {
       filename: file.name,
       contentType: file.type || "application/octet-stream",
+      resumeStore: localResumeStore,
       onProgress: (progress) => {
         latest = progress;
         render();
@@ -128,10 +148,15 @@ async function uploadOne(
         }
       },
     }).finally(() => session.sendMeter.listen(null));
+    forgetUnfinished(file);
+    views.unfinished.refresh();
     await item.done(result, term ?? null, session.token === null);
     announce(`${file.name} is stored.`);
     return true;
   } catch (error) {
+    // A lost connection can be continued later; a refusal cannot.
+    if (!(error instanceof NetworkError)) forgetUnfinished(file);
+    views.unfinished.refresh();
     const words = describeError(error);
     item.fail(`Not stored: ${words}`);
     announce(`${file.name} was not stored. ${words}`);

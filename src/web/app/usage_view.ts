@@ -61,9 +61,21 @@ function quotaMeter(usage: Usage): HTMLElement {
   );
 }
 
+/**
+ * The top of the scale: the busiest day rounded up to 1, 2 or 5 times a power
+ * of 1024 bytes, at least 1 KiB, so its two grid lines always read as two
+ * different sizes (with nothing uploaded: 1 KiB and 512 B, not 1 B twice).
+ */
+export function scaleTop(mostBytes: number): number {
+  let unit = 1;
+  while (unit * 1024 <= mostBytes) unit *= 1024;
+  const step = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1024].find((n) => n * unit >= mostBytes)!;
+  return Math.max(1024, step * unit);
+}
+
 function chart(usage: Usage): HTMLElement {
   const { days } = usage;
-  const most = Math.max(1, ...days.map((day) => day.bytes));
+  const most = scaleTop(Math.max(0, ...days.map((day) => day.bytes)));
   const slot = (WIDTH - LEFT) / days.length;
   const total = days.reduce((sum, day) => sum + day.bytes, 0);
   const uploads = days.reduce((sum, day) => sum + day.uploads, 0);

@@ -94,6 +94,16 @@ export const scenarios: Record<string, Scenario[]> = {
     wrongMethod("POST", "/app/app.js"),
   ],
   headWebAsset: [{ name: "the style", send: (p) => p.send("HEAD", "/app/app.css"), status: 200 }],
+  getFavicon: [
+    { name: "the icon", send: (p) => p.send("GET", "/favicon.ico"), status: 200 },
+    {
+      name: "the icon again, with its ETag",
+      send: (p) => revalidated(p, "/favicon.ico"),
+      status: 304,
+    },
+    wrongMethod("POST", "/favicon.ico"),
+  ],
+  headFavicon: [{ name: "the icon", send: (p) => p.send("HEAD", "/favicon.ico"), status: 200 }],
   listDeprecations: [
     { name: "the list", send: (p) => p.send("GET", "/docs/deprecations"), status: 200 },
     wrongMethod("POST", "/docs/deprecations"),
