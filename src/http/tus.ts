@@ -28,7 +28,9 @@ import type { UploadAdmission } from "../limits/upload_admission.ts";
 import { ResumableError } from "../resumable/outcomes.ts";
 import type { AppendOutcome } from "../resumable/outcomes.ts";
 import type { ResumableUploads } from "../resumable/resumable_uploads.ts";
+import type { PieceCatalog } from "../storage/catalog.ts";
 import type { RequestContext } from "./context.ts";
+import { manifestCollectorFor } from "./manifest_check.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 import { apiErrorOfStoreFailure } from "./store_errors.ts";
@@ -57,6 +59,8 @@ export const TUS_PATH = "/api/tus";
 export interface TusDeps {
   config: Config;
   baseUrl: string;
+  /** What a manifest upload's pieces are checked against. */
+  catalog: PieceCatalog;
   policies: UploadPolicies;
   ledger: CapLedger;
   admission: UploadAdmission;
@@ -112,6 +116,8 @@ async function create(deps: TusDeps, request: Request, context: RequestContext) 
   if (caller.kind === "token") requireScope(caller, "put");
   const firstBytes = creationBodyBytes(request, length);
   checkLengthOfCid(parsed, length);
+  // A manifest over its size limit is refused now, as an upload of it would be.
+  manifestCollectorFor(metadata.contentType, length);
   const policy = await deps.policies.policyFor(caller);
   context.logFields.tier = policy.tier;
   checkFileCap(policy, length);
@@ -201,6 +207,7 @@ async function append(
       body: request.body ?? ReadableStream.from([]),
       signal: context.signal,
       idleTimeoutMs: context.bodyIdleTimeoutMs,
+      checkBeforeCommit: (upload, bytes) => checkManifest(deps, upload, bytes),
     });
     context.logFields.bytesIn = outcome.upload.received - target.offset;
     return outcome;
@@ -209,6 +216,18 @@ async function append(
   } finally {
     admitted.release();
   }
+}
+
+/** A manifest is committed only when the pieces it lists are stored, as POST /api/upload does. */
+async function checkManifest(
+  deps: TusDeps,
+  upload: ResumableUploadRecord,
+  bytes: ReadableStream<Uint8Array>,
+): Promise<void> {
+  const manifest = manifestCollectorFor(upload.contentType, upload.length);
+  if (manifest === null) return await bytes.cancel();
+  for await (const chunk of bytes) manifest.onChunk(chunk);
+  await manifest.check(deps.catalog);
 }
 
 /** Bytes a creation request carries (creation-with-upload), checked against its length. */

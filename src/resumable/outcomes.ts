@@ -59,6 +59,15 @@ export interface AppendInput {
   body: ReadableStream<Uint8Array>;
   signal: AbortSignal;
   idleTimeoutMs: number;
+  /**
+   * Runs on the last byte, after the cid check and before the commit, with the
+   * whole upload's bytes (a manifest is checked against the pieces it lists):
+   * what it throws refuses the upload, which is then gone like a mismatch.
+   */
+  checkBeforeCommit?: (
+    upload: ResumableUploadRecord,
+    bytes: ReadableStream<Uint8Array>,
+  ) => Promise<void>;
 }
 
 export type AppendOutcome =

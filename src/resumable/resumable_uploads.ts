@@ -219,7 +219,7 @@ export class ResumableUploads {
       if (after.size === upload.length) {
         // What the last append carried over (an S3 tail) is in `after` now.
         await store.partials.release(before, after);
-        const finished = await this.#finish(upload, after, hash);
+        const finished = await this.#finish(upload, after, hash, input.checkBeforeCommit);
         hash = null;
         return finished;
       }
@@ -251,6 +251,7 @@ export class ResumableUploads {
     upload: ResumableUploadRecord,
     state: PartialState,
     hash: UploadHash,
+    check: AppendInput["checkBeforeCommit"],
   ): Promise<AppendOutcome> {
     const { store, catalog, clock } = this.#options;
     this.#hashes.drop(upload.id);
@@ -264,6 +265,7 @@ export class ResumableUploads {
           "The bytes do not hash to this cid; nothing was stored",
         );
       }
+      await check?.(upload, store.partials.read(state, { from: 0, to: state.size }));
       const deal = await catalog.acceptUpload({
         cid: upload.cid,
         staged,

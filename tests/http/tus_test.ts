@@ -19,6 +19,7 @@ import {
   uploadMetadata,
 } from "../helpers/tus_requests.ts";
 import { sha256Cid } from "../../src/piece_cid/cid_codec.ts";
+import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../src/manifest_format.ts";
 
 const FILE = seededBytes(3 * MIB + 777, 26);
 const CID = pieceCidOf(FILE);
@@ -306,4 +307,37 @@ Deno.test("tus: HEAD echoes the metadata and the expiry, a day after the last by
   );
   const expires = Date.parse(head.headers.get("upload-expires")!);
   assertOk(Math.abs(expires - (Date.now() + 86_400_000)) < 5000, "24 hours from now");
+});
+
+Deno.test("tus: a manifest is committed only once every piece it lists is stored, as an upload's", async () => {
+  await using server = await startTestServer();
+  const parts = [seededBytes(300 * KIB, 7), seededBytes(200 * KIB, 8)];
+  const whole = new Uint8Array([...parts[0], ...parts[1]]);
+  const manifest = serializeManifest({
+    format: "storage-manifest",
+    version: 1,
+    name: "whole.bin",
+    contentType: "application/octet-stream",
+    size: whole.length,
+    sha256: (await sha256(whole)).toHex(),
+    pieces: parts.map((part) => ({ cid: pieceCidOf(part), size: part.length })),
+  });
+  const cid = pieceCidOf(manifest);
+  const send = () =>
+    tusCreate(server.url, {
+      cid,
+      length: manifest.length,
+      filetype: MANIFEST_CONTENT_TYPE,
+      body: manifest,
+    });
+  assertEquals((await server.upload(pieceCidOf(parts[0]), parts[0])).status, 200);
+  const early = await send();
+  assertEquals([early.status, (await errorOf(early)).error], [400, "manifest_incomplete"]);
+  assertEquals((await server.get(`/p/${cid}`)).status, 404, "nothing kept");
+  assertEquals(await partialFiles(server.dataDir), []);
+  assertEquals((await server.upload(pieceCidOf(parts[1]), parts[1])).status, 200);
+  const done = await send();
+  assertEquals([done.status, done.headers.get("x-storage-cid")], [201, cid]);
+  await done.body?.cancel();
+  assertEquals(new Uint8Array(await (await server.get(`/f/${cid}`)).arrayBuffer()), whole);
 });

@@ -5,6 +5,7 @@
 import { assertEquals } from "../../helpers/assert.ts";
 import { patternBytes } from "../../helpers/server.ts";
 import { pieceCidOf, uploadMetadata } from "../../helpers/tus_requests.ts";
+import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/manifest_format.ts";
 import { sha256 } from "../../helpers/bytes.ts";
 import { sha256Cid } from "../../../src/piece_cid/cid_codec.ts";
 import type { Answer, Probe, SendInit } from "../openapi_probe.ts";
@@ -60,6 +61,19 @@ function rawCreation(p: Probe, body: string, options: { closeWrite?: boolean } =
 }
 
 const UNKNOWN = "/api/tus/0123456789abcdef0123456789abcdef";
+
+/** A well-formed manifest of one piece that nobody stored. */
+function missingPieceManifest(): Uint8Array<ArrayBuffer> {
+  return serializeManifest({
+    format: "storage-manifest",
+    version: 1,
+    name: "a.bin",
+    contentType: "application/octet-stream",
+    size: 6,
+    sha256: "0".repeat(64),
+    pieces: [{ cid: pieceCidOf(new TextEncoder().encode("nobody")), size: 6 }],
+  });
+}
 
 export const scenarios: Record<string, Scenario[]> = {
   createResumableUpload: [
@@ -185,6 +199,24 @@ export const scenarios: Record<string, Scenario[]> = {
       code: "cid_conflict",
     },
     {
+      name: "a manifest over its size limit",
+      send: (p) => create(p, creation(17 * 1024 * 1024, { filetype: MANIFEST_CONTENT_TYPE })),
+      status: 400,
+      code: "invalid_manifest",
+    },
+    {
+      name: "a whole manifest that lists a piece nobody stored",
+      send: (p) => {
+        const manifest = missingPieceManifest();
+        return create(p, creation(manifest.length, { filetype: MANIFEST_CONTENT_TYPE }), {
+          headers: { "content-type": OFFSET_BODY },
+          body: manifest,
+        });
+      },
+      status: 400,
+      code: "manifest_incomplete",
+    },
+    {
       name: "a store that refuses the upload (a file where its directory goes)",
       send: async (p) => {
         await Deno.writeTextFile(`${p.server.dataDir}/pieces/partial`, "in the way");
@@ -297,6 +329,26 @@ export const scenarios: Record<string, Scenario[]> = {
       },
       status: 400,
       code: "cid_mismatch",
+    },
+    {
+      name: "last bytes of a manifest that are not one",
+      send: async (p) => {
+        const answer = await create(p, creation(5, { filetype: MANIFEST_CONTENT_TYPE }));
+        return patch(p, new URL(answer.headers.get("location")!).pathname, 0, "hello");
+      },
+      status: 400,
+      code: "invalid_manifest",
+    },
+    {
+      name: "last bytes of a manifest that lists a piece nobody stored",
+      send: async (p) => {
+        const manifest = new TextDecoder().decode(missingPieceManifest());
+        const headers = creation(manifest.length, { filetype: MANIFEST_CONTENT_TYPE });
+        const answer = await create(p, headers);
+        return patch(p, new URL(answer.headers.get("location")!).pathname, 0, manifest);
+      },
+      status: 400,
+      code: "manifest_incomplete",
     },
     {
       name: "last bytes other than those stored under the cid",
