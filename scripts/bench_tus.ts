@@ -65,11 +65,14 @@ function payload(size: number, seed: number): Payload {
   return { block, size, cid: cidOf(block, size / MIB) };
 }
 
-/** An 8 MiB PATCH body made of the payload's block (every PATCH starts on a block). */
-function patchBody(p: Payload, length: number): Uint8Array<ArrayBuffer> {
+/** Bytes [from, from + length) of the payload: its block, repeated from where `from` falls in it. */
+function payloadBytes(p: Payload, from: number, length: number): Uint8Array<ArrayBuffer> {
   const body = new Uint8Array(length);
-  for (let at = 0; at < length; at += MIB) {
-    body.set(p.block.subarray(0, Math.min(MIB, length - at)), at);
+  for (let at = 0; at < length;) {
+    const phase = (from + at) % MIB;
+    const take = Math.min(MIB - phase, length - at);
+    body.set(p.block.subarray(phase, phase + take), at);
+    at += take;
   }
   return body;
 }
@@ -87,7 +90,8 @@ async function createUpload(url: string, p: Payload): Promise<string> {
 
 /** PATCHes of 8 MiB from `offset` to the end, one after another; the bytes they carried. */
 async function patchFrom(location: string, p: Payload, offset: number): Promise<number> {
-  const full = patchBody(p, PATCH_BYTES);
+  // Every 8 MiB PATCH from this offset starts at the same place in the block: one body serves all.
+  const full = payloadBytes(p, offset, PATCH_BYTES);
   let sent = 0;
   while (offset < p.size) {
     const length = Math.min(PATCH_BYTES, p.size - offset);
