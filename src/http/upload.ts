@@ -56,13 +56,6 @@ export interface UploadDeps {
   hashPool: HashWorkerPool | null;
 }
 
-/**
- * Bodies up to this size are hashed while they arrive: a few milliseconds of
- * hashing at most, less than what hashing afterwards costs (reopening the file
- * and a second fsynced database write).
- */
-const HASH_AFTERWARDS_ABOVE_BYTES = 4 * 1024 * 1024;
-
 /** The caller's daily cap, sent by uploads, accepted or refused at the cap. */
 export const RATE_LIMIT_HEADERS: HeaderUse = { RateLimit: "always", "RateLimit-Policy": "always" };
 
