@@ -71,7 +71,13 @@ export interface RecordUploadInput {
    * deal) in the same commit, so a crash can never leave a deal made and its
    * upload still waiting for bytes, holding a reservation that was settled.
    */
-  finishesResumable?: { id: string; fromBytes: number; expiresMs: number } | null;
+  finishesResumable?: {
+    id: string;
+    fromBytes: number;
+    expiresMs: number;
+    /** A CAR's roots, for the finished upload's result (null: not a CAR). */
+    roots: string[] | null;
+  } | null;
 }
 
 /** Where blocks lie in a piece's bytes, by multihash (ipfs/block_list.ts is one). */
@@ -181,6 +187,8 @@ export interface ResumableUploadRecord {
   expiresMs: number;
   /** The deal its last byte made; null until then. */
   dealId: string | null;
+  /** A finished CAR upload's roots, for its result; null otherwise. */
+  roots: string[] | null;
 }
 
 /** Resumable uploads in flight (and finished ones, for a day, for their result). */

@@ -29,6 +29,7 @@ import { ResumableError } from "../resumable/outcomes.ts";
 import type { AppendOutcome } from "../resumable/outcomes.ts";
 import type { ResumableUploads } from "../resumable/resumable_uploads.ts";
 import type { PieceCatalog } from "../storage/catalog.ts";
+import type { StoreError } from "../storage/driver/driver.ts";
 import type { RequestContext } from "./context.ts";
 import { manifestCollectorFor } from "./manifest_check.ts";
 import { jsonResponse } from "./json.ts";
@@ -96,6 +97,7 @@ export function createTusHandlers(deps: TusDeps): TusHandlers {
         offset,
         subject,
       });
+      if (outcome.kind === "partial" && outcome.cut) throwIfTooSlow(outcome.cut, outcome.upload);
       return new Response(null, { status: 204, headers: outcomeHeaders(outcome) });
     }),
     terminate: tusAnswer(async (request, context) => {
@@ -182,7 +184,7 @@ async function status(deps: TusDeps, request: Request, context: RequestContext) 
     );
   }
   const deal = await deps.resumable.dealOf(upload).catch(rethrowAsApiError);
-  return jsonResponse(200, uploadResultOf(deal, upload.cid, deps.baseUrl), headers);
+  return jsonResponse(200, uploadResultOf(deal, upload.cid, deps.baseUrl, upload.roots), headers);
 }
 
 /** Appends the request's body to an upload, admitted as any upload body is. */
@@ -207,6 +209,7 @@ async function append(
       body: request.body ?? ReadableStream.from([]),
       signal: context.signal,
       idleTimeoutMs: context.bodyIdleTimeoutMs,
+      minRate: context.bodyMinRate,
       checkBeforeCommit: (upload, bytes) => checkManifest(deps, upload, bytes),
     });
     context.logFields.bytesIn = outcome.upload.received - target.offset;
@@ -323,5 +326,24 @@ function tusApiError(error: unknown): unknown {
       return new ApiError("too_large", error.message);
     case "cid_mismatch":
       return new ApiError("cid_mismatch", error.message);
+    case "invalid_car":
+      // The PATCH's body may be left unread where the bad block was: the connection goes.
+      return new ApiError("invalid_car", error.message, { headers: { connection: "close" } });
   }
+}
+
+/**
+ * A PATCH body that stalled or came slower than --body-min-rate is cut as
+ * POST /api/upload's is (408), but what arrived is kept: the answer says how
+ * much, so the client can continue from there.
+ */
+function throwIfTooSlow(cut: StoreError, upload: ResumableUploadRecord): void {
+  if (cut.failure !== "too_slow" && cut.failure !== "stalled") return;
+  const why = cut.message.replace(/^Cannot read upload: /, "");
+  throw new ApiError(
+    "request_timeout",
+    `The body was abandoned: ${why}; the upload keeps the ${upload.received} bytes that ` +
+      "arrived: continue from Upload-Offset",
+    { headers: { ...tusHeaders({ offset: upload.received }), connection: "close" } },
+  );
 }

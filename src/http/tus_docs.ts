@@ -23,7 +23,9 @@ const UPLOAD_ID: ParameterDoc = {
 
 const OFFSET_BODY =
   "The next bytes of the file, as Content-Type: application/offset+octet-stream, with a " +
-  "Content-Length or chunked. A body that is cut off keeps what arrived: HEAD says how much.";
+  "Content-Length or chunked. A body that is cut off keeps what arrived: HEAD says how much. " +
+  "Each request's body is admitted as an upload's (--upload-memory, a client's share of it, " +
+  "--max-uploads-per-client) and read under --body-min-rate.";
 
 /** Answers that report an upload's state. */
 const STATE_HEADERS: HeaderUse = {
@@ -58,7 +60,10 @@ export const tusDocs = {
       "(413) and the daily cap (429) are decided from Upload-Length, which is reserved until " +
       "the upload finishes, is terminated, or expires 24 hours after its last byte. Bytes sent " +
       "with the creation (creation-with-upload) are appended at once; when they are all of " +
-      "them, this answer finishes the upload.",
+      "them, this answer finishes the upload. A filetype of application/vnd.ipld.car is " +
+      "checked block by block as the bytes arrive, over all the upload's requests, as " +
+      "POST /api/upload checks a CAR (400 invalid_car ends the upload, nothing kept); its " +
+      "blocks are then served by /ipfs/{cid} and GET names its roots.",
     auth: "optional",
     scope: "put",
     parameters: [
@@ -98,6 +103,7 @@ export const tusDocs = {
       "unsupported_media_type",
       "invalid_manifest",
       "manifest_incomplete",
+      "invalid_car",
       ...STORING_ERRORS,
     ],
   },
@@ -124,7 +130,10 @@ export const tusDocs = {
     summary: "Append bytes to a resumable upload at Upload-Offset",
     description: "The last byte verifies the cid (400 cid_mismatch removes the upload: nothing " +
       "is kept) and commits as POST /api/upload does; that answer carries X-Storage-Cid and " +
-      "X-Storage-Deal-Id. Another offset than the upload's is 409 offset_mismatch.",
+      "X-Storage-Deal-Id. Another offset than the upload's is 409 offset_mismatch. A body " +
+      "that stalls (--body-idle-timeout) or comes slower than --body-min-rate is cut with " +
+      "408 request_timeout; what arrived is kept, and its Upload-Offset says how much. " +
+      "A CAR's bad block is 400 invalid_car and removes the upload.",
     auth: "optional",
     scope: "put",
     parameters: [
@@ -140,7 +149,10 @@ export const tusDocs = {
     ],
     requestBody: { description: OFFSET_BODY, body: { binary: true } },
     responses: [{ status: 204, description: "Appended (or finished)", headers: STATE_HEADERS }],
-    errorHeaders: TUS_ERROR_HEADERS,
+    errorHeaders: {
+      ...TUS_ERROR_HEADERS,
+      408: { "Tus-Resumable": "always", "Upload-Offset": "always" },
+    },
     errors: [
       ...UPLOAD_ERRORS,
       "invalid_request",
@@ -150,6 +162,8 @@ export const tusDocs = {
       "cid_mismatch",
       "invalid_manifest",
       "manifest_incomplete",
+      "invalid_car",
+      "request_timeout",
       "cid_conflict",
       "stage_failed",
       "server_busy",

@@ -7,6 +7,7 @@ import { DAY_MS } from "../clock.ts";
 import type { DealRecord, ResumableUploadRecord } from "../db/records.ts";
 import type { Reservation } from "../limits/daily_caps.ts";
 import type { StoreError } from "../storage/driver/driver.ts";
+import type { MinBodyRate } from "../streams/read_watchdog.ts";
 
 /** How long an upload lives after its last byte (decisions: 24 hours). */
 export const RESUMABLE_EXPIRY_MS = DAY_MS;
@@ -20,7 +21,9 @@ export type ResumableFailure =
   /** More bytes than the upload lacks. */
   | "too_long"
   /** The last byte did not hash to the cid: the upload is gone. */
-  | "cid_mismatch";
+  | "cid_mismatch"
+  /** An upload typed as a CAR is not a valid one (a block, the framing): the upload is gone. */
+  | "invalid_car";
 
 export class ResumableError extends Error {
   readonly failure: ResumableFailure;
@@ -59,6 +62,8 @@ export interface AppendInput {
   body: ReadableStream<Uint8Array>;
   signal: AbortSignal;
   idleTimeoutMs: number;
+  /** The body's least average rate (--body-min-rate), as for POST /api/upload; null: none. */
+  minRate: MinBodyRate | null;
   /**
    * Runs on the last byte, after the cid check and before the commit, with the
    * whole upload's bytes (a manifest is checked against the pieces it lists):

@@ -10,8 +10,12 @@
  *   - its bytes in the store's partial area (driver.ts: PartialStore);
  *   - its cap reservation in the ledger, lasting (a data directory's ledger is
  *     in memory: `holdReservationsAgain` re-holds them at start);
- *   - the cid check's running hash in this process's memory, rebuilt from the
- *     stored bytes when missing (upload_hashing.ts).
+ *   - the cid check's running hash (and a CAR's parser, with the blocks it
+ *     found) in this process's memory, rebuilt from the stored bytes when
+ *     missing (upload_hashing.ts).
+ *
+ * An upload typed as a CAR is checked block by block as its bytes arrive: a
+ * bad block ends it at once (nothing kept); the last byte indexes its blocks.
  *
  * An append is recorded only if the offset it started from is still the
  * recorded one, so of two writers one wins. The deal of the last byte and the
@@ -31,11 +35,10 @@ import type { CapLedger, Reservation } from "../limits/daily_caps.ts";
 import { RESUMABLE_EXPIRY_MS, ResumableError } from "./outcomes.ts";
 import type { AppendInput, AppendOutcome, CreateResumableInput } from "./outcomes.ts";
 import type { Logger } from "../log.ts";
-import { parseCid } from "../piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../piece_cid/pool.ts";
 import type { PieceCatalog } from "../storage/catalog.ts";
 import type { PartialState, PieceStore } from "../storage/driver/driver.ts";
-import { UploadHashStates } from "./upload_hashing.ts";
+import { finishChecks, termsOf, UploadHashStates } from "./upload_hashing.ts";
 import type { UploadHash } from "./upload_hashing.ts";
 import { UploadLocks } from "./upload_locks.ts";
 
@@ -91,6 +94,7 @@ export class ResumableUploads {
         createdAt: toRfc3339(now),
         expiresMs: now + RESUMABLE_EXPIRY_MS,
         dealId: null,
+        roots: null,
       };
       await records.insert(record).catch(async (error) => {
         await store.partials.remove(id).catch(() => {});
@@ -208,12 +212,13 @@ export class ResumableUploads {
     const before = partialOf(upload);
     let hash: UploadHash | null = null;
     try {
-      hash = await this.#hashes.take(uploadTerms(upload), before, signal);
+      hash = await this.#hashes.take(termsOf(upload), before, signal);
       const appended = await store.partials.append(before, input.body, {
         expectedBytes: input.declaredBytes ?? upload.length - upload.received,
         onChunk: hash.onChunk,
         signal,
         idleTimeoutMs: input.idleTimeoutMs,
+        minRate: input.minRate,
       });
       const after = appended.state;
       if (after.size === upload.length) {
@@ -242,7 +247,11 @@ export class ResumableUploads {
       return { kind: "partial", upload: { ...upload, ...update }, cut: appended.cut };
     } catch (error) {
       if (hash) this.#hashes.drop(upload.id);
-      throw error;
+      const badCar = hash?.car?.problem;
+      if (!badCar) throw error;
+      // A CAR with a bad block can never finish: nothing of it is kept, as for POST /api/upload.
+      await this.#remove(upload);
+      throw new ResumableError("invalid_car", `${badCar.message}; nothing was stored`);
     }
   }
 
@@ -258,13 +267,7 @@ export class ResumableUploads {
     const staged = store.partials.staged(state, { sha256: hash.sha256?.digest("hex") ?? null });
     const reservation = this.#reservationOf(upload);
     try {
-      if (hash.verifier && !await hash.verifier.matches(staged)) {
-        await staged.discard();
-        throw new ResumableError(
-          "cid_mismatch",
-          "The bytes do not hash to this cid; nothing was stored",
-        );
-      }
+      const checked = await finishChecks(hash, staged);
       await check?.(upload, store.partials.read(state, { from: 0, to: state.size }));
       const deal = await catalog.acceptUpload({
         cid: upload.cid,
@@ -275,18 +278,26 @@ export class ResumableUploads {
         owner: upload.ownerSub === null
           ? null
           : { sub: upload.ownerSub, name: upload.ownerName ?? upload.ownerSub },
-        cidVerified: hash.verifier !== null,
+        cidVerified: checked.verified,
         termDays: upload.termDays,
         usageSubject: upload.usageSubject,
         usageDay: upload.reservationDay,
         reservation,
+        blocks: checked.car?.blocks,
         finishesResumable: {
           id: upload.id,
           fromBytes: upload.received,
           expiresMs: clock.now() + RESUMABLE_EXPIRY_MS,
+          roots: checked.car?.roots ?? null,
         },
       });
-      const finished = { ...upload, received: upload.length, dealId: deal.id, staging: "null" };
+      const finished = {
+        ...upload,
+        received: upload.length,
+        dealId: deal.id,
+        staging: "null",
+        roots: checked.car?.roots ?? null,
+      };
       return { kind: "finished", upload: finished, deal };
     } catch (error) {
       await staged.discard().catch(() => {});
@@ -373,8 +384,4 @@ export class ResumableUploads {
 /** The store's description of an upload's bytes, as its record keeps it. */
 function partialOf(upload: ResumableUploadRecord): PartialState {
   return JSON.parse(upload.staging) as PartialState;
-}
-
-function uploadTerms(upload: ResumableUploadRecord) {
-  return { parsedCid: parseCid(upload.cid), length: upload.length };
 }

@@ -21,7 +21,11 @@ export interface HoldOptions {
   port: number;
   /** Source address, e.g. "127.0.0.2". */
   from: string;
+  /** POST unless given (PATCH for a tus append). */
+  method?: string;
   path: string;
+  /** The body's Content-Type (default application/octet-stream). */
+  contentType?: string;
   /** The declared Content-Length. */
   length: number;
   /** Extra request head lines, e.g. ["Authorization: Bearer …"]. */
@@ -60,9 +64,9 @@ export async function holdUpload(options: HoldOptions): Promise<HeldUpload> {
       socket.write(bytes, () => resolve());
     });
   const head = [
-    `POST ${options.path} HTTP/1.1`,
+    `${options.method ?? "POST"} ${options.path} HTTP/1.1`,
     "Host: 127.0.0.1",
-    "Content-Type: application/octet-stream",
+    `Content-Type: ${options.contentType ?? "application/octet-stream"}`,
     `Content-Length: ${options.length}`,
     ...(options.headers ?? []),
     "",

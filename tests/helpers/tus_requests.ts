@@ -24,6 +24,8 @@ export interface CreateInit {
   headers?: Record<string, string>;
   /** creation-with-upload: the first bytes (or all). */
   body?: Uint8Array<ArrayBuffer>;
+  /** Another client: e.g. Deno.createHttpClient({ localAddress: "127.0.0.2" }). */
+  client?: Deno.HttpClient;
 }
 
 /** POST /api/tus. */
@@ -43,6 +45,7 @@ export function tusCreate(baseUrl: string, init: CreateInit): Promise<Response> 
       ...init.headers,
     },
     body: init.body,
+    client: init.client,
   });
 }
 

@@ -1,8 +1,9 @@
 /**
  * A resumable upload over time: it expires a day after its last byte (and
  * gives its reservation back), survives a restart of the server (its bytes,
- * its reservation, its offset; the cid check rebuilt from the stored bytes),
- * and a PATCH the client abandoned keeps what arrived and lets the next
+ * its reservation, its offset; the cid check and a CAR's check rebuilt from
+ * the stored bytes, so a CAR's blocks from before the restart are indexed
+ * too), and a PATCH the client abandoned keeps what arrived and lets the next
  * request in at once.
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
@@ -14,6 +15,7 @@ import { bearer, errorOf, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { pieceCidOf, tusCreated, tusHead, tusPatch } from "../helpers/tus_requests.ts";
 import { eventually, within } from "../helpers/wait.ts";
+import { blocksOf, CAR_TYPE, packFiles } from "../helpers/ipfs.ts";
 
 const FILE = seededBytes(6 * MIB + 4321, 27);
 const CID = pieceCidOf(FILE);
@@ -109,6 +111,30 @@ Deno.test("tus: after a restart, bytes that do not hash to the cid are still cau
     assertEquals([last.status, (await errorOf(last)).error], [400, "cid_mismatch"]);
     assertEquals(await storedPieces(second.dataDir), []);
     assertEquals(await reserved(second), 0);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("tus: a restart in the middle of a CAR; the blocks sent before it are indexed too", async () => {
+  const { car } = await packFiles({ "a.bin": FILE.slice(0, 3 * MIB), "b.txt": new Uint8Array(9) });
+  const cid = pieceCidOf(car);
+  const dataDir = await Deno.makeTempDir({ prefix: "storage-tus-restart-" });
+  try {
+    let url: string;
+    {
+      await using first = await startTestServer({ dataDir });
+      url = await tusCreated(first.url, { cid, length: car.length, filetype: CAR_TYPE });
+      assertEquals((await tusPatch(url, 0, car.slice(0, 1_500_000))).status, 204);
+    }
+    await using second = await startTestServer({ dataDir });
+    const moved = url.replace(new URL(url).origin, second.url);
+    const last = await tusPatch(moved, 1_500_000, car.slice(1_500_000));
+    assertEquals(last.status, 204, await last.text());
+    const blocks = await blocksOf(car);
+    assertEquals(await second.server.metadata.blocks.countBlocks(cid), blocks.length);
+    const first = await second.get(`/ipfs/${blocks[0].cid}?format=raw`);
+    assertEquals(new Uint8Array(await first.arrayBuffer()), blocks[0].bytes);
   } finally {
     await Deno.remove(dataDir, { recursive: true });
   }

@@ -4,8 +4,9 @@
  * blocks), the CAR is uploaded, and @helia/verified-fetch, with this service
  * as its only gateway, fetches and verifies a file by its path, in a process
  * that may connect nowhere but 127.0.0.1:<port> (its permission audit log is
- * read to prove it). Run on disk + SQLite (ipfs_disk_test.ts) and on S3 +
- * PostgreSQL (ipfs_s3_postgres_test.ts).
+ * read to prove it). A CAR sent through the tus endpoint is checked and
+ * indexed the same, over PATCHes that cut its blocks. Run on disk + SQLite
+ * (ipfs_disk_test.ts) and on S3 + PostgreSQL (ipfs_s3_postgres_test.ts).
  */
 import { CID } from "multiformats/cid";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
@@ -22,6 +23,7 @@ import {
   readVerifiedCar,
 } from "../helpers/ipfs.ts";
 import { errorOf } from "../helpers/server.ts";
+import { tusCreate, tusCreated, tusHead, tusPatch } from "../helpers/tus_requests.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { pieceCid } from "../../src/client/piece_cid.ts";
 
@@ -221,5 +223,59 @@ export function ipfsSuite(deployment: IpfsDeployment): void {
     );
     assertEquals(car.blocks.map((b) => b.cid.toString()), [block.cid.toString()]);
     assertOk(car.blocks[0].bytes.length === block.bytes.length);
+  });
+
+  test("a CAR sent through /api/tus in PATCHes that cut its blocks is indexed as an upload's", async () => {
+    const { root, car } = await site();
+    await using server = await deployment.start();
+    const { cid } = await pieceCid(car);
+    const url = await tusCreated(server.url, { cid, length: car.length, filetype: CAR_TYPE });
+    const cuts = [0, 1_500_000, 2_900_000, car.length]; // inside leaves of 1 MiB
+    for (let i = 0; i + 1 < cuts.length; i++) {
+      const answer = await tusPatch(url, cuts[i], car.slice(cuts[i], cuts[i + 1]));
+      assertEquals(answer.status, 204, await answer.text());
+    }
+    const blocks = await blocksOf(car);
+    assertEquals(await server.server.metadata.blocks.countBlocks(cid), blocks.length);
+    for (const block of blocks) {
+      const answer = await server.get(`/ipfs/${block.cid}?format=raw`);
+      assertEquals(new Uint8Array(await answer.arrayBuffer()), block.bytes, `${block.cid}`);
+    }
+    const result = await (await fetch(url)).json();
+    assertEquals([result.cid, result.roots], [cid, [root]]);
+    const fetched = await verifiedFetch(server.url, `ipfs://${root}/hello.txt`);
+    assertEquals(fetched.result.status, 200, fetched.stderr);
+  });
+
+  test("a CAR through /api/tus with a corrupted block ends at that PATCH, nothing kept or charged", async () => {
+    const { car } = await site();
+    await using server = await deployment.start({ sponsoredCap: car.length });
+    const blocks = await blocksOf(car);
+    const bad = car.slice();
+    const at = bad.findIndex((_, i) =>
+      bad.subarray(i, i + 64).every((b, k) => b === blocks[1].bytes[k])
+    );
+    bad[at + 1000] ^= 0x01;
+    const { cid } = await pieceCid(bad);
+    const url = await tusCreated(server.url, { cid, length: bad.length, filetype: CAR_TYPE });
+    assertEquals((await tusPatch(url, 0, bad.slice(0, at - 10))).status, 204);
+    const refused = await tusPatch(url, at - 10, bad.slice(at - 10, 2 * at));
+    assertEquals(refused.status, 400);
+    const error = await errorOf(refused);
+    assertEquals(error.error, "invalid_car");
+    assertMatch(error.message, new RegExp(`Block ${blocks[1].cid} at byte \\d+ does not hash`));
+    assertEquals((await tusHead(url)).status, 404);
+    assertEquals(await server.server.metadata.catalog.getPiece(cid), null);
+    assertEquals(await server.server.metadata.blocks.countBlocks(cid), 0);
+    assertEquals(await Array.fromAsync(server.server.store.partials.list()), []);
+    assertEquals(await server.server.services.ledger.reservedTotal(), 0);
+    // Nothing charged: the good CAR, as large as the cap, still fits today.
+    const good = await tusCreate(server.url, {
+      cid: (await pieceCid(car)).cid,
+      length: car.length,
+      filetype: CAR_TYPE,
+      body: car,
+    });
+    assertEquals([good.status, good.headers.get("x-storage-deal-id") !== null], [201, true]);
   });
 }

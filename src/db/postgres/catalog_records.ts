@@ -165,7 +165,8 @@ export class PostgresCatalogRecords implements CatalogRecords {
       const finished = input.finishesResumable;
       if (finished) {
         const marked = await tx`UPDATE resumable_uploads SET received = length,
-            staging = 'null', deal_id = ${d.id}, expires_ms = ${finished.expiresMs}
+            staging = 'null', deal_id = ${d.id}, expires_ms = ${finished.expiresMs},
+            roots = ${finished.roots === null ? null : JSON.stringify(finished.roots)}
           WHERE id = ${finished.id} AND received = ${finished.fromBytes} AND deal_id IS NULL`;
         if (marked.count !== 1) throw new ResumableUploadMovedError(finished.id);
       }

@@ -169,7 +169,8 @@ CREATE TABLE resumable_uploads (
   staging         TEXT NOT NULL,
   created_at      TEXT NOT NULL,
   expires_ms      BIGINT NOT NULL,
-  deal_id         TEXT
+  deal_id         TEXT,
+  roots           TEXT
 );
 CREATE INDEX resumable_uploads_by_expiry ON resumable_uploads (expires_ms);
 ALTER TABLE cap_reservations ALTER COLUMN instance_id DROP NOT NULL;

@@ -12,7 +12,7 @@ const COLUMNS = `id, cid, length, received, content_type AS "contentType", filen
   tier, usage_subject AS "usageSubject", owner_sub AS "ownerSub", owner AS "ownerName",
   term_days AS "termDays", reservation_id AS "reservationId",
   reservation_day AS "reservationDay", staging, created_at AS "createdAt",
-  expires_ms AS "expiresMs", deal_id AS "dealId"`;
+  expires_ms AS "expiresMs", deal_id AS "dealId", roots`;
 
 export class PostgresResumableUploadRecords implements ResumableUploadRecords {
   readonly #sql: Sql;
@@ -24,11 +24,11 @@ export class PostgresResumableUploadRecords implements ResumableUploadRecords {
   async insert(r: ResumableUploadRecord): Promise<void> {
     await this.#sql`INSERT INTO resumable_uploads (id, cid, length, received, content_type,
         filename, metadata, tier, usage_subject, owner_sub, owner, term_days, reservation_id,
-        reservation_day, staging, created_at, expires_ms, deal_id)
+        reservation_day, staging, created_at, expires_ms, deal_id, roots)
       VALUES (${r.id}, ${r.cid}, ${r.length}, ${r.received}, ${r.contentType}, ${r.filename},
         ${r.metadata}, ${r.tier}, ${r.usageSubject}, ${r.ownerSub}, ${r.ownerName},
         ${r.termDays}, ${r.reservationId}, ${r.reservationDay}, ${r.staging}, ${r.createdAt},
-        ${r.expiresMs}, ${r.dealId})`;
+        ${r.expiresMs}, ${r.dealId}, ${r.roots === null ? null : JSON.stringify(r.roots)})`;
   }
 
   async get(id: string): Promise<ResumableUploadRecord | null> {
@@ -36,7 +36,7 @@ export class PostgresResumableUploadRecords implements ResumableUploadRecords {
       `SELECT ${COLUMNS} FROM resumable_uploads WHERE id = $1`,
       [id],
     );
-    return (row as unknown as ResumableUploadRecord | undefined) ?? null;
+    return row ? recordOf(row) : null;
   }
 
   async advance(
@@ -60,7 +60,7 @@ export class PostgresResumableUploadRecords implements ResumableUploadRecords {
        ORDER BY expires_ms LIMIT $2`,
       [nowMs, limit],
     );
-    return rows as unknown as ResumableUploadRecord[];
+    return rows.map(recordOf);
   }
 
   async unfinishedAfter(afterId: string, limit: number): Promise<ResumableUploadRecord[]> {
@@ -69,6 +69,12 @@ export class PostgresResumableUploadRecords implements ResumableUploadRecords {
        ORDER BY id LIMIT $2`,
       [afterId, limit],
     );
-    return rows as unknown as ResumableUploadRecord[];
+    return rows.map(recordOf);
   }
+}
+
+/** A row as the record: its roots column is JSON text (NULL unless a finished CAR). */
+function recordOf(row: Record<string, unknown>): ResumableUploadRecord {
+  const roots = row.roots as string | null;
+  return { ...row, roots: roots === null ? null : JSON.parse(roots) } as ResumableUploadRecord;
 }

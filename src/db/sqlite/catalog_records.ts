@@ -105,7 +105,7 @@ export class SqliteCatalogRecords implements CatalogRecords {
     );
     this.#finishResumable = db.prepare(
       `UPDATE resumable_uploads SET received = length, staging = 'null', deal_id = ?,
-         expires_ms = ? WHERE id = ? AND received = ? AND deal_id IS NULL`,
+         expires_ms = ?, roots = ? WHERE id = ? AND received = ? AND deal_id IS NULL`,
     );
     this.#usageRange = db.prepare(
       `SELECT day, bytes, uploads FROM usage_daily
@@ -247,17 +247,27 @@ export class SqliteCatalogRecords implements CatalogRecords {
       this.#addUsage.run(input.usage.subject, input.usage.day, input.usage.bytes);
       if (input.blocks) this.#blocks.indexBlocks(d.cid, input.blocks);
       const finished = input.finishesResumable;
-      if (
-        finished &&
-        Number(
-            this.#finishResumable.run(d.id, finished.expiresMs, finished.id, finished.fromBytes)
-              .changes,
-          ) !== 1
-      ) {
+      if (finished && this.#markFinished(d.id, finished) !== 1) {
         throw new ResumableUploadMovedError(finished.id);
       }
     });
     // In the commit's synchronous step: no request sees the bytes both used and reserved.
     input.reservation?.markSettled();
+  }
+
+  /** Marks a resumable upload finished with its deal; 1 if it was still where it was read. */
+  #markFinished(
+    dealId: string,
+    finished: NonNullable<RecordUploadInput["finishesResumable"]>,
+  ): number {
+    const roots = finished.roots === null ? null : JSON.stringify(finished.roots);
+    const result = this.#finishResumable.run(
+      dealId,
+      finished.expiresMs,
+      roots,
+      finished.id,
+      finished.fromBytes,
+    );
+    return Number(result.changes);
   }
 }

@@ -1,5 +1,5 @@
 // deno-lint-ignore-file require-await -- async interface (db/records.ts) over node:sqlite's synchronous answers.
-/** Resumable (tus) uploads in a data directory's database (migration 8 says what a row is). */
+/** Resumable (tus) uploads in a data directory's database (migration 11 says what a row is). */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
 import type { ResumableUploadRecord, ResumableUploadRecords } from "../records.ts";
@@ -8,7 +8,7 @@ import type { ResumableUploadRecord, ResumableUploadRecords } from "../records.t
 export const RESUMABLE_COLUMNS = `id, cid, length, received, content_type AS contentType, filename,
   metadata, tier, usage_subject AS usageSubject, owner_sub AS ownerSub, owner AS ownerName,
   term_days AS termDays, reservation_id AS reservationId, reservation_day AS reservationDay,
-  staging, created_at AS createdAt, expires_ms AS expiresMs, deal_id AS dealId`;
+  staging, created_at AS createdAt, expires_ms AS expiresMs, deal_id AS dealId, roots`;
 
 export class SqliteResumableUploadRecords implements ResumableUploadRecords {
   readonly #insert: StatementSync;
@@ -22,8 +22,8 @@ export class SqliteResumableUploadRecords implements ResumableUploadRecords {
     this.#insert = db.prepare(
       `INSERT INTO resumable_uploads (id, cid, length, received, content_type, filename,
          metadata, tier, usage_subject, owner_sub, owner, term_days, reservation_id,
-         reservation_day, staging, created_at, expires_ms, deal_id)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+         reservation_day, staging, created_at, expires_ms, deal_id, roots)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.#get = db.prepare(`SELECT ${RESUMABLE_COLUMNS} FROM resumable_uploads WHERE id = ?`);
     this.#advance = db.prepare(
@@ -61,11 +61,12 @@ export class SqliteResumableUploadRecords implements ResumableUploadRecords {
       r.createdAt,
       r.expiresMs,
       r.dealId,
+      rootsText(r.roots),
     );
   }
 
   async get(id: string): Promise<ResumableUploadRecord | null> {
-    const row = this.#get.get(id) as ResumableUploadRecord | undefined;
+    const row = this.#get.get(id) as ResumableUploadRow | undefined;
     return row ? recordOf(row) : null;
   }
 
@@ -88,19 +89,28 @@ export class SqliteResumableUploadRecords implements ResumableUploadRecords {
   }
 
   async expiredBefore(nowMs: number, limit: number): Promise<ResumableUploadRecord[]> {
-    return (this.#expired.all(nowMs, limit) as unknown as ResumableUploadRecord[]).map(recordOf);
+    return (this.#expired.all(nowMs, limit) as unknown as ResumableUploadRow[]).map(recordOf);
   }
 
   async unfinishedAfter(afterId: string, limit: number): Promise<ResumableUploadRecord[]> {
-    return (this.#unfinished.all(afterId, limit) as unknown as ResumableUploadRecord[])
+    return (this.#unfinished.all(afterId, limit) as unknown as ResumableUploadRow[])
       .map(recordOf);
   }
 }
 
+/** A row as SELECTed: the record, with its roots as the JSON text they are stored as. */
+type ResumableUploadRow = Omit<ResumableUploadRecord, "roots"> & { roots: string | null };
+
+/** The roots column's text: a JSON array, or NULL for an upload that is not a finished CAR. */
+function rootsText(roots: string[] | null): string | null {
+  return roots === null ? null : JSON.stringify(roots);
+}
+
 /** node:sqlite answers INTEGER columns as numbers already; a spread drops its null prototype. */
-function recordOf(row: ResumableUploadRecord): ResumableUploadRecord {
+function recordOf(row: ResumableUploadRow): ResumableUploadRecord {
   return {
     ...row,
+    roots: row.roots === null ? null : JSON.parse(row.roots) as string[],
     length: Number(row.length),
     received: Number(row.received),
     termDays: Number(row.termDays),

@@ -105,6 +105,8 @@ export interface AppendOptions {
   signal?: AbortSignal;
   /** A body silent this long ends the append like a cut body. */
   idleTimeoutMs?: number;
+  /** With idleTimeoutMs: a body slower than this on average ends like a cut body ("too_slow"). */
+  minRate?: MinBodyRate | null;
 }
 
 export interface AppendResult {

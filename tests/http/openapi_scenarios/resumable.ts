@@ -190,6 +190,16 @@ export const scenarios: Record<string, Scenario[]> = {
       code: "request_timeout",
     },
     {
+      name: "the whole file as a CAR that is not one",
+      send: (p) =>
+        create(p, creation(16, { filetype: "application/vnd.ipld.car" }), {
+          headers: { "content-type": OFFSET_BODY },
+          body: "not a CAR at all",
+        }),
+      status: 400,
+      code: "invalid_car",
+    },
+    {
       name: "the whole file, other bytes than those stored under the cid",
       send: async (p) => {
         assertEquals((await p.upload(CID, "first")).status, 200);
@@ -349,6 +359,28 @@ export const scenarios: Record<string, Scenario[]> = {
       },
       status: 400,
       code: "manifest_incomplete",
+    },
+    {
+      name: "bytes of a CAR that is not one",
+      send: async (p) => {
+        const answer = await create(p, creation(100, { filetype: "application/vnd.ipld.car" }));
+        // A header of one byte, which is no {version, roots} map: refused before the rest.
+        return patch(p, new URL(answer.headers.get("location")!).pathname, 0, "\u0001x");
+      },
+      status: 400,
+      code: "invalid_car",
+    },
+    {
+      name: "a body that stalls",
+      args: ["--body-idle-timeout", "1"],
+      send: async (p) => {
+        const path = await created(p, 100);
+        const head = `Tus-Resumable: 1.0.0\nContent-Type: ${OFFSET_BODY}\nUpload-Offset: 0\n` +
+          "Content-Length: 100\n";
+        return p.raw(rawPost(path, head).replace(/^POST/, "PATCH"), { body: "x".repeat(50) });
+      },
+      status: 408,
+      code: "request_timeout",
     },
     {
       name: "last bytes other than those stored under the cid",

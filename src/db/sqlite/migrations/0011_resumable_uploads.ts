@@ -4,7 +4,8 @@
  * area; `staging` is the store's description of them. The cap reservation
  * of the length is named here, so a restart can hold it again (the daily-cap
  * ledger of a data directory keeps reservations in memory). `deal_id` is set
- * in the same transaction as the deal the last byte made.
+ * in the same transaction as the deal the last byte made, with `roots` (a
+ * JSON array) when the upload was a CAR, for the finished upload's result.
  */
 export const sql = `
 CREATE TABLE resumable_uploads (
@@ -25,7 +26,8 @@ CREATE TABLE resumable_uploads (
   staging         TEXT NOT NULL,
   created_at      TEXT NOT NULL,
   expires_ms      INTEGER NOT NULL,
-  deal_id         TEXT
+  deal_id         TEXT,
+  roots           TEXT
 ) STRICT;
 CREATE INDEX resumable_uploads_by_expiry ON resumable_uploads (expires_ms);
 `;

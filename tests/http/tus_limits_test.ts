@@ -1,0 +1,163 @@
+/**
+ * A tus PATCH is an upload's body like any other, and the open-network limits
+ * hold for it as for POST /api/upload: it is admitted against the upload
+ * memory pool and the client's share of it (by address and by token), counted
+ * among the client address's uploads in flight, and cut with 408 when it comes
+ * slower than --body-min-rate; unlike a plain upload, what it carried before
+ * the cut is kept, and the upload goes on from there. Clients are 127.0.0.x
+ * source addresses.
+ */
+import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
+import { MIB, seededBytes } from "../helpers/bytes.ts";
+import { holdUpload } from "../helpers/held_upload.ts";
+import type { HeldUpload } from "../helpers/held_upload.ts";
+import { bearer, signup, startTestServer } from "../helpers/server.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { pieceCidOf, tusCreated, tusHead, tusPatch } from "../helpers/tus_requests.ts";
+import { eventually } from "../helpers/wait.ts";
+
+const FILE = seededBytes(8 * MIB, 26);
+const CID = pieceCidOf(FILE);
+
+/** A PATCH at offset 0 held open from `from`: its head and the first KiB of the file sent. */
+async function holdPatch(
+  server: TestServer,
+  options: { from: string; url: string; token: string },
+): Promise<HeldUpload> {
+  return await holdUpload({
+    port: server.server.port,
+    from: options.from,
+    method: "PATCH",
+    path: new URL(options.url).pathname,
+    contentType: "application/offset+octet-stream",
+    length: FILE.length,
+    headers: ["Tus-Resumable: 1.0.0", "Upload-Offset: 0", `Authorization: Bearer ${options.token}`],
+    first: FILE.slice(0, 1024),
+  });
+}
+
+/** Waits until a held request is admitted (memory booked) or answered. */
+async function admittedOrAnswered(server: TestServer, held: HeldUpload, before: number) {
+  const admission = server.server.services.admission;
+  await eventually(() => held.answered || admission.pinnedBytes > before, "admitted or answered");
+}
+
+Deno.test("tus limits: PATCHes take the client's share of upload memory; past it 503, another client goes on", async () => {
+  // A large body pins 2.75 MiB; a quarter of 32 MiB holds two of them.
+  await using server = await startTestServer({ args: ["--upload-memory", "32MiB"] });
+  const { token } = await signup(server);
+  const admission = server.server.services.admission;
+  const urls: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const cid = i === 0 ? CID : `bafktusshare0${i}`;
+    urls.push(await tusCreated(server.url, { cid, length: FILE.length, headers: bearer(token) }));
+  }
+  const held: HeldUpload[] = [];
+  try {
+    for (const [i, from] of [[0, "127.0.0.2"], [1, "127.0.0.3"]] as const) {
+      const before = admission.pinnedBytes;
+      held.push(await holdPatch(server, { from, url: urls[i], token }));
+      await admittedOrAnswered(server, held[i], before);
+      assertEquals(held[i].answered, false, `PATCH ${i} was refused`);
+    }
+    // The token's share is full, from whichever address it comes.
+    const refused = await holdPatch(server, { from: "127.0.0.4", url: urls[2], token });
+    const answer = await refused.response;
+    refused.close();
+    assertEquals(answer?.status, 503, answer?.body);
+    assertEquals(JSON.parse(answer!.body).error, "server_busy");
+    assertEquals(answer!.headers.get("tus-resumable"), "1.0.0");
+    assertEquals(answer!.headers.get("retry-after"), "1");
+    assertEquals(
+      (await tusHead(urls[2], bearer(token))).offset,
+      0,
+      "the refused PATCH kept nothing",
+    );
+    // Another client (a sponsored caller at another address) is not held back.
+    const small = seededBytes(100_000, 3);
+    const other = await tusCreated(server.url, { cid: pieceCidOf(small), length: small.length });
+    assertEquals((await tusPatch(other, 0, small)).status, 204);
+  } finally {
+    for (const upload of held) upload.close();
+  }
+  await eventually(() => admission.pinnedBytes === 0, "the cut PATCHes give their memory back");
+  // What the cut PATCHes carried is kept, and the first upload finishes from there.
+  const offset = (await tusHead(urls[0], bearer(token))).offset!;
+  assertOk(offset > 0 && offset <= 1024, `offset ${offset}`);
+  const rest = await tusPatch(urls[0], offset, FILE.slice(offset), bearer(token));
+  assertEquals([rest.status, rest.headers.get("x-storage-cid")], [204, CID]);
+});
+
+Deno.test("tus limits: a PATCH counts among the address's uploads in flight (--max-uploads-per-client)", async () => {
+  await using server = await startTestServer({ args: ["--max-uploads-per-client", "2"] });
+  const { token } = await signup(server);
+  const url = await tusCreated(server.url, {
+    cid: CID,
+    length: FILE.length,
+    headers: bearer(token),
+  });
+  const held: HeldUpload[] = [];
+  try {
+    for (const cid of ["bafkinflight01", "bafkinflight02"]) {
+      const before = server.server.services.admission.pinnedBytes;
+      held.push(
+        await holdUpload({
+          port: server.server.port,
+          from: "127.0.0.2",
+          path: `/api/upload?cid=${cid}`,
+          length: MIB,
+        }),
+      );
+      await admittedOrAnswered(server, held.at(-1)!, before);
+    }
+    const refused = await holdPatch(server, { from: "127.0.0.2", url, token });
+    const answer = await refused.response;
+    refused.close();
+    assertEquals(answer?.status, 429, answer?.body);
+    assertEquals(JSON.parse(answer!.body).error, "rate_limited");
+    assertEquals(answer!.headers.get("tus-resumable"), "1.0.0");
+    // From another address the same upload goes on.
+    assertEquals((await tusPatch(url, 0, FILE.slice(0, MIB), bearer(token))).status, 204);
+  } finally {
+    for (const upload of held) upload.close();
+  }
+});
+
+Deno.test("tus limits: a PATCH slower than --body-min-rate is cut with 408; what arrived is kept and the upload goes on", async () => {
+  await using server = await startTestServer({
+    args: ["--body-min-rate", "64KiB", "--body-rate-grace", "1"],
+  });
+  const { token } = await signup(server);
+  const url = await tusCreated(server.url, {
+    cid: CID,
+    length: FILE.length,
+    headers: bearer(token),
+  });
+  const slow = await holdPatch(server, { from: "127.0.0.2", url, token });
+  // 1 KiB every 50 ms: 20 KiB/s, a byte often enough for any idle timeout, too slow on average.
+  for (let at = 1024; at < 200 * 1024 && !slow.answered; at += 1024) {
+    await slow.send(FILE.slice(at, at + 1024));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const answer = await slow.response;
+  slow.close();
+  assertOk(answer !== null, "no answer");
+  assertEquals(answer.status, 408, answer.body);
+  assertEquals(answer.headers.get("connection"), "close");
+  assertEquals(answer.headers.get("tus-resumable"), "1.0.0");
+  const body = JSON.parse(answer.body);
+  assertEquals(body.error, "request_timeout");
+  assertMatch(body.message, /slower than 65536 bytes\/s/);
+  const kept = Number(answer.headers.get("upload-offset"));
+  assertOk(kept >= 1024, `Upload-Offset ${kept}`);
+  assertEquals((await tusHead(url, bearer(token))).offset, kept);
+  await eventually(
+    () => server.server.services.admission.pinnedBytes === 0,
+    "the cut PATCH gives its memory back",
+  );
+  // The upload keeps its reservation; a PATCH at the rate finishes it.
+  assertEquals(await server.server.services.ledger.reservedTotal(), FILE.length);
+  const rest = await tusPatch(url, kept, FILE.slice(kept), bearer(token));
+  assertEquals([rest.status, rest.headers.get("x-storage-cid")], [204, CID]);
+  assertEquals(await server.server.services.ledger.reservedTotal(), 0);
+});
