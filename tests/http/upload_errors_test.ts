@@ -276,7 +276,10 @@ Deno.test("upload: an over-cap Content-Length is refused before the body is sent
     }\nConnection: close\n`,
   );
   assertEquals(response?.status, 413);
-  assertEquals(JSON.parse(response!.body).error, "too_large");
+  const refusal = JSON.parse(response!.body);
+  assertEquals(refusal.error, "too_large");
+  // A newcomer's next step: a token raises the cap, the CLI splits what is larger still.
+  assertMatch(refusal.message, /a token \(storage signup\) raises it, and the storage CLI splits/);
 });
 
 Deno.test("upload: a storage path the store cannot write to is 502 stage_failed", async () => {
