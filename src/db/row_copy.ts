@@ -11,7 +11,9 @@
  * a migration writes a piece's row only after its bytes are in the target.
  *
  * Not copied: signup codes and wallet sign-in nonces (they live minutes),
- * and what only PostgreSQL has (instances, cap reservations in flight).
+ * unfinished resumable uploads (a tus client starts again on a 404; a
+ * finished one is a deal), and what only PostgreSQL has (instances, cap
+ * reservations in flight).
  */
 import type { PieceRecord } from "./records.ts";
 
