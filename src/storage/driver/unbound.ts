@@ -4,7 +4,7 @@
  * starts, so /healthz can say why; every piece operation is "offline".
  */
 import { StoreError } from "./driver.ts";
-import type { OpenedPiece, PieceStore, StagedPiece, StoreHealth } from "./driver.ts";
+import type { OpenedPiece, PieceStat, PieceStore, StagedPiece, StoreHealth } from "./driver.ts";
 
 export class UnboundStore implements PieceStore {
   readonly source = "stage";
@@ -18,7 +18,7 @@ export class UnboundStore implements PieceStore {
     return Promise.resolve({ ok: false, detail: this.#reason });
   }
 
-  stat(): Promise<{ size: number } | null> {
+  stat(): Promise<PieceStat | null> {
     return Promise.reject(this.#offline());
   }
 

@@ -28,6 +28,7 @@ import { bytesInRange } from "../driver.ts";
 import type {
   ByteRange,
   OpenedPiece,
+  PieceStat,
   PieceStore,
   StagedPiece,
   StageOptions,
@@ -93,10 +94,11 @@ export class DiskStore implements PieceStore {
     }
   }
 
-  async stat(key: string): Promise<{ size: number } | null> {
+  async stat(key: string): Promise<PieceStat | null> {
     try {
       const info = await Deno.stat(this.#pathOf(key));
-      return { size: info.size };
+      // An unknown age counts as new: an orphan is removed only once known to be old.
+      return { size: info.size, modifiedAt: info.mtime?.getTime() ?? Date.now() };
     } catch (error) {
       return await this.#missingOrOffline(error);
     }
