@@ -35,6 +35,7 @@ export const ERROR_STATUS = {
   not_acceptable: 406,
   request_timeout: 408,
   cid_conflict: 409,
+  gone: 410,
   length_required: 411,
   too_large: 413,
   range_not_satisfiable: 416,

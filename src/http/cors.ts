@@ -30,7 +30,7 @@ export function applyCorsHeaders(headers: Headers): void {
 /** The answer to any OPTIONS request: 204 allowing what the API uses. */
 export function preflightResponse(): Response {
   const headers = new Headers({
-    "access-control-allow-methods": "GET, HEAD, POST, OPTIONS",
+    "access-control-allow-methods": "GET, HEAD, POST, DELETE, OPTIONS",
     "access-control-allow-headers":
       "Authorization, Content-Type, X-Filename, If-None-Match, Range, If-Range",
     "access-control-max-age": "86400",

@@ -317,6 +317,7 @@ Deno.test({
       bytesCopied: MIB,
       failed: [],
       carriedCorrupt: [],
+      carriedRemoved: 0,
     });
     assertEquals(second.summary.rows, rowsWritten({ pieces: 1, deals: 1 }));
     assertEquals(second.summary.hmacKey, "kept");
@@ -611,6 +612,54 @@ Deno.test({
         assertEquals(await query(pg.url, "SELECT count(*)::int AS n FROM pieces"), [{ n: 0 }]);
       } finally {
         await removeDirs(root);
+      }
+    }),
+});
+
+Deno.test({
+  name: "migrate: deleted deals and removed pieces travel as they are; the targets answer 410",
+  ignore,
+  fn: () =>
+    withPostgres(async (pg) => {
+      const dir = await Deno.makeTempDir({ prefix: "migrate-lifecycle-" });
+      const target = `${dir}-target`;
+      try {
+        const kept = patternBytes(3 * KIB, 21);
+        const gone = patternBytes(4 * KIB, 22);
+        let token: string;
+        {
+          await using server = await startTestServer({ dataDir: dir });
+          token = (await signup(server, { email: "leaver@example.org" })).token;
+          const headers = bearer(token);
+          await uploadOk(server, "migratekept0001", kept, new Map(), headers);
+          const response = await server.upload("migrategone0001", gone, { headers });
+          const { dealId } = await response.json();
+          const deleted = await server.get(`/api/deals/${dealId}`, { method: "DELETE", headers });
+          assertEquals(deleted.status, 200);
+          await deleted.body?.cancel();
+          const swept = await server.server.gc.sweep({ asOf: Date.now() + 30 * 86_400_000 });
+          assertEquals(swept?.removedPieces, 1);
+        }
+        const run = await migrate(
+          ["--from-data-dir", dir, "--database", pg.url, "--data-dir", target],
+          { source: dir, targets: [target] },
+        );
+        assertEquals(run.code, 0, run.stderr);
+        assertEquals([run.summary.pieces.copied, run.summary.pieces.carriedRemoved], [1, 1]);
+        await using server = await startTestServer({
+          dataDir: target,
+          args: ["--database", pg.url],
+        });
+        assertEquals((await server.get("/p/migratekept0001")).status, 200);
+        const removed = await server.get("/p/migrategone0001");
+        assertEquals([removed.status, (await removed.json()).error], [410, "gone"]);
+        const files = await getJson(server.url, "/api/files", token);
+        assertEquals(
+          files.files.map((f: { cid: string; state: string }) => `${f.cid} ${f.state}`),
+          ["migrategone0001 deleted", "migratekept0001 active"],
+        );
+      } finally {
+        await removeDirs(dir, target);
       }
     }),
 });
