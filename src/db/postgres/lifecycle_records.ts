@@ -55,23 +55,17 @@ export class PostgresLifecycleRecords implements LifecycleRecords {
     at: string,
   ): Promise<RemovalMark[]> {
     if (cids.length === 0) return [];
-    const rows = await this.#sql.begin(async (tx) => {
-      const marked = [];
-      for (const cid of cids) {
-        // Each statement sees what committed before it (READ COMMITTED): a deal made by an
-        // upload that held the cid's lock before this sweep took it is seen here.
-        const [row] = await tx.unsafe(
-          `INSERT INTO removed_pieces (cid, removing_at)
-           SELECT p.cid, $3 FROM pieces p WHERE p.cid = $1 AND ${removable("$2")}
-           ON CONFLICT (cid) DO NOTHING
-           RETURNING mark, cid`,
-          [cid, endedBy, at],
-        );
-        if (row) marked.push(row);
-      }
-      return marked;
-    });
-    return marksOf(rows);
+    // One statement, so one round trip for the batch. Its snapshot is taken now, after the
+    // caller holds the cids' locks: a deal made by an upload that held one before is seen.
+    const rows = await this.#sql.unsafe(
+      `INSERT INTO removed_pieces (cid, removing_at)
+       SELECT p.cid, $3 FROM pieces p WHERE p.cid = ANY($1::text[]) AND ${removable("$2")}
+       ORDER BY p.cid
+       ON CONFLICT (cid) DO NOTHING
+       RETURNING mark, cid`,
+      [cids, endedBy, at],
+    );
+    return marksOf(rows).sort((a, b) => a.mark - b.mark);
   }
 
   async isRemovalPending(mark: number): Promise<boolean> {
