@@ -51,6 +51,9 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
     "The connection stalled and the server gave up waiting, so nothing was stored. " +
     "Please try again.",
   cid_conflict: "Different bytes are already stored under this content id.",
+  gone:
+    "This is no longer stored here: its term ended or its owner deleted it. Uploading the same " +
+    "file again stores it anew.",
   length_required: "The server needs to know the size up front, and it was not sent.",
   too_large: "This is larger than the server accepts in one go.",
   range_not_satisfiable: "The part of the file asked for lies past its end.",
