@@ -186,7 +186,9 @@ export interface LifecycleRecords {
   /**
    * Marks each of `cids` as being removed if it still may be, in one
    * transaction with that check: the marks of those marked; a cid a deal
-   * wants again, without a row, or marked already is left out.
+   * wants again, without a row, or marked already is left out. A marked
+   * piece's indexed blocks (BlockRecords) go in the same transaction: a
+   * block lives while its piece does, and /ipfs/ never reads a removing one.
    */
   beginRemovals(cids: readonly string[], endedBy: string, at: string): Promise<RemovalMark[]>;
   /** Whether a removal mark is still unfinished (a re-upload deletes it). */

@@ -8,7 +8,8 @@
  *
  * Each state transition (active → expired, active → deleted, expired →
  * active by extension, removed → stored by re-upload), the shared-piece and
- * manifest rules, 410 gone, orphans, and the sweep/upload race on one cid.
+ * manifest rules, 410 gone, the blocks of an indexed CAR (they live while
+ * their piece does), orphans, and the sweep/upload race on one cid.
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
@@ -21,6 +22,9 @@ import { pieceCidOfStream, sha256Cid } from "../../src/piece_cid/mod.ts";
 import type { SweepReport } from "../../src/ops/gc.ts";
 import type { PieceStore } from "../../src/storage/driver/driver.ts";
 import { withOverrides } from "../helpers/overrides.ts";
+import { CAR_TYPE, carOf, rawBlock } from "../helpers/ipfs.ts";
+import { pieceCid } from "../../src/client/piece_cid.ts";
+import { toRfc3339 } from "../../src/clock.ts";
 
 export const DAY_MS = 86_400_000;
 
@@ -268,6 +272,58 @@ export function runLifecycleSuite(
       // The old deal's end long past, the new one keeps the piece through sweeps.
       assertEquals((await sweep(server)).removedPieces, 0);
       assertEquals((await retrieve(server, old.cid)).status, 200);
+    },
+  );
+
+  test(
+    "a CAR's blocks are served while its piece is stored: removed with it, back with a re-upload",
+    async (server, clock) => {
+      const [shared, onlyFirst, onlySecond] = await Promise.all(
+        [20, 21, 22].map((seed) => rawBlock(seededBytes(1500, seed))),
+      );
+      const firstCar = await carOf([onlyFirst.cid], [shared, onlyFirst]);
+      const secondCar = await carOf([onlySecond.cid], [shared, onlySecond]);
+      const uploadCar = async (car: Uint8Array<ArrayBuffer>) =>
+        await uploadOk(server, car, { cid: (await pieceCid(car)).cid, contentType: CAR_TYPE });
+      const block = async (cid: unknown): Promise<{ status: number; [k: string]: unknown }> => {
+        const response = await server.get(`/ipfs/${cid}?format=raw`);
+        return response.status === 200
+          ? { status: 200, bytes: new Uint8Array(await response.arrayBuffer()) }
+          : { status: response.status, error: (await errorOf(response)).error };
+      };
+      const first = await uploadCar(firstCar);
+      // A raw upload under its sha2-256 cid is a block of its own, with no index row.
+      const rawBytes = seededBytes(900, 23);
+      const rawPiece = await uploadOk(server, rawBytes);
+      assertEquals(await block(rawPiece.cid), { status: 200, bytes: rawBytes });
+      clock.advance(5 * DAY_MS);
+      await uploadCar(secondCar); // its deal ends 5 days after the first's
+      clock.advance(5 * DAY_MS + 2 * DAY_MS + 1000);
+      // The first step of a removal alone, as a sweep killed right after it leaves it: the
+      // bytes are still stored, but neither /p/ nor /ipfs/ serves them any more.
+      const { blocks, lifecycle } = server.server.metadata;
+      const now = clock.now();
+      const marked = await lifecycle.beginRemovals(
+        [first.cid, rawPiece.cid],
+        toRfc3339(now - 2 * DAY_MS),
+        toRfc3339(now),
+      );
+      assertEquals(marked.length, 2);
+      assertOk(await server.server.store.stat(rawPiece.cid) !== null);
+      assertEquals(await blocks.countBlocks(first.cid), 0, "its index rows went with the mark");
+      assertEquals(await retrieve(server, rawPiece.cid), { status: 410, error: "gone" });
+      assertEquals(await block(onlyFirst.cid), { status: 404, error: "not_found" });
+      assertEquals(await block(rawPiece.cid), { status: 404, error: "not_found" });
+      assertEquals((await sweep(server)).resumed, 2, "the next sweep finishes both");
+      assertEquals(await server.server.store.stat(rawPiece.cid), null);
+      assertEquals(await block(rawPiece.cid), { status: 404, error: "not_found" });
+      assertEquals((await server.get(`/ipfs/${onlyFirst.cid}?format=car`)).status, 404);
+      // A block the second CAR holds too is still served, from it.
+      assertEquals(await block(shared.cid), { status: 200, bytes: shared.bytes });
+      assertEquals(await block(onlySecond.cid), { status: 200, bytes: onlySecond.bytes });
+      await uploadCar(firstCar);
+      assertEquals(await blocks.countBlocks(first.cid), 2, "indexed again");
+      assertEquals(await block(onlyFirst.cid), { status: 200, bytes: onlyFirst.bytes });
     },
   );
 

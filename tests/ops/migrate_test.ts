@@ -663,3 +663,55 @@ Deno.test({
       }
     }),
 });
+
+Deno.test({
+  name: "migrate: a CAR removed in the source after a first run takes its blocks from the target",
+  ignore,
+  fn: () =>
+    withPostgres(async (pg) => {
+      const dir = await Deno.makeTempDir({ prefix: "migrate-car-gone-" });
+      const target = `${dir}-target`;
+      const blocks = [
+        await rawBlock(patternBytes(2 * KIB, 23)),
+        await rawBlock(patternBytes(KIB, 24)),
+      ];
+      const car = await carOf([blocks[0].cid], blocks);
+      const blockCount = async () =>
+        (await query(pg.url, `SELECT count(*)::int AS n FROM blocks`))[0].n;
+      try {
+        let dealId: string;
+        {
+          await using server = await startTestServer({ dataDir: dir });
+          const response = await server.upload("migratecargone1", car, {
+            contentType: "application/vnd.ipld.car",
+          });
+          assertEquals(response.status, 200, await response.clone().text());
+          dealId = (await response.json()).dealId;
+        }
+        const args = ["--from-data-dir", dir, "--database", pg.url, "--data-dir", target];
+        const first = await migrate(args, { source: dir, targets: [target] });
+        assertEquals([first.code, first.summary.rows.blocks], [0, 2], first.stderr);
+        {
+          // The source serves on and removes the CAR (its deal long ended) before the rerun.
+          await using server = await startTestServer({ dataDir: dir });
+          const swept = await server.server.gc.sweep({ asOf: Date.now() + 60 * 86_400_000 });
+          assertEquals(swept?.removedPieces, 1, dealId);
+        }
+        const rerun = await migrate(args, { source: dir, targets: [target] });
+        assertEquals(rerun.code, 0, rerun.stderr);
+        assertEquals(await blockCount(), 0, "a block lives while its piece does");
+        await using server = await startTestServer({
+          dataDir: target,
+          args: ["--database", pg.url],
+        });
+        assertEquals((await server.get("/p/migratecargone1")).status, 410);
+        for (const block of blocks) {
+          const answer = await server.get(`/ipfs/${block.cid}?format=raw`);
+          assertEquals(answer.status, 404, `${block.cid}`);
+          await answer.body?.cancel();
+        }
+      } finally {
+        await removeDirs(dir, target);
+      }
+    }),
+});

@@ -57,12 +57,19 @@ export class PostgresLifecycleRecords implements LifecycleRecords {
     if (cids.length === 0) return [];
     // One statement, so one round trip for the batch. Its snapshot is taken now, after the
     // caller holds the cids' locks: a deal made by an upload that held one before is seen.
+    // The marked pieces' indexed blocks go in the same statement (a block lives while its
+    // piece does).
     const rows = await this.#sql.unsafe(
-      `INSERT INTO removed_pieces (cid, removing_at)
-       SELECT p.cid, $3 FROM pieces p WHERE p.cid = ANY($1::text[]) AND ${removable("$2")}
-       ORDER BY p.cid
-       ON CONFLICT (cid) DO NOTHING
-       RETURNING mark, cid`,
+      `WITH marked AS (
+         INSERT INTO removed_pieces (cid, removing_at)
+         SELECT p.cid, $3 FROM pieces p WHERE p.cid = ANY($1::text[]) AND ${removable("$2")}
+         ORDER BY p.cid
+         ON CONFLICT (cid) DO NOTHING
+         RETURNING mark, cid
+       ), forgotten AS (
+         DELETE FROM blocks WHERE piece_cid IN (SELECT cid FROM marked)
+       )
+       SELECT mark, cid FROM marked`,
       [cids, endedBy, at],
     );
     return marksOf(rows).sort((a, b) => a.mark - b.mark);

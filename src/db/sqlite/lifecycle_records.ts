@@ -27,6 +27,7 @@ export class SqliteLifecycleRecords implements LifecycleRecords {
   readonly #db: Database;
   readonly #sweepPage: StatementSync;
   readonly #beginRemoval: StatementSync;
+  readonly #forgetBlocks: StatementSync;
   readonly #isPending: StatementSync;
   readonly #finishRemoval: StatementSync;
   readonly #unfinished: StatementSync;
@@ -51,6 +52,7 @@ export class SqliteLifecycleRecords implements LifecycleRecords {
        SELECT p.cid, $at FROM pieces p WHERE p.cid = $cid AND ${REMOVABLE}
        RETURNING mark`,
     );
+    this.#forgetBlocks = db.prepare(`DELETE FROM blocks WHERE piece_cid = ?`);
     this.#isPending = db.prepare(
       `SELECT 1 AS pending FROM removed_pieces WHERE mark = ? AND removed_at IS NULL`,
     );
@@ -119,7 +121,9 @@ export class SqliteLifecycleRecords implements LifecycleRecords {
     return transaction(this.#db, () =>
       cids.flatMap((cid) => {
         const row = this.#beginRemoval.get({ cid, endedBy, at }) as { mark: number } | undefined;
-        return row === undefined ? [] : [{ mark: Number(row.mark), cid }];
+        if (row === undefined) return [];
+        this.#forgetBlocks.run(cid);
+        return [{ mark: Number(row.mark), cid }];
       }));
   }
 
