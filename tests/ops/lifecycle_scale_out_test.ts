@@ -109,6 +109,44 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "scale-out gc: main.ts gc lists an orphan in the bucket, removes it after the grace period; instances show that sweep",
+  ignore,
+  fn: () =>
+    withDeployment(async ({ instance, command }) => {
+      await using server = await instance(new FakeClock("2026-01-01T00:00:00Z"));
+      // An object no row names, as a crash before removals were crash-safe left them.
+      const { store } = server.server;
+      const staged = await store.stage(ReadableStream.from([seededBytes(777, 60)]), {
+        expectedBytes: 777,
+      });
+      await staged.commit("bafkorphanbucket1");
+      const gcJson = async (args: string[]) => {
+        const run = await command(["gc", "--json", ...args]);
+        assertEquals(run.code, 0, run.stderr);
+        return JSON.parse(run.stdout);
+      };
+      const young = await gcJson(["--dry-run"]);
+      assertEquals([young.orphans, young.youngOrphans], [[], 1], "written within the grace period");
+      // The grace period (7 days by default) later, by the bucket's clock.
+      const later = new Date(Date.now() + 8 * DAY_MS).toISOString();
+      const due = await gcJson(["--dry-run", "--as-of", later]);
+      assertEquals(due.orphans, [{ cid: "bafkorphanbucket1", size: 777 }]);
+      assertEquals((await store.stat("bafkorphanbucket1"))?.size, 777, "a dry run removes nothing");
+      const removed = await gcJson(["--as-of", later]);
+      assertEquals([removed.removedOrphans, removed.removedOrphanBytes], [1, 777]);
+      assertEquals(await store.stat("bafkorphanbucket1"), null);
+      // The sweep is the deployment's last, whoever ran it: /healthz and /metrics say so.
+      const health = (await (await server.get("/healthz")).json()).gc;
+      assertEquals(health.lastSweep.removedOrphans, 1);
+      assertEquals(health.lastSweep.finishedAt, removed.finishedAt);
+      const metrics = await (await server.get("/metrics")).text();
+      const seconds = Date.parse(removed.finishedAt) / 1000;
+      assertMatch(metrics, new RegExp(`^storage_gc_last_sweep_timestamp_seconds ${seconds}$`, "m"));
+    }),
+});
+
+Deno.test({
   name: "scale-out gc: a piece another instance removed stops being served from this one's cache",
   ignore,
   fn: () =>
