@@ -7,6 +7,7 @@
  *   main.ts backup DEST [flags]  a consistent copy (a data directory), beside running servers
  *   main.ts scrub [flags]        re-hash every stored piece; mark the corrupt ones
  *   main.ts migrate --from-data-dir DIR [flags]  copy the data directory into PostgreSQL / a bucket
+ *   main.ts gc [--as-of TIME] [--dry-run] [--json]  remove pieces no deal wants any more
  *
  * Serving prints one "Listening on" line on stdout and shuts down gracefully
  * on SIGINT/SIGTERM. Whatever stops a start (a bad flag, a port in use, a
@@ -22,6 +23,7 @@ import { runTokenCommand } from "./src/cli/operator/token_command.ts";
 import { runBackupCommand } from "./src/cli/operator/backup_command.ts";
 import { runScrubCommand } from "./src/cli/operator/scrub_command.ts";
 import { runMigrateCommand } from "./src/cli/operator/migrate_command.ts";
+import { runGcCommand } from "./src/cli/operator/gc_command.ts";
 import { runRotateKeyCommand } from "./src/cli/operator/rotate_key_command.ts";
 import { DirectoryLockedError } from "./src/fs/dir_lock.ts";
 import { DatabaseTooNewError } from "./src/db/sqlite/database.ts";
@@ -37,6 +39,7 @@ const OPERATOR_COMMANDS: Record<string, (options: OperatorCommandOptions) => Pro
   backup: runBackupCommand,
   scrub: runScrubCommand,
   migrate: runMigrateCommand,
+  gc: runGcCommand,
 };
 
 export async function main(args: string[]): Promise<number> {

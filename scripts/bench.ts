@@ -34,9 +34,10 @@
  * connection bounds cost on 1 KiB retrievals and 100 MiB uploads: scripts/bench_bounds_cost.ts,
  * 18 a --big-gib CAR upload with its blocks checked vs an opaque upload of the same bytes, 19
  * 256 KiB blocks from /ipfs/{cid}?format=raw vs a 256 KiB piece from /p/: scripts/bench_ipfs.ts,
- * 21 a --big-gib tus upload in 8 MiB PATCHes vs one POST /api/upload, and a resume after a drop
- * at half, on disk and S3: scripts/bench_tus.ts), to reproduce one figure quickly; a full run is
- * what the README reports.
+ * 20 a garbage-collection sweep over 100,000 deals (10% expired) on SQLite and PostgreSQL, and the
+ * retrievals served beside it: scripts/bench_gc.ts, 21 a --big-gib tus upload in 8 MiB PATCHes
+ * vs one POST /api/upload, and a resume after a drop at half, on disk and S3:
+ * scripts/bench_tus.ts), to reproduce one figure quickly; a full run is what the README reports.
  */
 import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
@@ -51,6 +52,8 @@ import { benchCliUpload } from "./bench_cli_upload.ts";
 import { benchBrowserPieceCid } from "./bench_browser_piece_cid.ts";
 import { benchBackup } from "./bench_backup.ts";
 import { benchS3 } from "./bench_s3.ts";
+import { benchGc } from "./bench_gc.ts";
+import { postgresInstalled } from "./lib/postgres_server.ts";
 import { benchTus } from "./bench_tus.ts";
 import { benchOffload } from "./bench_offload.ts";
 import { onEachStore, rangesVsWhole, splitFileMemory, splitFileVsWhole } from "./bench_ranges.ts";
@@ -67,9 +70,7 @@ const MIB = 1024 * 1024;
 const USAGE = `Usage: deno task bench [--runs 3] [--transfer-runs 9] [--seconds 10] [--big-gib 1]
                        [--quick] [--only 1,3]
   --quick changes the defaults to --runs 2 --transfer-runs 3 --seconds 3 --big-gib 0.25;
-  --only takes workload numbers 1-19 and 21 (see scripts/bench.ts).`;
-/** The workloads this script runs, by number (the header above says what each measures). */
-const WORKLOADS = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21];
+  --only takes workload numbers 1-21 (see scripts/bench.ts).`;
 // Defaults depend on --quick, so they are filled in below.
 const opts = scriptArgs(USAGE, {
   runs: { type: "number", integer: true, min: 1 },
@@ -85,11 +86,12 @@ const transferRuns = opts["transfer-runs"] ?? (quick ? 3 : 9);
 const loadSeconds = opts.seconds ?? (quick ? 3 : 10);
 const bigGiB = opts["big-gib"] ?? (quick ? 0.25 : 1);
 const only = new Set(
-  (opts.only ?? WORKLOADS.join(",")).split(",").map((n) => Number(n.trim())),
+  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21").split(",")
+    .map((n) => Number(n.trim())),
 );
 for (const workload of only) {
-  if (!WORKLOADS.includes(workload)) {
-    usageExit(USAGE, `--only takes workload numbers 1-19 and 21, got "${opts.only}"`);
+  if (!Number.isInteger(workload) || workload < 1 || workload > 21) {
+    usageExit(USAGE, `--only takes workload numbers from 1 to 21, got "${opts.only}"`);
   }
 }
 const wanted = (workload: number) => only.has(workload);
@@ -597,6 +599,7 @@ if (wanted(18) || wanted(19)) {
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }
+if (wanted(20)) await gcWorkload();
 if (wanted(21)) {
   progress(`21 a ${bigGiB} GiB tus upload in 8 MiB PATCHes vs one upload; a resume at half`);
   const tus = await benchTus({ runs, gib: bigGiB });
@@ -629,6 +632,28 @@ const resultsPath = opts.only !== undefined
   : "bench-results/latest.json";
 await Deno.writeTextFile(resultsPath, JSON.stringify(results, null, 2) + "\n");
 console.log(`wrote ${resultsPath}`);
+
+/** Workload 20 (scripts/bench_gc.ts): a sweep's time, and retrievals beside it against without. */
+async function gcWorkload(): Promise<void> {
+  const backends = postgresInstalled() ? ["sqlite", "postgres"] as const : ["sqlite"] as const;
+  progress(`20/20 a gc sweep over 100,000 deals, 10% expired (${backends.join(", ")})`);
+  const gc = await benchGc({
+    deals: quick ? 20_000 : 100_000,
+    seconds: quick ? 3 : 5,
+    pairs: quick ? 2 : 4,
+    connections: 16,
+    backends: [...backends],
+  });
+  if ("skipped" in gc) {
+    console.log(`workload 20 skipped: ${gc.skipped}`);
+    return;
+  }
+  results.gcSweep = gc;
+  for (const [backend, result] of Object.entries(gc)) {
+    ratio(`retrievals during a gc sweep / without, ${backend}`, result.ratio, 0.9);
+    ratio(`retrievals during an unpaced gc sweep / without, ${backend}`, result.unpacedRatio);
+  }
+}
 
 /** Workloads 12 to 15 (scripts/bench_offload.ts and scripts/bench_ranges.ts). */
 async function bigFileWorkloads(): Promise<void> {

@@ -34,6 +34,10 @@ function bytesFor(fill: number, size: number): Uint8Array<ArrayBuffer> {
   for (let i = 0; i < size; i++) out[i] = (i * 31 + fill) & 0xff;
   return out;
 }
+function medianOfLast(samples: { mib: number }[], count: number): number {
+  const last = samples.slice(-count).map((s) => s.mib).sort((a, b) => a - b);
+  return last[Math.floor(last.length / 2)] ?? 0;
+}
 const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 
 const dataDir = await Deno.makeTempDir({ prefix: "soak-" });
@@ -152,9 +156,11 @@ try {
 
   latencies.sort((a, b) => a - b);
   const fivexx = [...statuses].filter(([s]) => s >= 500).reduce((n, [, c]) => n + c, 0);
+  // RSS saw-tooths with the garbage collector, so each end of the growth is the
+  // median of the last five samples up to it, not one sample that may sit on a tooth.
   const splitAt = Math.min(60, seconds / 2);
-  const early = rssSamples.filter((s) => s.t <= splitAt).at(-1)?.mib ?? 0;
-  const late = rssSamples.at(-1)?.mib ?? 0;
+  const early = medianOfLast(rssSamples.filter((s) => s.t <= splitAt), 5);
+  const late = medianOfLast(rssSamples, 5);
   const report = {
     seconds: Math.round(elapsed),
     connections,

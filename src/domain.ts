@@ -11,7 +11,7 @@ import type { Scope } from "./wire.ts";
 
 // Scopes and tiers are words of the API itself: defined with its bodies, named here too.
 export { SCOPES, TIERS } from "./wire.ts";
-export type { Scope, Tier } from "./wire.ts";
+export type { DealState, Scope, Tier } from "./wire.ts";
 
 /**
  * What the service keeps of a token it issued: never the token itself. A token

@@ -37,6 +37,7 @@ export const ERROR_STATUS = {
   cid_conflict: 409,
   offset_mismatch: 409,
   upload_incomplete: 409,
+  gone: 410,
   length_required: 411,
   unsupported_version: 412,
   too_large: 413,

@@ -1,17 +1,20 @@
 /**
  * Everything the service keeps besides the bytes, behind one object the
  * composition root builds: the records (db/records.ts), the daily-cap ledger,
- * the per-cid commit locks, and the database's health. Two backends:
+ * the per-cid commit locks, the turn of garbage-collection sweeps, and the
+ * database's health. Two backends:
  *
  * - SQLite in the data directory (the default): one process owns it, so cap
- *   reservations and cid locks live in that process's memory.
+ *   reservations, cid locks and the sweep turn live in that process's memory.
  * - PostgreSQL (`--database postgres://…`): shared by N instances, so cap
- *   reservations and cid locks live in the database too (db/postgres/).
+ *   reservations, cid locks and the sweep turn live in the database too
+ *   (db/postgres/).
  */
 import type { Clock } from "./clock.ts";
 import type {
   BlockRecords,
   CatalogRecords,
+  LifecycleRecords,
   ResumableUploadRecords,
   SignupCodeRecords,
   TokenRecords,
@@ -20,6 +23,7 @@ import type {
 import type { Database } from "./db/sqlite/database.ts";
 import { SqliteBlockRecords } from "./db/sqlite/block_records.ts";
 import { SqliteCatalogRecords } from "./db/sqlite/catalog_records.ts";
+import { SqliteLifecycleRecords } from "./db/sqlite/lifecycle_records.ts";
 import { SqliteSignupCodeRecords } from "./db/sqlite/signup_code_records.ts";
 import { SqliteTokenRecords } from "./db/sqlite/token_records.ts";
 import { SqliteWalletNonceRecords } from "./db/sqlite/wallet_nonce_records.ts";
@@ -29,6 +33,8 @@ import { DailyCapLedger } from "./limits/daily_caps.ts";
 import type { CapLedger } from "./limits/daily_caps.ts";
 import { LocalCidLocks } from "./storage/cid_locks.ts";
 import type { CidLocks } from "./storage/cid_locks.ts";
+import { LocalSweepTurn } from "./storage/sweep_turn.ts";
+import type { SweepTurn } from "./storage/sweep_turn.ts";
 import type { DatabaseHealth } from "./wire.ts";
 
 export type MetadataBackend = "sqlite" | "postgres";
@@ -38,12 +44,16 @@ export interface Metadata {
   readonly catalog: CatalogRecords;
   /** The block index of CAR uploads, for the IPFS gateway. */
   readonly blocks: BlockRecords;
+  /** Deal ends, removals, manifest listings, the last sweep (garbage collection). */
+  readonly lifecycle: LifecycleRecords;
   readonly tokens: TokenRecords;
   readonly signupCodes: SignupCodeRecords;
   readonly walletNonces: WalletNonceRecords;
   readonly resumableUploads: ResumableUploadRecords;
   readonly capLedger: CapLedger;
   readonly cidLocks: CidLocks;
+  /** One garbage-collection sweep at a time, in every process that shares the records. */
+  readonly sweepTurn: SweepTurn;
   /** False for the in-memory SQLite a server without a usable data directory runs on. */
   readonly persistent: boolean;
   /**
@@ -73,6 +83,7 @@ export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
     backend: "sqlite",
     catalog,
     blocks,
+    lifecycle: new SqliteLifecycleRecords(db),
     tokens: new SqliteTokenRecords(db),
     signupCodes: new SqliteSignupCodeRecords(db),
     walletNonces: new SqliteWalletNonceRecords(db),
@@ -82,6 +93,7 @@ export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
       usedBytes: (subject, day) => catalog.usedBytesNow(subject, day),
     }),
     cidLocks: new LocalCidLocks(),
+    sweepTurn: new LocalSweepTurn(),
     persistent,
     liveWriters: null,
     // deno-lint-ignore require-await -- node:sqlite answers at once; async turns a throw into a rejection.
@@ -115,12 +127,17 @@ export function postgresMetadata(postgres: PostgresDatabase): Metadata {
     backend: "postgres",
     catalog: postgres.catalog,
     blocks: postgres.blocks,
+    lifecycle: postgres.lifecycle,
     tokens: postgres.tokens,
     signupCodes: postgres.signupCodes,
     walletNonces: postgres.walletNonces,
     resumableUploads: postgres.resumableUploads,
     capLedger: postgres.capLedger,
-    cidLocks: { run: (cid, fn) => local.run(cid, () => postgres.cidLocks.run(cid, fn)) },
+    cidLocks: {
+      run: (cid, fn) => local.run(cid, () => postgres.cidLocks.run(cid, fn)),
+      runAll: (cids, fn) => local.runAll(cids, () => postgres.cidLocks.runAll(cids, fn)),
+    },
+    sweepTurn: postgres.sweepTurn,
     persistent: true,
     liveWriters: () => postgres.liveWriters(),
     health: async () => ({ ...await postgres.health(), persistent: true, backend: "postgres" }),

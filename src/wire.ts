@@ -135,7 +135,14 @@ export interface TokenList {
   tokens: TokenInfo[];
 }
 
-/** A deal as its owner sees it (GET /api/files, POST /api/deals/{dealId}/extend). */
+/**
+ * Where a deal is in its life: `active` until its termEndsAt, then `expired`;
+ * `deleted` once its owner ended it (DELETE /api/deals/{dealId}).
+ */
+export const DEAL_STATES = ["active", "expired", "deleted"] as const;
+export type DealState = typeof DEAL_STATES[number];
+
+/** A deal as its owner sees it (GET /api/files, POST /api/deals/{dealId}/extend, DELETE). */
 export interface Deal {
   cid: string;
   dealId: string;
@@ -145,6 +152,9 @@ export interface Deal {
   createdAt: string;
   term: string;
   termEndsAt: string;
+  state: DealState;
+  /** When the owner deleted the deal; null unless state is "deleted". */
+  deletedAt: string | null;
   retrievalUrl: string;
 }
 
@@ -252,6 +262,29 @@ export interface Health {
   uploads: { inFlight: number };
   memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
   wallet: WalletHealth;
+  gc: GcHealth;
+}
+
+/** Garbage collection of pieces no deal wants, as /healthz reports it. */
+export interface GcHealth {
+  /** Hours between this server's own sweeps; 0 when it runs none (`main.ts gc` may). */
+  intervalHours: number;
+  /** Days a piece is kept after its last deal ended. */
+  graceDays: number;
+  /** Whether a sweep is running in this server now. */
+  running: boolean;
+  /** The last sweep that finished, by any instance or `main.ts gc`; null: none yet. */
+  lastSweep: GcSweepSummary | null;
+}
+
+export interface GcSweepSummary {
+  startedAt: string;
+  finishedAt: string;
+  /** Pieces whose bytes it removed, and their bytes. */
+  removedPieces: number;
+  removedBytes: number;
+  /** Objects no metadata named that it removed. */
+  removedOrphans: number;
 }
 
 /** The metadata database as /healthz reports it (metadata.ts answers it). */

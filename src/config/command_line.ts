@@ -82,6 +82,7 @@ export function helpText(): string {
     "Usage: main.ts [serve] [flags]      run the service",
     "       main.ts rotate-key [flags]   replace the HMAC key; every issued token becomes invalid",
     "       main.ts migrate [flags]      move a data directory into PostgreSQL and/or a bucket",
+    "       main.ts gc [flags]           remove pieces no deal wants (--dry-run lists them)",
     "",
     "Flags (each also read from the environment variable shown; a flag wins):",
     ...rows,

@@ -504,6 +504,31 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: "32MiB",
     apply: (c, v, n) => c.scrubBytesPerSecond = parseSize(v, n),
   },
+  // Lifecycle: pieces no deal wants any more are removed after a grace period.
+  {
+    flag: "retention-grace-days",
+    env: "STORAGE_RETENTION_GRACE_DAYS",
+    placeholder: "DAYS",
+    description: "Days a piece is kept after its last deal expired or was deleted",
+    default: "7",
+    apply: (c, v, n) => c.retentionGraceDays = parseInteger(v, n, { min: 0, max: 36500 }),
+  },
+  {
+    flag: "gc-interval",
+    env: "STORAGE_GC_INTERVAL",
+    placeholder: "HOURS",
+    description: "Hours between sweeps removing pieces no deal wants (0 = off; see main.ts gc)",
+    default: "6",
+    apply: (c, v, n) => c.gcIntervalHours = parseInteger(v, n, { min: 0, max: 8760 }),
+  },
+  {
+    flag: "gc-rate",
+    env: "STORAGE_GC_RATE",
+    placeholder: "COUNT",
+    description: "Pieces per second a sweep removes at most",
+    default: "100",
+    apply: (c, v, n) => c.gcRemovalsPerSecond = parseInteger(v, n, { min: 1, max: 100_000 }),
+  },
   // Scale-out: metadata in a shared PostgreSQL, pieces in an S3-compatible bucket.
   {
     flag: "database",

@@ -133,6 +133,12 @@ export interface Config {
   scrubIntervalHours: number;
   /** Bytes per second a scrub reads at most, so serving keeps the disk. */
   scrubBytesPerSecond: number;
+  /** Days a piece is kept after its last deal ended (expired or deleted). */
+  retentionGraceDays: number;
+  /** Hours between this server's garbage-collection sweeps; 0 = none. */
+  gcIntervalHours: number;
+  /** Pieces per second a sweep removes at most, so serving keeps the store. */
+  gcRemovalsPerSecond: number;
   /** A PostgreSQL URL shared by every instance; null = SQLite in the data directory. */
   databaseUrl: string | null;
   /** Longest one PostgreSQL call may take before it fails (the request answers 503). */

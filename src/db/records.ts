@@ -8,7 +8,7 @@
  * SQLite implementation answers synchronously underneath, which is what lets
  * its in-memory cap ledger stay exact (limits/daily_caps.ts).
  */
-import type { Tier } from "../domain.ts";
+import type { DealState, Tier } from "../domain.ts";
 
 // The records auth/ keeps through (tokens, signup codes, sign-in nonces) are declared in
 // domain.ts, which both auth/ and db/ import; named here too, beside the catalog's.
@@ -24,6 +24,12 @@ export interface PieceRecord {
   createdAt: string;
   /** When a scrub found the stored bytes wrong or missing; null while they verify. */
   corruptAt: string | null;
+  /**
+   * When a sweep began removing the bytes because no deal wanted them any more
+   * (they are gone, or going); null while they are stored. An upload of the
+   * bytes brings the piece back and clears it.
+   */
+  removedAt: string | null;
 }
 
 export interface DealRecord {
@@ -39,6 +45,8 @@ export interface DealRecord {
   termDays: number;
   createdAt: string;
   termEndsAt: string;
+  /** When the owner ended the deal (DELETE /api/deals/{id}); null while it runs its term. */
+  deletedAt: string | null;
 }
 
 export interface UsageRecord {
@@ -51,6 +59,17 @@ export interface UsageRecord {
 export interface RecordUploadInput {
   /** The piece to insert, or null when its bytes were already stored. */
   newPiece: PieceRecord | null;
+  /**
+   * A piece a sweep removed (or was removing) whose bytes this upload stored
+   * again: its row takes these fields, and its removal and corrupt marks and
+   * manifest listing go (revivedPiece and newPiece are never both given).
+   */
+  revivedPiece?: PieceRecord | null;
+  /**
+   * The cids a manifest uploaded here lists: recorded with the deal, in its
+   * transaction, so a sweep never sees the deal without what it keeps.
+   */
+  manifestListing?: readonly string[] | null;
   /** A piece marked corrupt whose bytes this upload rewrote: the mark goes, the digest is set. */
   repairedPiece?: { cid: string; sha256: string } | null;
   deal: DealRecord;
@@ -119,15 +138,30 @@ export interface SettledReservation {
   markSettled(): void;
 }
 
+/** Which of a user's deals listDeals returns: all, or those in one state at an instant. */
+export interface DealFilter {
+  state: DealState;
+  /** The instant the state is judged at (RFC 3339). */
+  now: string;
+}
+
+export interface ListDealsOptions {
+  beforeId: string | null;
+  limit: number;
+  /** Only deals in this state; absent or null: every deal. */
+  filter?: DealFilter | null;
+  /** Only deals on this cid; absent or null: every cid. */
+  cid?: string | null;
+}
+
 /** Pieces, deals and daily usage counters. */
 export interface CatalogRecords {
   /** A user's deals (on one cid, when given), newest first, strictly older than beforeId when given. */
-  listDeals(
-    ownerSub: string,
-    options: { beforeId: string | null; limit: number; cid?: string | null },
-  ): Promise<DealRecord[]>;
+  listDeals(ownerSub: string, options: ListDealsOptions): Promise<DealRecord[]>;
   getDeal(id: string): Promise<DealRecord | null>;
   extendDeal(id: string, addDays: number, termEndsAt: string): Promise<void>;
+  /** Ends a deal at `at` (its owner deleted it); a deal deleted already keeps its time. */
+  deleteDeal(id: string, at: string): Promise<void>;
   /** Usage rows of a subject between two days (inclusive); days without uploads are absent. */
   usageBetween(subject: string, from: string, to: string): Promise<UsageRecord[]>;
   getPiece(cid: string): Promise<PieceRecord | null>;
@@ -147,12 +181,89 @@ export interface CatalogRecords {
    */
   corruptMarksAfter(mark: number): Promise<{ mark: number; cid: string }[]>;
   corruptPieceCids(): Promise<string[]>;
-  /** How many pieces are stored and their bytes (the metrics gauges cache it). */
+  /** How many pieces are stored (removed ones aside) and their bytes (the gauges cache it). */
   storedTotals(): Promise<{ pieces: number; bytes: number }>;
   /** Bytes a subject has uploaded on a UTC day (0 when nothing). */
   usedBytes(subject: string, day: string): Promise<number>;
   /** Inserts the piece (if new), the deal and the usage increment atomically. */
   recordUpload(input: RecordUploadInput): Promise<void>;
+}
+
+/**
+ * What garbage collection keeps (storage/piece_removal.ts, ops/gc.ts). A
+ * piece may go once every deal on it, and every deal on a manifest listing
+ * it, ended at or before `endedBy` (now less the grace period); a deal ends
+ * at its termEndsAt, or when it was deleted if that came first. A piece
+ * without any deal is left alone: nothing says how long it was wanted.
+ *
+ * Removal is crash-safe in three steps: beginRemovals marks the piece (re-
+ * checking the rule in its transaction; retrieval answers 410 from then on),
+ * then its bytes are deleted, then finishRemovals marks it removed. A sweep
+ * that dies between them leaves marks that unfinishedRemovals finds again.
+ */
+export interface LifecycleRecords {
+  /**
+   * Up to `limit` pieces after `afterCid` in cid order, each with whether it
+   * may be removed (a removed one may not): a sweep's page. Pages are cut by
+   * pieces read, not by pieces found, so each page costs the same.
+   */
+  sweepPage(afterCid: string, endedBy: string, limit: number): Promise<SweepPageRow[]>;
+  /**
+   * Marks each of `cids` as being removed if it still may be, in one
+   * transaction with that check: the marks of those marked; a cid a deal
+   * wants again, without a row, or marked already is left out. A marked
+   * piece's indexed blocks (BlockRecords) go in the same transaction: a
+   * block lives while its piece does, and /ipfs/ never reads a removing one.
+   */
+  beginRemovals(cids: readonly string[], endedBy: string, at: string): Promise<RemovalMark[]>;
+  /** Whether a removal mark is still unfinished (a re-upload deletes it). */
+  isRemovalPending(mark: number): Promise<boolean>;
+  /** Marks removals finished (the bytes are gone); marks a re-upload deleted are skipped. */
+  finishRemovals(marks: readonly number[], at: string): Promise<void>;
+  /** Removals begun and not finished (a sweep died in between), oldest first. */
+  unfinishedRemovals(): Promise<RemovalMark[]>;
+  /**
+   * Removal marks made after `mark` (0 for all), oldest first, at most 1000:
+   * a server polls them to stop answering removed pieces from memory.
+   */
+  removalMarksAfter(mark: number): Promise<RemovalMark[]>;
+  /** The newest removal mark (0 when none): where a poller starting now begins. */
+  lastRemovalMark(): Promise<number>;
+  /** Those of `cids` that name a stored piece (a row, not removed): the rest are orphans. */
+  storedAmong(cids: readonly string[]): Promise<string[]>;
+  /** Pieces (and their bytes) that may be removed now but are not yet: the backlog. */
+  removalBacklog(endedBy: string): Promise<{ pieces: number; bytes: number }>;
+  /**
+   * Up to `limit` stored pieces with a deal typed as a manifest whose listing
+   * is not recorded (uploaded before the listings were), for a sweep to read.
+   */
+  unlistedManifests(limit: number): Promise<string[]>;
+  /** Records what a manifest lists (the manifest itself too, which marks it as read). */
+  recordManifestListing(manifestCid: string, pieceCids: readonly string[]): Promise<void>;
+  /** The last sweep that finished, or null. */
+  lastSweep(): Promise<SweepRecord | null>;
+  recordSweep(sweep: SweepRecord): Promise<void>;
+}
+
+/** A removal's number (it orders removals for pollers) and its piece. */
+export interface RemovalMark {
+  mark: number;
+  cid: string;
+}
+
+export interface SweepPageRow {
+  cid: string;
+  size: number;
+  removable: boolean;
+}
+
+/** A finished sweep, as /healthz and the start-up summary show the last one. */
+export interface SweepRecord {
+  startedAt: string;
+  finishedAt: string;
+  removedPieces: number;
+  removedBytes: number;
+  removedOrphans: number;
 }
 
 /**

@@ -9,11 +9,16 @@
  * Piece rows travel as PieceRecords, because a copy reads them in pages
  * anyway (CatalogRecords.piecesAfter) and writes them apart from the rest:
  * a migration writes a piece's row only after its bytes are in the target.
+ * A removed piece's removal travels with its row (written in one
+ * transaction), so no target ever sees the row of a removed piece without
+ * it; what a manifest lists is not copied: the target's first sweep reads
+ * its manifests again (ops/gc.ts).
  *
  * Not copied: signup codes and wallet sign-in nonces (they live minutes),
  * unfinished resumable uploads (a tus client starts again on a 404; a
- * finished one is a deal), and what only PostgreSQL has (instances, cap
- * reservations in flight).
+ * finished one is a deal), what only PostgreSQL has (instances, cap
+ * reservations in flight), and the last garbage-collection sweep (the
+ * target's own is what it shows).
  */
 import type { PieceRecord } from "./records.ts";
 
@@ -80,6 +85,7 @@ const DEAL_COLUMNS = [
   "term_days",
   "created_at",
   "term_ends_at",
+  "deleted_at",
 ] as const;
 const TOKEN_COLUMNS = [
   "jti",

@@ -2,18 +2,23 @@
  * GET /api/files [list] — the caller's uploads, newest first, paginated by an
  * opaque cursor (the last deal id seen). Because deal ids only grow, uploads
  * arriving while a client pages never shift the pages it has not read yet.
+ * Each deal shows its state (active, expired, deleted); `?state=` lists only
+ * the deals in one state.
  */
+import { toRfc3339 } from "../clock.ts";
+import type { Clock } from "../clock.ts";
 import { ApiError } from "../errors.ts";
 import { requireTokenScope } from "../auth/scopes.ts";
 import type { CatalogRecords } from "../db/records.ts";
 import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { FilesPage } from "../wire.ts";
+import { DEAL_STATES } from "../wire.ts";
+import type { DealState, FilesPage } from "../wire.ts";
 import { CID_SCHEMA, TOKEN_ERRORS } from "./route_doc.ts";
 import { normalizeCid } from "../cid_format.ts";
 import type { RouteDoc } from "./route_doc.ts";
-import { integerSchema, stringSchema } from "./schemas/json_schema.ts";
+import { enumOf, integerSchema, stringSchema } from "./schemas/json_schema.ts";
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
@@ -21,6 +26,7 @@ const MAX_LIMIT = 1000;
 export interface FilesDeps {
   records: CatalogRecords;
   baseUrl: string;
+  clock: Clock;
 }
 
 export const listFilesDoc: RouteDoc = {
@@ -42,6 +48,12 @@ export const listFilesDoc: RouteDoc = {
       schema: stringSchema,
     },
     {
+      name: "state",
+      in: "query",
+      description: "Only deals in this state now (default: every deal)",
+      schema: enumOf(DEAL_STATES),
+    },
+    {
       name: "cid",
       in: "query",
       description: "Only the uploads (deals) of this cid: does the caller own one already?",
@@ -57,13 +69,22 @@ export function createFilesHandler(deps: FilesDeps): Handler {
     const caller = requireTokenScope(await context.caller(), "list");
     const limit = parseLimit(context.url.searchParams.get("limit"));
     const beforeId = parseCursor(context.url.searchParams.get("cursor"));
+    const state = parseState(context.url.searchParams.get("state"));
     const cid = parseCid(context.url.searchParams.get("cid"));
+    // One instant for the filter and every deal's state, so they agree.
+    const now = deps.clock.now();
+    const filter = state === null ? null : { state, now: toRfc3339(now) };
     // One extra row tells whether another page exists.
-    const rows = await deps.records.listDeals(caller.sub, { beforeId, limit: limit + 1, cid });
+    const rows = await deps.records.listDeals(caller.sub, {
+      beforeId,
+      limit: limit + 1,
+      filter,
+      cid,
+    });
     const page = rows.slice(0, limit);
     const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1].id) : null;
     const result: FilesPage = {
-      files: page.map((deal) => dealView(deal, deps.baseUrl)),
+      files: page.map((deal) => dealView(deal, { baseUrl: deps.baseUrl, now })),
       nextCursor,
     };
     return jsonResponse(200, result);
@@ -84,6 +105,14 @@ function parseCid(raw: string | null): string | null {
   const cid = normalizeCid(raw);
   if (cid === null) throw new ApiError("invalid_cid", "cid must be 8 to 80 letters or digits");
   return cid;
+}
+
+function parseState(raw: string | null): DealState | null {
+  if (raw === null) return null;
+  if (!(DEAL_STATES as readonly string[]).includes(raw)) {
+    throw new ApiError("invalid_request", `state must be one of ${DEAL_STATES.join(", ")}`);
+  }
+  return raw as DealState;
 }
 
 function encodeCursor(dealId: string): string {

@@ -1,6 +1,6 @@
 /**
  * GET /healthz — whether the storage backend and the database can be used,
- * and the wallet tier's chain. An unreachable chain RPC does not make the
+ * the wallet tier's chain, and when garbage collection last swept. An unreachable chain RPC does not make the
  * server degraded: retrievals and the other tiers still work, and a load
  * balancer must not take the server out of rotation for someone else's RPC.
  */
@@ -9,7 +9,7 @@ import type { PieceDigests } from "../storage/digests.ts";
 import type { UploadDrain } from "./upload_drain.ts";
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
-import type { DatabaseHealth, Health, WalletHealth } from "../wire.ts";
+import type { DatabaseHealth, GcHealth, Health, WalletHealth } from "../wire.ts";
 import type { WalletChain } from "../wallet/chain.ts";
 import type { RouteDoc } from "./route_doc.ts";
 
@@ -20,6 +20,8 @@ export interface HealthDeps {
   uploadDrain: Pick<UploadDrain, "inFlight">;
   /** null: this server has no wallet tier. */
   walletChain: Pick<WalletChain, "health"> | null;
+  /** Garbage collection: the interval, the grace period, the last sweep. */
+  gc: { health(): Promise<GcHealth> };
 }
 
 export const getHealthDoc: RouteDoc = {
@@ -35,7 +37,11 @@ export const getHealthDoc: RouteDoc = {
 
 export function createHealthHandler(deps: HealthDeps): Handler {
   return async () => {
-    const [storage, database] = await Promise.all([deps.store.check(), deps.databaseHealth()]);
+    const [storage, database, gc] = await Promise.all([
+      deps.store.check(),
+      deps.databaseHealth(),
+      deps.gc.health(),
+    ]);
     const ok = storage.ok && database.ok && database.persistent;
     const health: Health = {
       status: ok ? "ok" : "degraded",
@@ -46,6 +52,7 @@ export function createHealthHandler(deps: HealthDeps): Handler {
       uploads: { inFlight: deps.uploadDrain.inFlight },
       memory: memoryMiB(),
       wallet: await walletHealth(deps.walletChain),
+      gc,
     };
     // Degraded is an outage to wait out, like every other 503 of the service.
     return jsonResponse(ok ? 200 : 503, health, ok ? {} : { "retry-after": "5" });

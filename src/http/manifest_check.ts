@@ -60,8 +60,11 @@ export function manifestCollectorFor(
       }
       for (const [index, listed] of manifest.pieces.entries()) {
         const stored = await catalog.getPiece(listed.cid);
-        if (stored === null || stored.size !== listed.size) {
-          const found = stored === null ? "nothing is stored" : `${stored.size} bytes are stored`;
+        // A piece a sweep removed is not stored: its bytes must be uploaded again.
+        if (stored === null || stored.removedAt !== null || stored.size !== listed.size) {
+          const found = stored === null || stored.removedAt !== null
+            ? "nothing is stored"
+            : `${stored.size} bytes are stored`;
           throw new ApiError(
             "manifest_incomplete",
             `Piece ${index} of the manifest, ${listed.cid}, is listed as ${listed.size} bytes ` +

@@ -70,6 +70,7 @@ const STATUS_TEXT: { readonly [status: number]: string } = {
   405: "Method not allowed",
   408: "Request timeout",
   409: "Conflict",
+  410: "Gone",
   411: "Length required",
   413: "Content too large",
   429: "Too many requests",

@@ -22,8 +22,13 @@ import type { PieceDigests } from "../storage/digests.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
 import type { WalletChain } from "../wallet/chain.ts";
 import type { BlockSource } from "../ipfs/blocks.ts";
-import type { DatabaseHealth } from "../wire.ts";
-import { createExtendDealHandler, extendDealDoc } from "./deals.ts";
+import type { DatabaseHealth, GcHealth } from "../wire.ts";
+import {
+  createDeleteDealHandler,
+  createExtendDealHandler,
+  deleteDealDoc,
+  extendDealDoc,
+} from "./deals.ts";
 import { createDealCreateHandler, createDealDoc } from "./deal_create.ts";
 import { deprecationsHandler, listDeprecationsDoc } from "./deprecation.ts";
 import { createFilesHandler, listFilesDoc } from "./files.ts";
@@ -108,6 +113,8 @@ export interface RouteServices {
   /** Sign-in nonces per client IP per hour. */
   walletNonceLimit: WindowLimit;
   uploadDrain: UploadDrain;
+  /** Garbage collection, as /healthz shows it (ops/gc_service.ts). */
+  gc: { health(): Promise<GcHealth> };
   databaseHealth(): Promise<DatabaseHealth>;
   /** False when tokens cannot be kept (an in-memory database: no data directory bound). */
   databasePersistent: boolean;
@@ -159,6 +166,7 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", "/api/usage", createUsageHandler(services), getUsageDoc],
     ["POST", "/api/deals", createDealCreateHandler(services), createDealDoc],
     ["POST", "/api/deals/:dealId/extend", createExtendDealHandler(services), extendDealDoc],
+    ["DELETE", "/api/deals/:dealId", createDeleteDealHandler(services), deleteDealDoc],
     ["GET", "/api/limits", createLimitsHandler(services), getLimitsDoc],
     ["GET", "/api/piece-cids", createPieceCidsInfoHandler(services.config), describePieceCidsDoc],
     ["POST", "/api/piece-cids", createComputePieceCidHandler(services), computePieceCidDoc],

@@ -11,7 +11,9 @@
  * Blocks are looked up by multihash, as IPFS clients do: CIDv0 (`Qm…`) and
  * CIDv1 of any codec name the same bytes when their multihash is the same.
  * A block counts only while a piece holding it is stored and not marked
- * corrupt (the index query's rule, db/records.ts BlockRecords).
+ * corrupt (the index query's rule, db/records.ts BlockRecords); a removal
+ * (garbage collection) takes its piece's index rows with it, and a raw
+ * piece that is being removed or was removed is no block either.
  */
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
@@ -51,7 +53,7 @@ export class BlockSource {
     const piece = await this.#options.catalog.getPiece(
       CID.createV1(raw.code, multihash).toString(),
     );
-    if (piece === null || piece.corruptAt !== null) return null;
+    if (piece === null || piece.corruptAt !== null || piece.removedAt !== null) return null;
     return { kind: "stored", length: piece.size, pieceCid: piece.cid, offset: 0 };
   }
 

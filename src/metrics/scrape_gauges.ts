@@ -1,9 +1,11 @@
 /**
  * The gauges of the service, read from their sources when Prometheus scrapes
  * and never on a request's path: the digest backlog, the hash pool's queue,
- * uploads in flight, stored pieces and bytes, the database's files, free disk,
- * the connections (connection_gauges.ts) and the process's memory. A source that is absent (no data directory bound,
- * no hash pool, no statfs permission) leaves its family out.
+ * uploads in flight, stored pieces and bytes, garbage collection (removed
+ * so far, the backlog, the last sweep), the database's files, free disk, the
+ * connections (connection_gauges.ts) and the process's memory. A source that
+ * is absent (no data directory bound, no hash pool, no statfs permission)
+ * leaves its family out.
  */
 import type { PieceDigests } from "../storage/digests.ts";
 import type { DiskSpace } from "./disk_space.ts";
@@ -25,6 +27,18 @@ export interface ScrapeSources {
   diskSpace: (() => Promise<DiskSpace>) | null;
   /** The accept loop's counts, attached once the listener is bound. */
   connections: ConnectionStatsSource;
+  /** Garbage collection; null without a database on disk. */
+  gc: GcSource | null;
+}
+
+/** What garbage collection tells the metrics (ops/gc_service.ts). */
+export interface GcSource {
+  /** Removed by this process's sweeps since it started. */
+  totals(): { pieces: number; bytes: number; orphans: number; orphanBytes: number; sweeps: number };
+  /** Pieces past their grace period not removed yet (cached). */
+  backlog: { read(): Promise<StoredTotalsValue> };
+  /** The last sweep that finished, by any process; null: none yet. */
+  lastSweep(): Promise<{ finishedAt: string } | null>;
 }
 
 /** A family of one unlabelled sample, read at scrape time. */
@@ -88,6 +102,7 @@ export function registerScrapeGauges(registry: MetricsRegistry, sources: ScrapeS
       read: async () => (await storedTotals.read()).bytes,
     });
   }
+  if (sources.gc !== null) registerGcFamilies(registry, single, sources.gc);
   if (sources.databaseFiles.length > 0) {
     registry.collected({
       name: "storage_database_size_bytes",
@@ -115,6 +130,62 @@ export function registerScrapeGauges(registry: MetricsRegistry, sources: ScrapeS
   }
   registerConnectionGauges(registry, sources.connections);
   registerProcessGauges(registry, single);
+}
+
+function registerGcFamilies(
+  registry: MetricsRegistry,
+  single: (family: SingleValue) => void,
+  gc: GcSource,
+): void {
+  const byKind = (
+    name: string,
+    help: string,
+    read: (t: ReturnType<GcSource["totals"]>) => number[],
+  ) =>
+    registry.collected({
+      name,
+      help,
+      type: "counter",
+      labelNames: ["kind"],
+      collect: () => {
+        const [piece, orphan] = read(gc.totals());
+        return [{ labels: ["piece"], value: piece }, { labels: ["orphan"], value: orphan }];
+      },
+    });
+  byKind(
+    "storage_gc_removed_pieces_total",
+    "Pieces whose bytes this process's sweeps removed: no deal kept them (piece), or no row named them (orphan)",
+    (t) => [t.pieces, t.orphans],
+  );
+  byKind(
+    "storage_gc_removed_bytes_total",
+    "Bytes this process's sweeps removed, by kind as storage_gc_removed_pieces_total",
+    (t) => [t.bytes, t.orphanBytes],
+  );
+  single({
+    name: "storage_gc_sweeps_total",
+    help: "Sweeps this process finished",
+    type: "counter",
+    read: () => gc.totals().sweeps,
+  });
+  single({
+    name: "storage_gc_backlog_pieces",
+    help: "Pieces past their grace period not removed yet (counted at most 60 s ago)",
+    read: async () => (await gc.backlog.read()).pieces,
+  });
+  single({
+    name: "storage_gc_backlog_bytes",
+    help: "Bytes of the pieces past their grace period not removed yet (at most 60 s ago)",
+    read: async () => (await gc.backlog.read()).bytes,
+  });
+  single({
+    name: "storage_gc_last_sweep_timestamp_seconds",
+    help: "When the last sweep (by any instance or main.ts gc) finished, in Unix seconds; 0: never",
+    read: async () => {
+      const last = await gc.lastSweep();
+      return last === null ? 0 : Date.parse(last.finishedAt) / 1000;
+    },
+  });
 }
 
 function registerProcessGauges(

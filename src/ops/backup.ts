@@ -152,6 +152,8 @@ async function copyPieces(
     eachPiece(copy, PAGE_SIZE),
     { concurrency: options.concurrency ?? DEFAULT_CONCURRENCY },
     async (piece) => {
+      // A piece a sweep removed has no bytes: its row says so in the copy too.
+      if (piece.removedAt !== null) return;
       // Every byte is read anyway: hashing them on the way keeps a rotted piece (one no
       // scrub has marked yet) out of the copy that is meant to repair it.
       const size = Number(piece.size);

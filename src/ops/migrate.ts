@@ -29,7 +29,9 @@
  * source has already marked corrupt (a scrub found it wrong) and whose bytes
  * still do not verify is carried as the source serves it: its row and mark
  * without bytes, answering 503 piece_corrupt, repairable by an upload of the
- * right bytes on the targets as on the source.
+ * right bytes on the targets as on the source. A piece a sweep removed in the
+ * source (no deal kept it) has no bytes to move: its row travels with its
+ * removal (the targets answer 410 gone for it, as the source does).
  *
  * Not copied: signup codes and wallet sign-in nonces. Both live minutes; a
  * pending signup asks for a new code, a wallet signs a new nonce.
@@ -95,6 +97,8 @@ export interface MigrationSummary {
     failed: { cid: string; reason: string }[];
     /** Pieces marked corrupt in the source whose bytes do not verify: row and mark carried. */
     carriedCorrupt: string[];
+    /** Pieces a sweep removed in the source: their rows carried, removed, without bytes. */
+    carriedRemoved: number;
   };
   /** Rows this run inserted into the target database. */
   rows: RowCounts;
@@ -110,7 +114,14 @@ export interface MigrationSummary {
 export async function migrateDataDir(options: MigrationOptions): Promise<MigrationSummary> {
   const started = performance.now();
   const summary: MigrationSummary = {
-    pieces: { copied: 0, skipped: 0, bytesCopied: 0, failed: [], carriedCorrupt: [] },
+    pieces: {
+      copied: 0,
+      skipped: 0,
+      bytesCopied: 0,
+      failed: [],
+      carriedCorrupt: [],
+      carriedRemoved: 0,
+    },
     rows: { pieces: 0, deals: 0, usage: 0, tokens: 0, corruptMarks: 0, blocks: 0 },
     updated: { pieces: 0, deals: 0, usage: 0, tokens: 0 },
     deferred: { deals: 0, corruptMarks: 0, blocks: 0 },
@@ -213,6 +224,10 @@ async function migratePiece(
   options: MigrationOptions,
   summary: MigrationSummary,
 ): Promise<PieceRecord | null> {
+  if (piece.removedAt !== null) {
+    summary.pieces.carriedRemoved++;
+    return piece;
+  }
   const outcome = await copyPiece(piece, {
     source: options.sourceStore,
     target: options.targetStore,

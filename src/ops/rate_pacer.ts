@@ -1,10 +1,11 @@
 /**
- * Holds a reader to at most N bytes per second, so that a scrub re-reading
- * every piece leaves the disk to the uploads and retrievals it runs beside
- * (`--scrub-rate`). The reader reports each chunk after reading it; the pacer
- * keeps the instant by which everything read so far is "paid for" and sleeps
- * once the reader is more than a short burst ahead of it. The instant is
- * absolute, so a timer firing late is made up for, never added up.
+ * Holds a worker to at most N units per second, so that the operator's work
+ * leaves the store to the uploads and retrievals it runs beside: a scrub's
+ * bytes read (`--scrub-rate`), a sweep's pieces removed (`--gc-rate`). The
+ * worker reports each unit of work after doing it; the pacer keeps the
+ * instant by which everything done so far is "paid for" and sleeps once the
+ * worker is more than a short burst ahead of it. The instant is absolute, so
+ * a timer firing late is made up for, never added up.
  */
 import { sleep } from "../clock.ts";
 
@@ -12,7 +13,8 @@ import { sleep } from "../clock.ts";
 const BURST_MS = 50;
 
 export interface RatePacerOptions {
-  bytesPerSecond: number;
+  /** Bytes for a scrub, pieces for a sweep. */
+  perSecond: number;
   /** Milliseconds on a monotonic clock (tests pass a fake). */
   now?: () => number;
   /** Waits ms, or rejects with the signal's reason when it aborts. */
@@ -20,21 +22,21 @@ export interface RatePacerOptions {
 }
 
 export class RatePacer {
-  readonly #msPerByte: number;
+  readonly #msPerUnit: number;
   readonly #now: () => number;
   readonly #sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   #paidUntil = -Infinity;
 
   constructor(options: RatePacerOptions) {
-    this.#msPerByte = 1000 / options.bytesPerSecond;
+    this.#msPerUnit = 1000 / options.perSecond;
     this.#now = options.now ?? (() => performance.now());
     this.#sleep = options.sleep ?? sleep;
   }
 
-  /** Accounts for `bytes` just read; resolves when reading on keeps to the rate. */
-  async take(bytes: number, signal?: AbortSignal): Promise<void> {
+  /** Accounts for `units` just done; resolves when going on keeps to the rate. */
+  async take(units: number, signal?: AbortSignal): Promise<void> {
     const now = this.#now();
-    this.#paidUntil = Math.max(this.#paidUntil, now) + bytes * this.#msPerByte;
+    this.#paidUntil = Math.max(this.#paidUntil, now) + units * this.#msPerUnit;
     const ahead = this.#paidUntil - now;
     if (ahead > BURST_MS) await this.#sleep(ahead - BURST_MS, signal);
   }

@@ -10,9 +10,11 @@
  * A piece that fails is marked corrupt in the database (retrieval then answers
  * 503 piece_corrupt); a marked piece that passes again (its file restored from
  * a backup) is unmarked. Marks change only from the state the scrub read, so a
- * repair by upload in between is never undone (see CatalogRecords). Files in
- * the store that no row names are reported as orphans, and left alone: the
- * next upload of their cid replaces them.
+ * repair by upload in between is never undone (see CatalogRecords). A piece a
+ * garbage-collection sweep removed (or is removing) has no bytes to check.
+ * Files in the store that no row names are reported as orphans, and left
+ * alone (`main.ts gc` removes them once old enough); files of pieces whose
+ * removal began and was not finished are reported apart, as awaiting it.
  *
  * Reading is paced to `bytesPerSecond`, so a scrub beside a serving process
  * leaves the disk to uploads and retrievals. The same function backs
@@ -76,8 +78,12 @@ export interface ScrubReport {
   missing: ScrubFailure[];
   /** Pieces marked corrupt before that verify again: the mark is cleared. */
   cleared: string[];
+  /** Pieces a sweep removed (or is removing): their rows name no bytes to check. */
+  removed: number;
   /** Files in the store that no row names. */
   orphans: string[];
+  /** Files of pieces whose removal a sweep began: the next sweep deletes them. */
+  awaitingRemoval: string[];
 }
 
 type Verdict =
@@ -86,7 +92,7 @@ type Verdict =
 
 export async function scrubPieces(options: ScrubOptions): Promise<ScrubReport> {
   const started = performance.now();
-  const pacer = new RatePacer({ bytesPerSecond: options.bytesPerSecond });
+  const pacer = new RatePacer({ perSecond: options.bytesPerSecond });
   const report: ScrubReport = {
     pieces: 0,
     bytes: 0,
@@ -96,15 +102,21 @@ export async function scrubPieces(options: ScrubOptions): Promise<ScrubReport> {
     corrupt: [],
     missing: [],
     cleared: [],
+    removed: 0,
     orphans: [],
+    awaitingRemoval: [],
   };
   for await (const piece of eachPiece(options.records, PAGE_SIZE)) {
     options.signal?.throwIfAborted();
+    if (piece.removedAt !== null) {
+      report.removed++;
+      continue;
+    }
     const verdict = await checkPiece(piece, options, pacer, report);
     report.pieces++;
     await record(piece, verdict, options, report);
   }
-  report.orphans = await findOrphans(options);
+  Object.assign(report, await findOrphans(options));
   report.seconds = Math.round(performance.now() - started) / 1000;
   return report;
 }
@@ -207,18 +219,29 @@ function isResourceExhaustion(error: unknown): boolean {
 }
 
 /**
- * Keys in the store that no row names. An upload commits its file a moment
- * before its row, so candidates are looked up again once the listing is done.
+ * Keys in the store that no row names, or only a removed piece's row. An
+ * upload commits its file a moment before its row, so candidates are looked
+ * up again once the listing is done.
  */
-async function findOrphans(options: ScrubOptions): Promise<string[]> {
+async function findOrphans(
+  options: ScrubOptions,
+): Promise<Pick<ScrubReport, "orphans" | "awaitingRemoval">> {
+  const unnamed = async (key: string) => {
+    const piece = await options.records.getPiece(key);
+    return piece === null ? "orphan" : piece.removedAt !== null ? "removed" : null;
+  };
   const candidates: string[] = [];
   for await (const key of options.store.list()) {
     options.signal?.throwIfAborted();
-    if (await options.records.getPiece(key) === null) candidates.push(key);
+    if (await unnamed(key) !== null) candidates.push(key);
   }
-  const orphans: string[] = [];
+  const found = { orphans: [] as string[], awaitingRemoval: [] as string[] };
   for (const key of candidates) {
-    if (await options.records.getPiece(key) === null) orphans.push(key);
+    const kind = await unnamed(key);
+    if (kind === "orphan") found.orphans.push(key);
+    if (kind === "removed") found.awaitingRemoval.push(key);
   }
-  return orphans.sort();
+  found.orphans.sort();
+  found.awaitingRemoval.sort();
+  return found;
 }

@@ -8,7 +8,7 @@
  *             │            retrieval (with the small-piece cache), corrupt
  *             │            watch, leftover sweep, periodic scrub, IPFS blocks
  *             │            (block index), resumable uploads (and their expiry
- *             │            sweep)
+ *             │            sweep), garbage collection (garbage_collection.ts)
  *             ├─ accounts: token service (HMAC key), authenticator, signup
  *             │            and nonce limits, wallet chain, upload policies, mailer
  *             └─ uploads:  admission, drain, metrics
@@ -47,7 +47,9 @@ import { ConnectionStatsSource } from "../metrics/connection_gauges.ts";
 import { HashWorkerPool } from "../piece_cid/pool.ts";
 import { PieceCatalog } from "../storage/catalog.ts";
 import { BlockSource } from "../ipfs/blocks.ts";
-import { CorruptPieceWatch } from "../storage/corrupt_watch.ts";
+import { PieceMarkWatch } from "../storage/corrupt_watch.ts";
+import type { GarbageCollector } from "../ops/gc_service.ts";
+import { buildGarbageCollection, gcMetricsSource } from "./garbage_collection.ts";
 import { DealIdGenerator } from "../storage/deal_id.ts";
 import { PieceDigests } from "../storage/digests.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
@@ -79,6 +81,8 @@ export interface ServiceDeps {
   leftoverSweepIntervalMs: number;
   /** Between two sweeps of expired resumable uploads. */
   resumableSweepIntervalMs: number;
+  /** Between two garbage-collection sweeps of this server; 0 = none. */
+  gcIntervalMs: number;
 }
 
 /** Everything that exists before the listener is bound (see routeServicesOf for the rest). */
@@ -89,7 +93,9 @@ export interface Services
   mailer: Mailer | null;
   /** Where /metrics reads the accept loop's counts: start.ts attaches the bound listener. */
   connections: ConnectionStatsSource;
-  /** Stops everything that runs by itself: key reload, probes, scrub, hashing, mail. */
+  /** Garbage collection (RouteServices sees only its health). */
+  gc: GarbageCollector;
+  /** Stops everything that runs by itself: key reload, probes, scrub, sweeps, hashing, mail. */
   stopBackgroundWork(): Promise<void>;
 }
 
@@ -120,6 +126,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
       uploadDrain,
       dbPath: deps.dbPath,
       connections,
+      gc: pieces.gc,
     })
     : null;
   return {
@@ -137,6 +144,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     retrieval: pieces.retrieval,
     ipfsBlocks: pieces.ipfsBlocks,
     resumable: pieces.resumable,
+    gc: pieces.gc,
     tokens: accounts.tokens,
     authenticator: accounts.authenticator,
     policies: accounts.policies,
@@ -222,9 +230,9 @@ async function buildPieceServices(
     offload: pieceOffloadOf({ prefix: config.xAccelRedirect, dataDir: config.dataDir, store }),
     onStreamAborted: hooks.onStreamAborted,
   });
-  const corruptWatch = new CorruptPieceWatch({
+  const corruptWatch = new PieceMarkWatch({
     marksAfter: (mark) => records.corruptMarksAfter(mark),
-    onCorrupt: (cid) => retrieval.distrust(cid),
+    onMarked: (cid) => retrieval.distrust(cid),
     intervalMs: storeProbeIntervalMs,
     onError: (error) => logger.warn("cannot read corrupt-piece marks", { error: String(error) }),
   });
@@ -234,6 +242,12 @@ async function buildPieceServices(
     settle: () => catalog.settleUnrecorded(),
     intervalMs: deps.leftoverSweepIntervalMs,
     logger,
+  });
+  const collection = buildGarbageCollection({
+    ...deps,
+    intervalMs: deps.gcIntervalMs,
+    watchIntervalMs: storeProbeIntervalMs,
+    distrust: (cid) => retrieval.distrust(cid),
   });
   const periodicScrub = deps.scrubIntervalMs > 0 && deps.metadata.persistent
     ? new PeriodicScrub({
@@ -278,9 +292,11 @@ async function buildPieceServices(
     retrieval,
     ipfsBlocks: new BlockSource({ records: deps.metadata.blocks, catalog, store }),
     resumable,
+    gc: collection.gc,
     async stop() {
       reachability.stop();
       corruptWatch.stop();
+      await collection.stop();
       await leftoverSweep.stop();
       await expirySweep.stop();
       await periodicScrub?.stop();
@@ -348,6 +364,7 @@ function buildServiceMetrics(
     uploadDrain: UploadDrain;
     dbPath: string | null;
     connections: ConnectionStatsSource;
+    gc: GarbageCollector;
   },
 ): ServiceMetrics {
   const { config, metadata, dbPath } = deps;
@@ -368,5 +385,6 @@ function buildServiceMetrics(
       ? diskSpaceReader(config.dataDir)
       : null,
     connections: deps.connections,
+    gc: gcMetricsSource(deps.gc, metadata),
   });
 }

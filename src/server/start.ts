@@ -23,6 +23,7 @@ import { createStderrLogger, resolveLogFormat } from "../log.ts";
 import type { Logger } from "../log.ts";
 import { readTlsPair } from "../net/tls_files.ts";
 import type { PieceStore } from "../storage/driver/driver.ts";
+import type { GarbageCollector } from "../ops/gc_service.ts";
 import { bindListener } from "./listen.ts";
 import type { ConnectionBounds, ConnectionStats } from "../net/accept_loop.ts";
 import type { MinBodyRate } from "../streams/read_watchdog.ts";
@@ -44,6 +45,8 @@ export interface StartServerOptions {
   storeProbeIntervalMs?: number;
   /** Overrides --scrub-interval (given in hours) for tests; 0 = no periodic scrub. */
   scrubIntervalMs?: number;
+  /** Overrides --gc-interval (given in hours) for tests; 0 = no periodic sweep. */
+  gcIntervalMs?: number;
   /** How often the TLS files are checked for a renewal (default 5 s). */
   tlsPollIntervalMs?: number;
   /** How often leftovers of interrupted uploads are swept (default 30 s). */
@@ -65,6 +68,8 @@ export interface RunningServer {
   store: PieceStore;
   /** Where the records live (SQLite or PostgreSQL), for tests that look inside. */
   metadata: Metadata;
+  /** Garbage collection: tests sweep with it (`gc.sweep({ asOf })`). */
+  gc: GarbageCollector;
   /** The SQLite database, for tests that look inside; throws when the metadata is in PostgreSQL. */
   readonly db: Database;
   /** What the accept loop has done (open, refused, evicted, timed out); null when unbounded. */
@@ -118,7 +123,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     scrubIntervalMs: options.scrubIntervalMs ?? config.scrubIntervalHours * HOUR_MS,
     leftoverSweepIntervalMs: options.leftoverSweepIntervalMs ?? DEFAULT_LEFTOVER_SWEEP_MS,
     resumableSweepIntervalMs: options.resumableSweepIntervalMs ?? 60_000,
+    gcIntervalMs: options.gcIntervalMs ?? config.gcIntervalHours * HOUR_MS,
   });
+  // Read before the listener is bound: from then on until `app` exists nothing may await.
+  const lastSweep = await metadata.lifecycle.lastSweep().catch(() => null);
 
   // With --port 0 the base URL is known only once bound. Requests are dispatched
   // after this synchronous block ends, so `app` is assigned before the first one.
@@ -152,6 +160,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     certificate: tlsPair?.certificate ?? null,
     hmacKeyWhere: backends.hmacKeyWhere,
     connectionsBounded: listener.bounded,
+    lastSweep,
   });
   warnAboutPublicExposure(logger, {
     config,
@@ -183,6 +192,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     routes,
     store,
     metadata,
+    gc: services.gc,
     get db(): Database {
       if (backends.sqlite === null) throw new Error("This server keeps its metadata in PostgreSQL");
       return backends.sqlite;

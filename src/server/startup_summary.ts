@@ -1,8 +1,9 @@
 /**
  * The lines a server logs once it listens: which build runs, where its data
  * is, where it listens and under which public URL, whether it serves TLS,
- * how connections are bounded, what each tier allows, who may sign up, where the token key comes from, and
- * whether /metrics is on. An operator checks a deployment by reading them, so
+ * how connections are bounded, what each tier allows, who may sign up, where
+ * the token key comes from, whether /metrics is on, and how garbage
+ * collection runs (when it last did). An operator checks a deployment by reading them, so
  * they show every setting that changes what users get, and nothing secret:
  * no tokens, no SMTP password, and of the wallet tier's RPC URL (which often
  * carries an API key) only its host. Then a warning for each setting that
@@ -13,6 +14,7 @@ import { whereOf } from "../db/postgres/connection.ts";
 import type { Config, TierConfig } from "../config/mod.ts";
 import type { Logger } from "../log.ts";
 import type { CertificateSummary } from "../net/tls_files.ts";
+import type { SweepRecord } from "../db/records.ts";
 import { VERSION } from "../version.ts";
 
 export interface StartupSummary {
@@ -29,6 +31,8 @@ export interface StartupSummary {
   hmacKeyWhere: string | null;
   /** Whether the own accept loop bounds connections. */
   connectionsBounded: boolean;
+  /** The last garbage-collection sweep that finished (any instance, or main.ts gc); null: none. */
+  lastSweep: SweepRecord | null;
 }
 
 export function logStartupSummary(logger: Logger, summary: StartupSummary): void {
@@ -89,6 +93,15 @@ export function logStartupSummary(logger: Logger, summary: StartupSummary): void
   logger.info("metrics", {
     enabled: config.metricsEnabled,
     access: config.metricsToken === null ? "public" : "bearer token",
+  });
+  const { lastSweep } = summary;
+  logger.info("gc", {
+    intervalHours: config.gcIntervalHours,
+    graceDays: config.retentionGraceDays,
+    ratePerSecond: config.gcRemovalsPerSecond,
+    lastSweep: lastSweep?.finishedAt ?? "never",
+    lastRemovedPieces: lastSweep?.removedPieces,
+    lastRemovedBytes: lastSweep?.removedBytes,
   });
 }
 

@@ -19,6 +19,15 @@
  * leftover sweep). A commit whose database lock was lost meanwhile (another
  * instance may be deciding about the same cid) stops before it writes.
  *
+ * A piece a sweep removed (no deal wanted it; ops/gc.ts) is stored no more:
+ * an upload of its cid stores the bytes again as if for the first time and
+ * brings the row back (revivedPiece), under the same per-cid lock a removal
+ * takes, so an upload and a removal of one cid never interleave.
+ *
+ * A manifest (Content-Type application/vnd.storage-manifest+json) keeps the
+ * pieces it lists while a deal on it is active: what it lists is read back
+ * from the store and recorded with its deal, in the deal's transaction.
+ *
  * Conflicts are decided by SHA-256. A first upload is usually staged without
  * it (see digests.ts), so a re-upload computes whichever side is missing.
  *
@@ -44,6 +53,8 @@ import type { Tier } from "../domain.ts";
 import type { PieceStore, StagedPiece } from "./driver/driver.ts";
 import type { PieceDigests } from "./digests.ts";
 import type { CidLocks } from "./cid_locks.ts";
+import { isManifestType } from "../manifest_format.ts";
+import { manifestListingOf } from "./manifest_listing.ts";
 
 export class CidConflictError extends Error {
   constructor(cid: string) {
@@ -122,16 +133,33 @@ export class PieceCatalog {
   acceptDeal(input: AcceptDealInput): Promise<AcceptDealOutcome> {
     return this.#options.cidLocks.run(input.cid, async (lost) => {
       const piece = await this.#options.records.getPiece(input.cid);
-      if (piece === null) return { kind: "not_stored" };
+      // A piece a sweep removed is stored no more: its bytes must be sent again.
+      if (piece === null || piece.removedAt !== null) return { kind: "not_stored" };
       if (piece.corruptAt) return { kind: "corrupt" };
       const deal = await this.#recordDeal(input, {
         size: piece.size,
         contentType: piece.contentType,
         filename: piece.filename,
         newPiece: null,
+        revivedPiece: null,
         repairedPiece: null,
       }, lost);
       return { kind: "deal", deal };
+    });
+  }
+
+  /**
+   * Lengthens a deal unless its piece was removed meanwhile (then false).
+   * Under the cid's lock, as a removal is: a sweep never removes a piece
+   * between this check and the longer term it would have had to see.
+   */
+  extendDeal(deal: DealRecord, addDays: number, termEndsAt: string): Promise<boolean> {
+    const { records, cidLocks } = this.#options;
+    return cidLocks.run(deal.cid, async (lockLost) => {
+      if ((await records.getPiece(deal.cid))?.removedAt !== null) return false;
+      stopIfLost(lockLost);
+      await records.extendDeal(deal.id, addDays, termEndsAt);
+      return true;
     });
   }
 
@@ -165,9 +193,13 @@ export class PieceCatalog {
     const { records, clock, digests } = this.#options;
     const existing = await records.getPiece(input.cid);
     let newPiece: PieceRecord | null = null;
+    let revivedPiece: PieceRecord | null = null;
     let repairedPiece: { cid: string; sha256: string } | null = null;
     const now = clock.now();
-    if (existing?.corruptAt) {
+    if (existing?.removedAt) {
+      await this.#commitNew(input, lockLost);
+      revivedPiece = pieceOf(input, now);
+    } else if (existing?.corruptAt) {
       repairedPiece = await this.#repair(existing, input, lockLost);
     } else if (existing) {
       let sameBytes: boolean;
@@ -182,30 +214,19 @@ export class PieceCatalog {
       }
       if (!sameBytes) throw new CidConflictError(input.cid);
     } else {
-      stopIfLost(lockLost);
-      await input.staged.commit(input.cid).catch((error) => {
-        // A commit that got no answer may land after all (a copy a silent bucket runs later).
-        this.#unrecorded.add(input.cid);
-        throw error;
-      });
-      newPiece = {
-        cid: input.cid,
-        size: input.staged.size,
-        sha256: input.staged.sha256,
-        contentType: input.contentType,
-        filename: input.filename,
-        createdAt: toRfc3339(now),
-        corruptAt: null,
-      };
+      await this.#commitNew(input, lockLost);
+      newPiece = pieceOf(input, now);
     }
+    const committed = newPiece ?? revivedPiece;
     const deal = await this.#recordDeal(input, {
       size: input.staged.size,
       contentType: input.contentType,
       filename: input.filename,
       newPiece,
+      revivedPiece,
       repairedPiece,
     }, lockLost);
-    if (newPiece?.sha256 === null) digests.enqueue(input.cid);
+    if (committed?.sha256 === null) digests.enqueue(input.cid);
     return deal;
   }
 
@@ -217,13 +238,16 @@ export class PieceCatalog {
       contentType: string;
       filename: string | null;
       newPiece: PieceRecord | null;
+      revivedPiece: PieceRecord | null;
       repairedPiece: { cid: string; sha256: string } | null;
     },
     lockLost: AbortSignal,
   ): Promise<DealRecord> {
-    const now = this.#options.clock.now();
+    const { records, store, clock, dealIds } = this.#options;
+    const now = clock.now();
+    const committed = what.newPiece ?? what.revivedPiece;
     const deal: DealRecord = {
-      id: this.#options.dealIds.next(),
+      id: dealIds.next(),
       cid: input.cid,
       tier: input.tier,
       ownerSub: input.owner?.sub ?? null,
@@ -234,11 +258,17 @@ export class PieceCatalog {
       termDays: input.termDays,
       createdAt: toRfc3339(now),
       termEndsAt: toRfc3339(addDays(now, input.termDays)),
+      deletedAt: null,
     };
     try {
+      const manifestListing = isManifestType(what.contentType)
+        ? await manifestListingOf(store, input.cid)
+        : null;
       stopIfLost(lockLost);
-      await this.#options.records.recordUpload({
+      await records.recordUpload({
         newPiece: what.newPiece,
+        revivedPiece: what.revivedPiece,
+        manifestListing,
         repairedPiece: what.repairedPiece,
         deal,
         usage: { subject: input.usageSubject, day: input.usageDay, bytes: what.size },
@@ -247,11 +277,21 @@ export class PieceCatalog {
         finishesResumable: input.finishesResumable,
       });
     } catch (error) {
-      // The file must not outlive a row that never appeared (if it never did).
-      if (what.newPiece) await this.#dropUnrecorded(input.cid, lockLost);
+      // The file must not outlive a row that never appeared (or stayed removed).
+      if (committed) await this.#dropUnrecorded(input.cid, lockLost);
       throw error;
     }
     return deal;
+  }
+
+  /** Commits bytes no row names as stored: a first upload, or one after a removal. */
+  async #commitNew(input: AcceptUploadInput, lockLost: AbortSignal): Promise<void> {
+    stopIfLost(lockLost);
+    await input.staged.commit(input.cid).catch((error) => {
+      // A commit that got no answer may land after all (a copy a silent bucket runs later).
+      this.#unrecorded.add(input.cid);
+      throw error;
+    });
   }
 
   /**
@@ -264,9 +304,10 @@ export class PieceCatalog {
       stopIfLost(lockLost);
       const recorded = await this.#options.records.getPiece(cid);
       stopIfLost(lockLost);
-      // Settled once a row names the bytes, or none are there. Bytes just removed are
-      // looked for once more: a late copy may still have been on its way.
-      const removed = recorded === null && await this.#options.store.delete(cid);
+      // Settled once a row names the bytes as stored, or none are there. Bytes just removed
+      // are looked for once more: a late copy may still have been on its way.
+      const unnamed = recorded === null || recorded.removedAt !== null;
+      const removed = unnamed && await this.#options.store.delete(cid);
       if (removed) this.#unrecorded.add(cid);
       else this.#unrecorded.delete(cid);
     } catch {
@@ -304,4 +345,18 @@ export class PieceCatalog {
 /** A commit whose lock was lost stops before it writes (another instance may hold it now). */
 function stopIfLost(lockLost: AbortSignal): void {
   if (lockLost.aborted) throw lockLost.reason;
+}
+
+/** The row of a piece this upload stores (for the first time, or again after a removal). */
+function pieceOf(input: AcceptUploadInput, now: number): PieceRecord {
+  return {
+    cid: input.cid,
+    size: input.staged.size,
+    sha256: input.staged.sha256,
+    contentType: input.contentType,
+    filename: input.filename,
+    createdAt: toRfc3339(now),
+    corruptAt: null,
+    removedAt: null,
+  };
 }

@@ -16,6 +16,13 @@ export interface CidLocks {
    * lock whose connection died): fn must then stop before it writes.
    */
   run<T>(cid: string, fn: (lockLost: AbortSignal) => Promise<T>): Promise<T>;
+  /**
+   * Runs fn while holding the locks of every cid (a sweep's batch of
+   * removals), `lockLost` as for run. They are taken in cid order, and
+   * uploads hold one at a time, so no two holders ever wait for each other
+   * in a circle.
+   */
+  runAll<T>(cids: readonly string[], fn: (lockLost: AbortSignal) => Promise<T>): Promise<T>;
 }
 
 /** A lock held in this process's memory is never lost while the process lives. */
@@ -34,5 +41,14 @@ export class LocalCidLocks implements CidLocks {
     } finally {
       if (this.#tails.get(cid) === run) this.#tails.delete(cid);
     }
+  }
+
+  runAll<T>(cids: readonly string[], fn: (lockLost: AbortSignal) => Promise<T>): Promise<T> {
+    const ordered = [...new Set(cids)].sort();
+    const nested = ordered.reduceRight<() => Promise<T>>(
+      (inner, cid) => () => this.run(cid, inner),
+      () => fn(NEVER_LOST),
+    );
+    return nested();
   }
 }

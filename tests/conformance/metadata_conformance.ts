@@ -9,6 +9,7 @@ import { FakeClock } from "../helpers/clock.ts";
 import type { Metadata } from "../../src/metadata.ts";
 import type { DealRecord, PieceRecord } from "../../src/db/records.ts";
 import type { TokenRecord } from "../../src/domain.ts";
+import { runLifecycleConformance } from "./lifecycle_conformance.ts";
 
 export interface MetadataFixture extends AsyncDisposable {
   metadata: Metadata;
@@ -27,6 +28,7 @@ function pieceOf(cid: string, size = 10, sha256: string | null = "a".repeat(64))
     filename: null,
     createdAt: CREATED,
     corruptAt: null,
+    removedAt: null,
   };
 }
 
@@ -43,6 +45,7 @@ function dealOf(id: string, cid: string, size = 10, ownerSub: string | null = "u
     termDays: 30,
     createdAt: CREATED,
     termEndsAt: "2026-12-21T12:00:00Z",
+    deletedAt: null,
   };
 }
 
@@ -74,6 +77,8 @@ export function runMetadataConformance(
         await fn(f);
       },
     });
+
+  runLifecycleConformance(test);
 
   test("an upload records its piece, deal and usage together", async ({ metadata }) => {
     const { catalog } = metadata;

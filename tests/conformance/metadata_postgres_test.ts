@@ -17,8 +17,8 @@ import {
   PostgresUnavailableError,
 } from "../../src/db/postgres/postgres_database.ts";
 import { sweepDeadInstances } from "../../src/db/postgres/instances.ts";
-import { DatabaseTooNewError } from "../../src/db/too_new.ts";
 import { POSTGRES_MIGRATIONS } from "../../src/db/postgres/migrations.ts";
+import { DatabaseTooNewError } from "../../src/db/too_new.ts";
 import { postgresMetadata } from "../../src/metadata.ts";
 import { silentLogger } from "../../src/log.ts";
 import { HmacKey } from "../../src/auth/hmac_key.ts";

@@ -64,8 +64,8 @@ Deno.test("disk store: cleanup while serving spares the uploads in progress and 
   release();
   await (await staging).commit("bafkinprogress01");
   await staged.commit("bafkstagedwaits1");
-  assertEquals(await fixture.store.stat("bafkinprogress01"), { size: 3 });
-  assertEquals(await fixture.store.stat("bafkstagedwaits1"), { size: 1 });
+  assertEquals((await fixture.store.stat("bafkinprogress01"))?.size, 3);
+  assertEquals((await fixture.store.stat("bafkstagedwaits1"))?.size, 1);
   assertEquals(await fixture.store.cleanup(), { removedTemporaryFiles: 0 });
 });
 

@@ -110,8 +110,18 @@ export function runStoreConformance(name: string, create: () => Promise<StoreFix
     assertOk(opened);
     assertEquals(opened.size, 11);
     assertEquals(await readAll(opened.body), "hello world");
-    assertEquals(await store.stat("bafkpiece0001"), { size: 11 });
+    assertEquals((await store.stat("bafkpiece0001"))?.size, 11);
     assertEquals(await keys(store), ["bafkpiece0001"]);
+  });
+
+  test("stat tells when a piece's bytes were written (to the second)", async (store) => {
+    const before = Math.floor(Date.now() / 1000) * 1000;
+    const staged = await store.stage(streamOf("abc"), { expectedBytes: 3 });
+    await staged.commit("bafkpiece0010");
+    const after = Date.now();
+    const stat = await store.stat("bafkpiece0010");
+    assertOk(stat !== null);
+    assertOk(stat.modifiedAt >= before && stat.modifiedAt <= after, `${stat.modifiedAt}`);
   });
 
   test("SHA-256 can be left out on the way and computed from the staged bytes", async (store) => {
@@ -149,7 +159,7 @@ export function runStoreConformance(name: string, create: () => Promise<StoreFix
     assertEquals(await store.stat("bafkpiece0002"), null);
     assertEquals(await keys(store), []);
     await staged.commit("bafkpiece0002");
-    assertEquals(await store.stat("bafkpiece0002"), { size: 3 });
+    assertEquals((await store.stat("bafkpiece0002"))?.size, 3);
   });
 
   test("a discarded piece leaves nothing behind", async (store) => {
@@ -230,7 +240,7 @@ export function runStoreConformance(name: string, create: () => Promise<StoreFix
     await staged.commit("bafkpiece0005").catch(() => refused = true);
     assertOk(refused);
     await staged.discard();
-    assertEquals(await store.stat("bafkpiece0004"), { size: 3 });
+    assertEquals((await store.stat("bafkpiece0004"))?.size, 3);
   });
 
   test("delete removes a piece and reports whether there was one", async (store) => {

@@ -22,6 +22,8 @@ export interface TestServerOptions {
   storeProbeIntervalMs?: number;
   /** How often the TLS files are checked for a renewal (the server's default is 5 s). */
   tlsPollIntervalMs?: number;
+  /** Between the server's own garbage-collection sweeps (default: --gc-interval's hours). */
+  gcIntervalMs?: number;
   /** Environment the config reads (e.g. the S3 keys, which no flag takes). */
   env?: Record<string, string>;
   /** How often leftovers of interrupted uploads are swept (the server's default is 30 s). */
@@ -73,6 +75,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     leftoverSweepIntervalMs: options.leftoverSweepIntervalMs,
     postgresTimings: options.postgresTimings,
     resumableSweepIntervalMs: options.resumableSweepIntervalMs,
+    gcIntervalMs: options.gcIntervalMs,
     logger: createJsonLogger((line) => logs.push(JSON.parse(line))),
   });
   const url = server.url;

@@ -66,6 +66,8 @@ Deno.test("files: the caller's uploads, newest first, with every field", async (
     createdAt: "2026-11-21T10:00:00Z",
     term: "365 days",
     termEndsAt: "2027-11-21T10:00:00Z",
+    state: "active",
+    deletedAt: null,
     retrievalUrl: `${server.url}/p/bafkfilesone01`,
   });
   assertEquals(body.files[0].cid, "bafkfilestwo02");

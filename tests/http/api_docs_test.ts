@@ -44,8 +44,11 @@ function declaredCodes(document: Json): Map<string, string[]> {
       // enum of its Error schema (HEAD answers have only the description).
       for (const [status, response] of Object.entries(responses)) {
         if (Number(status) < 400) continue; // a success body may name codes as values (limits)
-        const listed = `${response.description} ${JSON.stringify(response.content ?? {})}`;
-        for (const [word] of listed.matchAll(/[a-z]+(?:_[a-z]+)+/g)) {
+        // The codes follow the status text ("Not found: not_found, …"); the enum lists them too.
+        const listed = `${String(response.description).split(": ").at(-1)} ${
+          JSON.stringify(response.content ?? {})
+        }`;
+        for (const [word] of listed.matchAll(/[a-z]+(?:_[a-z]+)*/g)) {
           if (word in ERROR_STATUS) codes.add(word);
         }
       }

@@ -75,7 +75,7 @@ Deno.test("openapi: operations are the route table's rows, with their ids, secur
   assertEquals(contract.operation("headPiece").path, "/p/{cid}");
   assertEquals(
     contract.statuses(contract.operation("headPiece")),
-    [200, 206, 304, 400, 404, 405, 416, 500, 503],
+    [200, 206, 304, 400, 404, 405, 410, 416, 500, 503],
   );
 
   const paths = contract.document.paths as Record<string, Record<string, Json>>;

@@ -358,7 +358,7 @@ Deno.test("scrub: the rate pacer holds a reader to its bytes per second", async 
   let now = 0;
   const slept: number[] = [];
   const pacer = new RatePacer({
-    bytesPerSecond: 4 * MIB,
+    perSecond: 4 * MIB,
     now: () => now,
     sleep: (ms) => {
       slept.push(ms);
@@ -398,4 +398,31 @@ Deno.test("scrub: running out of file descriptors stops the scrub and marks noth
   const piece = await server.get("/p/scrubemfile01");
   assertEquals(piece.status, 200);
   await piece.body?.cancel();
+});
+
+Deno.test("backup: a removed piece's row is copied without bytes; the backup answers 410 and scrubs clean", async () => {
+  await using server = await startTestServer();
+  await uploadOk(server, "backupkeep001", patternBytes(3000, 31));
+  await uploadOk(server, "backupgone001", patternBytes(2000, 32));
+  // A sponsored deal cannot be deleted: judged as at a year on, its term is long over.
+  const swept = await server.server.gc.sweep({ asOf: Date.now() + 365 * 86_400_000 });
+  assertEquals(swept?.removedPieces, 2);
+  await uploadOk(server, "backupkeep001", patternBytes(3000, 31)); // stored again
+  const destination = await Deno.makeTempDir({ prefix: "backup-removed-" });
+  try {
+    const run = await runMain(["backup", destination, "--data-dir", server.dataDir], {
+      flags: backupFlags(server.dataDir, destination),
+    });
+    assertEquals(run.code, 0, run.stderr);
+    const summary = JSON.parse(run.stdout);
+    assertEquals([summary.pieces, summary.missing, summary.failed], [1, [], []]);
+    const { code, report } = await scrub(destination);
+    assertEquals([code, report.missing, report.orphans], [0, [], []]);
+    await using restored = await startTestServer({ dataDir: destination });
+    assertEquals((await restored.get("/p/backupkeep001")).status, 200);
+    const gone = await restored.get("/p/backupgone001");
+    assertEquals([gone.status, (await gone.json()).error], [410, "gone"]);
+  } finally {
+    await Deno.remove(destination, { recursive: true });
+  }
 });

@@ -10,19 +10,31 @@ import { ResumableUploadMovedError } from "../records.ts";
 import type {
   CatalogRecords,
   DealRecord,
+  ListDealsOptions,
   PieceRecord,
   RecordUploadInput,
   UsageRecord,
 } from "../records.ts";
+import { recordListing } from "./lifecycle_records.ts";
 
-/** A PieceRecord's columns with its corrupt mark, FROM the join (row_copy.ts reads it too). */
+/**
+ * A PieceRecord's columns with its corrupt mark and removal, FROM the joins
+ * (row_copy.ts reads it too).
+ */
 export const PIECE_COLUMNS = `p.cid, p.size, p.sha256, p.content_type AS "contentType", p.filename,
-  p.created_at AS "createdAt", c.marked_at AS "corruptAt"
-  FROM pieces p LEFT JOIN corrupt_pieces c ON c.cid = p.cid`;
+  p.created_at AS "createdAt", c.marked_at AS "corruptAt", r.removing_at AS "removedAt"
+  FROM pieces p LEFT JOIN corrupt_pieces c ON c.cid = p.cid
+  LEFT JOIN removed_pieces r ON r.cid = p.cid`;
 
 const DEAL_COLUMNS = `id, cid, tier, owner_sub AS "ownerSub", owner AS "ownerName", size,
   content_type AS "contentType", filename, term_days AS "termDays", created_at AS "createdAt",
-  term_ends_at AS "termEndsAt"`;
+  term_ends_at AS "termEndsAt", deleted_at AS "deletedAt"`;
+
+/** The states that depend on an instant, as a condition on a deal's row at `now` (a parameter). */
+const STATE_CONDITIONS: Record<"active" | "expired", (now: string) => string> = {
+  active: (now) => `deleted_at IS NULL AND term_ends_at COLLATE "C" > ${now}`,
+  expired: (now) => `deleted_at IS NULL AND term_ends_at COLLATE "C" <= ${now}`,
+};
 
 export class PostgresCatalogRecords implements CatalogRecords {
   readonly #sql: Sql;
@@ -31,19 +43,30 @@ export class PostgresCatalogRecords implements CatalogRecords {
     this.#sql = sql;
   }
 
-  async listDeals(
-    ownerSub: string,
-    options: { beforeId: string | null; limit: number; cid?: string | null },
-  ): Promise<DealRecord[]> {
-    const values: unknown[] = [ownerSub];
-    const where = ["owner_sub = $1"];
-    // Deal ids are time-ordered and unique: "id < cursor" pages newest-first without gaps.
-    if (options.beforeId !== null) where.push(`id < $${values.push(options.beforeId)}`);
-    if (options.cid) where.push(`cid = $${values.push(options.cid)}`);
+  async listDeals(ownerSub: string, options: ListDealsOptions): Promise<DealRecord[]> {
+    // Deal ids are time-ordered and unique: "id < cursor" pages newest-first without gaps; a
+    // state filter only skips rows of the walk.
+    const params: unknown[] = [ownerSub];
+    const conditions = ["owner_sub = $1"];
+    if (options.beforeId !== null) {
+      params.push(options.beforeId);
+      conditions.push(`id < $${params.length}`);
+    }
+    if (options.cid) {
+      params.push(options.cid);
+      conditions.push(`cid = $${params.length}`);
+    }
+    const state = options.filter?.state;
+    if (state === "deleted") conditions.push("deleted_at IS NOT NULL");
+    else if (state !== undefined) {
+      params.push(options.filter!.now);
+      conditions.push(STATE_CONDITIONS[state](`$${params.length}`));
+    }
+    params.push(options.limit);
     const rows = await this.#sql.unsafe(
-      `SELECT ${DEAL_COLUMNS} FROM deals WHERE ${where.join(" AND ")}
-       ORDER BY id DESC LIMIT $${values.push(options.limit)}`,
-      values,
+      `SELECT ${DEAL_COLUMNS} FROM deals WHERE ${conditions.join(" AND ")}
+       ORDER BY id DESC LIMIT $${params.length}`,
+      params,
     );
     return rows as unknown as DealRecord[];
   }
@@ -56,6 +79,13 @@ export class PostgresCatalogRecords implements CatalogRecords {
   async extendDeal(id: string, addDays: number, termEndsAt: string): Promise<void> {
     await this.#sql`UPDATE deals SET term_days = term_days + ${addDays},
       term_ends_at = ${termEndsAt} WHERE id = ${id}`;
+  }
+
+  async deleteDeal(id: string, at: string): Promise<void> {
+    await this.#sql.unsafe(
+      `UPDATE deals SET deleted_at = $1 WHERE id = $2 AND deleted_at IS NULL`,
+      [at, id],
+    );
   }
 
   async usageBetween(subject: string, from: string, to: string): Promise<UsageRecord[]> {
@@ -119,7 +149,8 @@ export class PostgresCatalogRecords implements CatalogRecords {
 
   async storedTotals(): Promise<{ pieces: number; bytes: number }> {
     const [row] = await this.#sql`SELECT COUNT(*)::int8 AS pieces,
-      COALESCE(SUM(size), 0)::int8 AS bytes FROM pieces`;
+      COALESCE(SUM(size), 0)::int8 AS bytes FROM pieces p
+      WHERE NOT EXISTS (SELECT 1 FROM removed_pieces r WHERE r.cid = p.cid)`;
     return { pieces: Number(row.pieces), bytes: Number(row.bytes) };
   }
 
@@ -137,6 +168,25 @@ export class PostgresCatalogRecords implements CatalogRecords {
           VALUES (${p.cid}, ${p.size}, ${p.sha256}, ${p.contentType}, ${p.filename},
                   ${p.createdAt})`;
       }
+      const revived = input.revivedPiece;
+      if (revived) {
+        await tx.unsafe(
+          `UPDATE pieces SET size = $1, sha256 = $2, content_type = $3, filename = $4,
+             created_at = $5 WHERE cid = $6`,
+          [
+            revived.size,
+            revived.sha256,
+            revived.contentType,
+            revived.filename,
+            revived.createdAt,
+            revived.cid,
+          ],
+        );
+        await tx.unsafe(`DELETE FROM removed_pieces WHERE cid = $1`, [revived.cid]);
+        await tx.unsafe(`DELETE FROM corrupt_pieces WHERE cid = $1`, [revived.cid]);
+        await tx.unsafe(`DELETE FROM manifest_pieces WHERE manifest_cid = $1`, [revived.cid]);
+      }
+      if (input.manifestListing) await recordListing(tx, input.deal.cid, input.manifestListing);
       const repaired = input.repairedPiece;
       if (repaired) {
         await tx`UPDATE pieces SET sha256 = ${repaired.sha256} WHERE cid = ${repaired.cid}`;
@@ -144,9 +194,10 @@ export class PostgresCatalogRecords implements CatalogRecords {
       }
       const d = input.deal;
       await tx`INSERT INTO deals (id, cid, tier, owner_sub, owner, size, content_type, filename,
-                                 term_days, created_at, term_ends_at)
+                                 term_days, created_at, term_ends_at, deleted_at)
         VALUES (${d.id}, ${d.cid}, ${d.tier}, ${d.ownerSub}, ${d.ownerName}, ${d.size},
-                ${d.contentType}, ${d.filename}, ${d.termDays}, ${d.createdAt}, ${d.termEndsAt})`;
+                ${d.contentType}, ${d.filename}, ${d.termDays}, ${d.createdAt}, ${d.termEndsAt},
+                ${d.deletedAt})`;
       const u = input.usage;
       await tx`INSERT INTO usage_daily (subject, day, bytes, uploads)
         VALUES (${u.subject}, ${u.day}, ${u.bytes}, 1)

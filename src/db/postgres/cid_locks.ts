@@ -17,6 +17,7 @@
  * may take a while) is bounded by LOCK_WAIT_MS, then answered 503.
  */
 import { sleep } from "../../clock.ts";
+import type { Checkout } from "./checkout.ts";
 import type { PostgresPool } from "./connection.ts";
 import { DatabaseUnavailableError } from "./unavailable.ts";
 
@@ -35,6 +36,50 @@ export class PostgresCidLocks {
 
   constructor(options: PostgresCidLocksOptions) {
     this.#options = options;
+  }
+
+  /**
+   * Runs fn holding every cid's lock (a sweep's batch of removals), all on one
+   * connection: each try takes the locks it can in one statement and gives
+   * them back unless it got all, so a batch never holds some while it waits
+   * for others, and costs one connection of the pool, not one per cid.
+   */
+  async runAll<T>(
+    cids: readonly string[],
+    fn: (lockLost: AbortSignal) => Promise<T>,
+  ): Promise<T> {
+    const { locks, timeoutMs } = this.#options;
+    const wanted = [...new Set(cids)];
+    const session = await locks.checkout();
+    let held: string[] = [];
+    try {
+      const until = performance.now() + LOCK_WAIT_MS;
+      while (true) {
+        const rows = await session.query(
+          `SELECT c AS cid, pg_try_advisory_lock(hashtextextended(c, 0)) AS taken
+           FROM unnest($1::text[]) AS c`,
+          [wanted],
+          timeoutMs,
+        );
+        held = rows.filter((row) => row.taken === true).map((row) => row.cid as string);
+        if (held.length === wanted.length) break;
+        await unlockAll(session, held, timeoutMs);
+        held = [];
+        if (performance.now() > until) {
+          throw new DatabaseUnavailableError(
+            `Pieces of a sweep's batch have been locked for ${LOCK_WAIT_MS / 1000} s; retry later`,
+          );
+        }
+        await sleep(LOCK_POLL_MS);
+      }
+      return await fn(session.lost);
+    } finally {
+      if (held.length > 0 && session.usable) {
+        // Not known to be unlocked: the connection goes, and the locks with it.
+        await unlockAll(session, held, timeoutMs).catch((error) => session.cut(error));
+      }
+      session.release();
+    }
   }
 
   async run<T>(cid: string, fn: (lockLost: AbortSignal) => Promise<T>): Promise<T> {
@@ -69,4 +114,13 @@ export class PostgresCidLocks {
       session.release();
     }
   }
+}
+
+async function unlockAll(session: Checkout, cids: readonly string[], timeoutMs: number) {
+  if (cids.length === 0) return;
+  await session.query(
+    "SELECT pg_advisory_unlock(hashtextextended(c, 0)) FROM unnest($1::text[]) AS c",
+    [cids],
+    timeoutMs,
+  );
 }

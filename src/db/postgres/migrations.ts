@@ -146,6 +146,42 @@ CREATE INDEX blocks_by_piece ON blocks (piece_cid);
 `;
 
 /**
+ * Deals end and pieces go: SQLite's migration 10 (db/sqlite/migrations/
+ * 0010_lifecycle.ts says what each table is for). A removal's mark comes from
+ * a sequence, so it never repeats, as corrupt marks' do.
+ */
+const LIFECYCLE = `
+ALTER TABLE deals ADD COLUMN deleted_at TEXT;
+
+CREATE TABLE removed_pieces (
+  cid         TEXT COLLATE "C" PRIMARY KEY REFERENCES pieces (cid),
+  mark        BIGSERIAL NOT NULL UNIQUE,
+  removing_at TEXT NOT NULL,
+  removed_at  TEXT
+);
+CREATE INDEX removed_pieces_unfinished ON removed_pieces (mark) WHERE removed_at IS NULL;
+
+CREATE TABLE manifest_pieces (
+  manifest_cid TEXT COLLATE "C" NOT NULL REFERENCES pieces (cid),
+  piece_cid    TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (manifest_cid, piece_cid)
+);
+CREATE INDEX manifest_pieces_by_piece ON manifest_pieces (piece_cid, manifest_cid);
+
+CREATE INDEX deals_manifests ON deals (cid)
+  WHERE content_type = 'application/vnd.storage-manifest+json';
+
+CREATE TABLE gc_sweeps (
+  id              INTEGER PRIMARY KEY CHECK (id = 1),
+  started_at      TEXT NOT NULL,
+  finished_at     TEXT NOT NULL,
+  removed_pieces  BIGINT NOT NULL,
+  removed_bytes   BIGINT NOT NULL,
+  removed_orphans BIGINT NOT NULL
+);
+`;
+
+/**
  * Resumable (tus) uploads (SQLite's migration 11, same columns), and the cap
  * reservations they hold: those belong to no instance (instance_id NULL), so
  * an instance's death does not release them; the upload's expiry does.
@@ -180,5 +216,6 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, sql: INITIAL },
   { version: 2, sql: SIGNUP_CODES_PER_CLIENT },
   { version: 3, sql: BLOCKS },
+  { version: 4, sql: LIFECYCLE },
   { version: 5, sql: RESUMABLE_UPLOADS },
 ];

@@ -24,6 +24,8 @@ import { PostgresCidLocks } from "./cid_locks.ts";
 import { databaseProbe, PostgresPool, whereOf } from "./connection.ts";
 import type { Sql } from "./connection.ts";
 import { PostgresHmacKeys } from "./hmac_keys.ts";
+import { PostgresLifecycleRecords } from "./lifecycle_records.ts";
+import { PostgresSweepTurn } from "./sweep_turn.ts";
 import { InstanceHeartbeat } from "./instances.ts";
 import { POSTGRES_MIGRATIONS } from "./migrations.ts";
 import type { PostgresMigration } from "./migrations.ts";
@@ -73,12 +75,15 @@ export class PostgresDatabase implements SnapshotSource {
   readonly instanceId: string;
   readonly catalog: PostgresCatalogRecords;
   readonly blocks: PostgresBlockRecords;
+  readonly lifecycle: PostgresLifecycleRecords;
   readonly tokens: PostgresTokenRecords;
   readonly signupCodes: PostgresSignupCodeRecords;
   readonly walletNonces: PostgresWalletNonceRecords;
   readonly resumableUploads: PostgresResumableUploadRecords;
   readonly capLedger: PostgresCapLedger;
   readonly cidLocks: PostgresCidLocks;
+  /** One garbage-collection sweep at a time across instances. */
+  readonly sweepTurn: PostgresSweepTurn;
   readonly hmacKeys: PostgresHmacKeys;
   /** Where a migration writes the rows it copies (db/row_copy.ts). */
   readonly rowTarget: PostgresRowTarget;
@@ -122,6 +127,7 @@ export class PostgresDatabase implements SnapshotSource {
     const sql = this.#pool.sql;
     this.catalog = new PostgresCatalogRecords(sql);
     this.blocks = new PostgresBlockRecords(sql);
+    this.lifecycle = new PostgresLifecycleRecords(sql);
     this.tokens = new PostgresTokenRecords(sql);
     this.signupCodes = new PostgresSignupCodeRecords(sql);
     this.walletNonces = new PostgresWalletNonceRecords(sql);
@@ -132,6 +138,7 @@ export class PostgresDatabase implements SnapshotSource {
       instanceId: this.instanceId,
     });
     this.cidLocks = new PostgresCidLocks({ locks: this.#locks, timeoutMs });
+    this.sweepTurn = new PostgresSweepTurn({ locks: this.#locks, timeoutMs });
     this.hmacKeys = new PostgresHmacKeys(sql);
     this.rowTarget = new PostgresRowTarget(sql);
     this.#deadAfterMs = options.deadAfterMs ?? 30_000;

@@ -8,8 +8,10 @@
  * CONFLICT, so a rerun inserts only rows that are new, and what can change
  * in a source row afterwards is brought along, only ever forwards: a
  * revocation (never undone), a deal's later term end (extensions only
- * lengthen), a usage counter that grew (GREATEST of both), a digest that
- * became known. Deals, corrupt marks and indexed blocks whose piece has no row yet are held
+ * lengthen), a deletion, a usage counter that grew (GREATEST of both), a
+ * digest that became known, a piece removed or stored again (its removal
+ * travels with its row, and a removed piece's indexed blocks go with it).
+ * Deals, corrupt marks and indexed blocks whose piece has no row yet are held
  * back (counted as deferred): an instance serving from the target must never
  * see a row naming a piece it does not have. RETURNING (xmax = 0) tells an
  * inserted row from an updated one.
@@ -40,12 +42,14 @@ export class PostgresRowTarget implements RowTarget {
     if (pieces.length === 0) return { inserted: 0, updated: 0, deferred: 0 };
     const rows = pieces.map(pieceRowOf);
     // A digest the source learned after an earlier run fills one the target lacks.
-    const written = await this.#sql.begin((tx) =>
-      tx`INSERT INTO pieces ${tx.values(rows, PIECE_COLUMNS)}
+    const written = await this.#sql.begin(async (tx) => {
+      const upserted = await tx`INSERT INTO pieces ${tx.values(rows, PIECE_COLUMNS)}
         ON CONFLICT (cid) DO UPDATE SET sha256 = excluded.sha256
         WHERE pieces.sha256 IS NULL AND excluded.sha256 IS NOT NULL
-        RETURNING (xmax = 0) AS inserted`
-    );
+        RETURNING (xmax = 0) AS inserted`;
+      await writeRemovals(tx, pieces);
+      return upserted;
+    });
     return countsOf(written, 0);
   }
 
@@ -70,12 +74,15 @@ const valuesOf = (tx: TransactionSql, rows: TableRow[], columns: readonly string
 type Upsert = (tx: TransactionSql, values: ReturnType<typeof valuesOf>) => Promise<Written>;
 
 const UPSERTS: Readonly<Record<CopiedTable, Upsert>> = {
-  // An extension lengthens a deal's term; a term never shrinks.
+  // An extension lengthens a deal's term; a term never shrinks. A deletion is never undone.
   deals: (tx, values) =>
     tx`INSERT INTO deals ${values}
       ON CONFLICT (id) DO UPDATE
-      SET term_days = excluded.term_days, term_ends_at = excluded.term_ends_at
-      WHERE excluded.term_ends_at > deals.term_ends_at
+      SET term_days = GREATEST(deals.term_days, excluded.term_days),
+          term_ends_at = GREATEST(deals.term_ends_at COLLATE "C", excluded.term_ends_at),
+          deleted_at = COALESCE(deals.deleted_at, excluded.deleted_at)
+      WHERE excluded.term_ends_at COLLATE "C" > deals.term_ends_at
+         OR (deals.deleted_at IS NULL AND excluded.deleted_at IS NOT NULL)
       RETURNING (xmax = 0) AS inserted`,
   // Counters only grow, on both sides: the larger one is the later state. Nothing is
   // reserved in flight on the target for these rows (reserved_bytes stays 0).
@@ -101,6 +108,32 @@ const UPSERTS: Readonly<Record<CopiedTable, Upsert>> = {
     tx`INSERT INTO blocks ${values}
       ON CONFLICT (multihash, piece_cid) DO NOTHING RETURNING true AS inserted`,
 };
+
+/**
+ * The pieces' removals, beside their rows: a piece the source removed is
+ * removed in the target (its bytes were not copied; any copied by an earlier
+ * run are orphans a sweep removes), and one the source stored again is
+ * stored in the target (its bytes were just copied). A removed piece's
+ * indexed blocks, copied by an earlier run, go: a block lives while its piece does.
+ */
+async function writeRemovals(tx: TransactionSql, pieces: readonly PieceRecord[]): Promise<void> {
+  const removed = pieces.filter((piece) => piece.removedAt !== null);
+  const stored = pieces.filter((piece) => piece.removedAt === null).map((piece) => piece.cid);
+  for (const piece of removed) {
+    await tx.unsafe(
+      `INSERT INTO removed_pieces (cid, removing_at, removed_at) VALUES ($1, $2, $2)
+       ON CONFLICT (cid) DO NOTHING`,
+      [piece.cid, piece.removedAt],
+    );
+  }
+  if (removed.length > 0) {
+    const cids = removed.map((piece) => piece.cid);
+    await tx.unsafe(`DELETE FROM blocks WHERE piece_cid = ANY($1::text[])`, [cids]);
+  }
+  if (stored.length > 0) {
+    await tx.unsafe(`DELETE FROM removed_pieces WHERE cid = ANY($1::text[])`, [stored]);
+  }
+}
 
 /** The rows whose piece (named in `column`) has its row in the target already. */
 async function withPiece(

@@ -13,11 +13,14 @@ import { SqliteBlockRecords } from "./block_records.ts";
 import { ResumableUploadMovedError } from "../records.ts";
 import type {
   CatalogRecords,
+  DealFilter,
   DealRecord,
+  ListDealsOptions,
   PieceRecord,
   RecordUploadInput,
   UsageRecord,
 } from "../records.ts";
+import { ManifestListingStatements } from "./manifest_listing.ts";
 
 export class SqliteCatalogRecords implements CatalogRecords {
   readonly #db: Database;
@@ -36,21 +39,25 @@ export class SqliteCatalogRecords implements CatalogRecords {
   readonly #getUsage: StatementSync;
   readonly #storedTotals: StatementSync;
   readonly #addUsage: StatementSync;
-  /** listDeals' four statements: with or without a cursor, with or without a cid. */
+  /** listDeals' statements: with or without a cursor, a state, a cid. */
   readonly #listDeals = new Map<string, StatementSync>();
-  readonly #dealColumns: string;
   readonly #getDeal: StatementSync;
   readonly #extendDeal: StatementSync;
+  readonly #deleteDeal: StatementSync;
   readonly #usageRange: StatementSync;
   readonly #blocks: SqliteBlockRecords;
   readonly #finishResumable: StatementSync;
+  readonly #revivePiece: StatementSync;
+  readonly #unmarkRemoved: StatementSync;
+  readonly #listing: ManifestListingStatements;
 
   constructor(db: Database, blocks: SqliteBlockRecords = new SqliteBlockRecords(db)) {
     this.#db = db;
     this.#blocks = blocks;
     const pieceColumns = `p.cid, p.size, p.sha256, p.content_type AS contentType, p.filename,
-      p.created_at AS createdAt, c.marked_at AS corruptAt
-      FROM pieces p LEFT JOIN corrupt_pieces c ON c.cid = p.cid`;
+      p.created_at AS createdAt, c.marked_at AS corruptAt, r.removing_at AS removedAt
+      FROM pieces p LEFT JOIN corrupt_pieces c ON c.cid = p.cid
+      LEFT JOIN removed_pieces r ON r.cid = p.cid`;
     this.#getPiece = db.prepare(`SELECT ${pieceColumns} WHERE p.cid = ?`);
     this.#insertPiece = db.prepare(
       `INSERT INTO pieces (cid, size, sha256, content_type, filename, created_at)
@@ -81,28 +88,34 @@ export class SqliteCatalogRecords implements CatalogRecords {
     this.#unmarkPiece = db.prepare(`DELETE FROM corrupt_pieces WHERE cid = ?`);
     this.#insertDeal = db.prepare(
       `INSERT INTO deals (id, cid, tier, owner_sub, owner, size, content_type, filename,
-                          term_days, created_at, term_ends_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+                          term_days, created_at, term_ends_at, deleted_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.#getUsage = db.prepare(
       `SELECT subject, day, bytes, uploads FROM usage_daily WHERE subject = ? AND day = ?`,
     );
     this.#storedTotals = db.prepare(
-      `SELECT COUNT(*) AS pieces, COALESCE(SUM(size), 0) AS bytes FROM pieces`,
+      `SELECT COUNT(*) AS pieces, COALESCE(SUM(size), 0) AS bytes FROM pieces p
+       WHERE NOT EXISTS (SELECT 1 FROM removed_pieces r WHERE r.cid = p.cid)`,
     );
     this.#addUsage = db.prepare(
       `INSERT INTO usage_daily (subject, day, bytes, uploads) VALUES (?, ?, ?, 1)
        ON CONFLICT (subject, day) DO UPDATE
        SET bytes = bytes + excluded.bytes, uploads = uploads + 1`,
     );
-    const dealColumns = `id, cid, tier, owner_sub AS ownerSub, owner AS ownerName, size,
-      content_type AS contentType, filename, term_days AS termDays, created_at AS createdAt,
-      term_ends_at AS termEndsAt`;
-    this.#dealColumns = dealColumns;
-    this.#getDeal = db.prepare(`SELECT ${dealColumns} FROM deals WHERE id = ?`);
+    this.#getDeal = db.prepare(`SELECT ${DEAL_COLUMNS} FROM deals WHERE id = ?`);
     this.#extendDeal = db.prepare(
       `UPDATE deals SET term_days = term_days + ?, term_ends_at = ? WHERE id = ?`,
     );
+    this.#deleteDeal = db.prepare(
+      `UPDATE deals SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL`,
+    );
+    this.#revivePiece = db.prepare(
+      `UPDATE pieces SET size = ?, sha256 = ?, content_type = ?, filename = ?, created_at = ?
+       WHERE cid = ?`,
+    );
+    this.#unmarkRemoved = db.prepare(`DELETE FROM removed_pieces WHERE cid = ?`);
+    this.#listing = new ManifestListingStatements(db);
     this.#finishResumable = db.prepare(
       `UPDATE resumable_uploads SET received = length, staging = 'null', deal_id = ?,
          expires_ms = ?, roots = ? WHERE id = ? AND received = ? AND deal_id IS NULL`,
@@ -114,27 +127,23 @@ export class SqliteCatalogRecords implements CatalogRecords {
   }
 
   /** A user's deals (on one cid, when given), newest first, strictly older than beforeId when given. */
-  async listDeals(
-    ownerSub: string,
-    options: { beforeId: string | null; limit: number; cid?: string | null },
-  ): Promise<DealRecord[]> {
-    const where = ["owner_sub = ?"];
-    const values: (string | number)[] = [ownerSub];
-    // Deal ids are time-ordered and unique, so "id < cursor" pages newest-first without
-    // duplicates or gaps while new uploads (with larger ids) keep arriving.
-    if (options.beforeId !== null) {
-      where.push("id < ?");
-      values.push(options.beforeId);
-    }
-    if (options.cid) {
-      where.push("cid = ?");
-      values.push(options.cid);
-    }
-    const sql = `SELECT ${this.#dealColumns} FROM deals WHERE ${where.join(" AND ")}
-      ORDER BY id DESC LIMIT ?`;
-    let statement = this.#listDeals.get(sql);
-    if (statement === undefined) this.#listDeals.set(sql, statement = this.#db.prepare(sql));
-    return statement.all(...values, options.limit) as unknown as DealRecord[];
+  async listDeals(ownerSub: string, options: ListDealsOptions): Promise<DealRecord[]> {
+    const filter = options.filter ?? null;
+    const cid = options.cid ?? null;
+    const text = listDealsQuery({
+      after: options.beforeId !== null,
+      state: filter?.state,
+      cid: cid !== null,
+    });
+    let statement = this.#listDeals.get(text);
+    if (statement === undefined) this.#listDeals.set(text, statement = this.#db.prepare(text));
+    // node:sqlite refuses a named value the statement does not use.
+    const params: Record<string, string | number> = { owner: ownerSub, limit: options.limit };
+    if (options.beforeId !== null) params.before = options.beforeId;
+    if (cid !== null) params.cid = cid;
+    if (filter !== null && text.includes("$now")) params.now = filter.now;
+    const rows = statement.all(params);
+    return rows as unknown as DealRecord[];
   }
 
   async getDeal(id: string): Promise<DealRecord | null> {
@@ -143,6 +152,10 @@ export class SqliteCatalogRecords implements CatalogRecords {
 
   async extendDeal(id: string, addDays: number, termEndsAt: string): Promise<void> {
     this.#extendDeal.run(addDays, termEndsAt, id);
+  }
+
+  async deleteDeal(id: string, at: string): Promise<void> {
+    this.#deleteDeal.run(at, id);
   }
 
   /** Usage rows of a subject between two days (inclusive); days without uploads are absent. */
@@ -225,6 +238,15 @@ export class SqliteCatalogRecords implements CatalogRecords {
     transaction(this.#db, () => {
       const p = input.newPiece;
       if (p) this.#insertPiece.run(p.cid, p.size, p.sha256, p.contentType, p.filename, p.createdAt);
+      const revived = input.revivedPiece;
+      if (revived) {
+        const r = revived;
+        this.#revivePiece.run(r.size, r.sha256, r.contentType, r.filename, r.createdAt, r.cid);
+        this.#unmarkRemoved.run(r.cid);
+        this.#unmarkPiece.run(r.cid);
+        this.#listing.forget(r.cid);
+      }
+      if (input.manifestListing) this.#listing.record(input.deal.cid, input.manifestListing);
       const repaired = input.repairedPiece;
       if (repaired) {
         this.#repairPiece.run(repaired.sha256, repaired.cid);
@@ -243,6 +265,7 @@ export class SqliteCatalogRecords implements CatalogRecords {
         d.termDays,
         d.createdAt,
         d.termEndsAt,
+        d.deletedAt,
       );
       this.#addUsage.run(input.usage.subject, input.usage.day, input.usage.bytes);
       if (input.blocks) this.#blocks.indexBlocks(d.cid, input.blocks);
@@ -270,4 +293,31 @@ export class SqliteCatalogRecords implements CatalogRecords {
     );
     return Number(result.changes);
   }
+}
+
+const DEAL_COLUMNS = `id, cid, tier, owner_sub AS ownerSub, owner AS ownerName, size,
+  content_type AS contentType, filename, term_days AS termDays, created_at AS createdAt,
+  term_ends_at AS termEndsAt, deleted_at AS deletedAt`;
+
+/** Each state as a condition on a deal's row at the instant $now (wire.ts: DealState). */
+const STATE_CONDITIONS: Record<DealFilter["state"], string> = {
+  active: "deleted_at IS NULL AND term_ends_at > $now",
+  expired: "deleted_at IS NULL AND term_ends_at <= $now",
+  deleted: "deleted_at IS NOT NULL",
+};
+
+/**
+ * A page of a user's deals. Deal ids are time-ordered and unique, so "id <
+ * cursor" pages newest-first without duplicates or gaps while new uploads
+ * (with larger ids) keep arriving; a state filter only skips rows of the walk.
+ */
+function listDealsQuery(
+  options: { after: boolean; state?: DealFilter["state"]; cid: boolean },
+): string {
+  const conditions = ["owner_sub = $owner"];
+  if (options.after) conditions.push("id < $before");
+  if (options.cid) conditions.push("cid = $cid");
+  if (options.state) conditions.push(STATE_CONDITIONS[options.state]);
+  return `SELECT ${DEAL_COLUMNS} FROM deals WHERE ${conditions.join(" AND ")}
+    ORDER BY id DESC LIMIT $limit`;
 }

@@ -56,21 +56,31 @@ export class SqliteRowTarget implements RowTarget {
   }
 
   async writePieces(pieces: readonly PieceRecord[]): Promise<WriteCounts> {
-    return this.#insert("pieces", PIECE_COLUMNS, pieces.map(pieceRowOf));
+    const removed = pieces.filter((piece) => piece.removedAt !== null)
+      .map((piece) => ({
+        cid: piece.cid,
+        removing_at: piece.removedAt,
+        removed_at: piece.removedAt,
+      }));
+    // One transaction: a removed piece's row never appears without its removal.
+    return transaction(this.#db, () => {
+      const counts = this.#insert("pieces", PIECE_COLUMNS, pieces.map(pieceRowOf));
+      this.#insert("removed_pieces", ["cid", "removing_at", "removed_at"], removed);
+      return counts;
+    });
   }
 
   async writeRows(table: CopiedTable, rows: readonly TableRow[]): Promise<WriteCounts> {
     const shape = TABLE_SHAPES[table];
-    return this.#insert(shape.name, shape.written, rows);
+    return transaction(this.#db, () => this.#insert(shape.name, shape.written, rows));
   }
 
+  /** Inserts rows, inside the caller's transaction. */
   #insert(table: string, columns: readonly string[], rows: readonly TableRow[]): WriteCounts {
     const statement = this.#db.prepare(
       `INSERT INTO ${table} (${columns.join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
     );
-    transaction(this.#db, () => {
-      for (const row of rows) statement.run(...columns.map((column) => row[column]));
-    });
+    for (const row of rows) statement.run(...columns.map((column) => row[column]));
     return { inserted: rows.length, updated: 0, deferred: 0 };
   }
 }

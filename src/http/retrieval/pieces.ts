@@ -12,11 +12,12 @@
  * declines anything unusual (a Range, a conditional) and the handler
  * decides, still from memory for a cached piece.
  *
- * A piece a scrub marked corrupt answers 503 piece_corrupt, never its bytes.
- * Cache hits skip the database, so a marked cid is evicted from the cache
- * when `distrust` is told (by the server's poll of the marks) or the handler
- * sees the mark; and a piece is cached only if it is still unmarked once its
- * bytes are read, so a read that raced the mark cannot put it back.
+ * A piece a scrub marked corrupt answers 503 piece_corrupt, never its bytes;
+ * one a sweep removed answers 410 gone. Cache hits skip the database, so a
+ * marked or removed cid is evicted from the cache when `distrust` is told (by
+ * the sweep, or the server's poll of the marks) or the handler sees it; and a
+ * piece is cached only if it is still servable once its bytes are read, so a
+ * read that raced the mark cannot put it back.
  */
 import { normalizeCid } from "../../cid_format.ts";
 import { ApiError } from "../../errors.ts";
@@ -27,7 +28,7 @@ import type { RequestContext } from "../context.ts";
 import { CachedPiece } from "./small_piece_cache.ts";
 import { answerPiece, applyRange, matchesEtag, notModified, sliceOf } from "./piece_answer.ts";
 import { decideRange } from "./range_request.ts";
-import { findServablePiece, mustExist } from "./stored_piece.ts";
+import { findServablePiece, mustExist, stillServable } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
 import { CID_PARAM, retrievalDoc } from "./route_docs.ts";
 
@@ -81,9 +82,9 @@ export async function answerPieceRoute(
     });
   }
   const bytes = await readSmallPiece(deps, piece);
-  // Marked while its bytes were read: answer them this once (as a stream would have),
-  // but never from the cache.
-  if ((await deps.catalog.getPiece(cid))?.corruptAt === null) {
+  // Marked or removed while its bytes were read: answer them this once (as a stream would
+  // have), but never from the cache.
+  if (stillServable(await deps.catalog.getPiece(cid))) {
     // Cached answers skip the pipeline's CORS step on the fast path, so they carry it.
     const cachedHeaders = new Headers(headers);
     applyCorsHeaders(cachedHeaders);

@@ -30,6 +30,7 @@ const { "Content-Length": _noLengthWithoutBody, ...NOT_MODIFIED_HEADERS } = BYTE
 const RETRIEVAL_ERRORS: ErrorCode[] = [
   "invalid_cid",
   "not_found",
+  "gone",
   "range_not_satisfiable",
   "piece_corrupt",
 ];

@@ -2,9 +2,10 @@
  * What every route that serves stored bytes (/p/, /f/, /piece/) shares: its
  * dependencies, and the one straight line from a cid to a piece that may be
  * served. The catalog row decides existence (a row exists only once its bytes
- * are durable); a scrub's corrupt mark refuses the bytes; a piece's state
- * that refuses serving (removal, later) is checked here too, once for every
- * route, and for every piece a split file's stream opens.
+ * are durable); a piece a garbage-collection sweep removed (no deal kept it)
+ * is 410 gone until its bytes are uploaded again; a scrub's corrupt mark
+ * refuses the bytes. Checked here once for every route, and for every piece
+ * a split file's stream opens.
  */
 import { ApiError } from "../../errors.ts";
 import type { PieceRecord } from "../../db/records.ts";
@@ -28,7 +29,7 @@ export interface RetrievalDeps {
   onStreamAborted?: (route: string) => void;
 }
 
-/** The piece stored under cid, if it may be served; ApiError (404, 503) otherwise. */
+/** The piece stored under cid, if it may be served; ApiError (404, 410, 503) otherwise. */
 export async function findServablePiece(deps: RetrievalDeps, cid: string): Promise<PieceRecord> {
   const piece = await deps.catalog.getPiece(cid);
   if (piece === null) {
@@ -37,6 +38,14 @@ export async function findServablePiece(deps: RetrievalDeps, cid: string): Promi
       throw error instanceof StoreError && error.failure === "offline" ? offline() : error;
     });
     throw new ApiError("not_found", `No piece is stored under ${cid}`);
+  }
+  if (piece.removedAt !== null) {
+    deps.cache.delete(cid);
+    throw new ApiError(
+      "gone",
+      `${cid} was removed on ${piece.removedAt}: no deal kept it; uploading the same bytes ` +
+        "stores it again",
+    );
   }
   if (piece.corruptAt !== null) {
     deps.cache.delete(cid);
@@ -67,6 +76,11 @@ export async function mustExist<T>(
     throw new ApiError("internal_error", `Piece ${cid} is recorded but its bytes are missing`);
   }
   return result;
+}
+
+/** Whether a piece read just now may still be served (and so cached). */
+export function stillServable(piece: PieceRecord | null): boolean {
+  return piece !== null && piece.corruptAt === null && piece.removedAt === null;
 }
 
 export function offline(): ApiError {

@@ -10,7 +10,7 @@ import { SCOPES, TIERS } from "../../domain.ts";
 import { ERROR_STATUS } from "../../errors.ts";
 import type { ErrorCode } from "../../errors.ts";
 import { MAX_MESSAGE_CHARS, MAX_SIGNATURE_CHARS } from "../../auth/wallet_sign_in_limits.ts";
-import { LIMIT_REFUSALS } from "../../wire.ts";
+import { DEAL_STATES, LIMIT_REFUSALS } from "../../wire.ts";
 import type * as Wire from "../../wire.ts";
 import {
   arrayOf,
@@ -73,6 +73,11 @@ const dealSchema = objectOf({
   createdAt: dateTimeSchema,
   term: { ...stringSchema, examples: ["365 days"] },
   termEndsAt: dateTimeSchema,
+  state: {
+    ...enumOf(DEAL_STATES),
+    description: "active until termEndsAt, then expired; deleted once its owner ended it",
+  },
+  deletedAt: { ...nullable(dateTimeSchema), description: "When its owner deleted it" },
   retrievalUrl: uriSchema,
 });
 
@@ -309,6 +314,21 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
       rpcChainId: { ...nullable(integerSchema), description: "The chain the RPC reported" },
       lastError: nullable(stringSchema),
       lastSuccessAt: nullable(dateTimeSchema),
+    }),
+    gc: objectOf({
+      intervalHours: { type: "number", description: "Between this server's sweeps; 0: none" },
+      graceDays: { ...integerSchema, description: "Days a piece outlives its last deal" },
+      running: { ...booleanSchema, description: "Whether this server is sweeping now" },
+      lastSweep: {
+        ...nullable(objectOf({
+          startedAt: dateTimeSchema,
+          finishedAt: dateTimeSchema,
+          removedPieces: integerSchema,
+          removedBytes: integerSchema,
+          removedOrphans: integerSchema,
+        })),
+        description: "The last sweep that finished, by any instance or main.ts gc",
+      },
     }),
   }),
   Deprecation: deprecationSchema,

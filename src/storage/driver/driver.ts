@@ -35,6 +35,13 @@ export interface StoreHealth {
   detail: string;
 }
 
+/** What stat tells of a committed piece. */
+export interface PieceStat {
+  size: number;
+  /** When its bytes were last written, in Unix milliseconds (an orphan's age, ops/gc.ts). */
+  modifiedAt: number;
+}
+
 export interface OpenedPiece {
   /** The whole piece's size, whatever range was asked for. */
   size: number;
@@ -156,7 +163,7 @@ export interface PieceStore {
   readonly source: string;
   /** Whether the store can read and write right now. */
   check(): Promise<StoreHealth>;
-  stat(key: string): Promise<{ size: number } | null>;
+  stat(key: string): Promise<PieceStat | null>;
   /** The piece's bytes, or only `range` of them; null when nothing is stored under key. */
   open(key: string, range?: ByteRange): Promise<OpenedPiece | null>;
   /**

@@ -8,6 +8,7 @@ import type {
   OpenedPiece,
   PartialState,
   PartialStore,
+  PieceStat,
   PieceStore,
   StagedPiece,
   StoreHealth,
@@ -25,7 +26,7 @@ export class UnboundStore implements PieceStore {
     return Promise.resolve({ ok: false, detail: this.#reason });
   }
 
-  stat(): Promise<{ size: number } | null> {
+  stat(): Promise<PieceStat | null> {
     return Promise.reject(this.#offline());
   }
 

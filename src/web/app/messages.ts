@@ -56,6 +56,9 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   unsupported_version: "The server speaks another version of the resumable upload protocol.",
   unsupported_media_type: "The server refused the way the file's bytes were sent.",
   upload_locked: "Another request for this upload is still running. Please try again shortly.",
+  gone:
+    "This is no longer stored here: its term ended or its owner deleted it. Uploading the same " +
+    "file again stores it anew.",
   length_required: "The server needs to know the size up front, and it was not sent.",
   too_large:
     "This is larger than the server accepts in one go: a token raises the limit, and the storage " +

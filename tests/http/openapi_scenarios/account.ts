@@ -3,7 +3,15 @@
  * with its account: files, usage, deal extensions, limits.
  */
 import { assertEquals } from "../../helpers/assert.ts";
-import { bearer, chainDown, CID, tokenScenarios, wrongMethod } from "./scenario.ts";
+import {
+  bearer,
+  chainDown,
+  CID,
+  ownDeal,
+  removedPiece,
+  tokenScenarios,
+  wrongMethod,
+} from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 
 export const scenarios: Record<string, Scenario[]> = {
@@ -35,6 +43,19 @@ export const scenarios: Record<string, Scenario[]> = {
       send: async (p) => p.send("GET", "/api/files?cid=x", { headers: bearer(await p.token()) }),
       status: 400,
       code: "invalid_cid",
+    },
+    {
+      name: "only the deleted deals",
+      send: async (p) =>
+        p.send("GET", "/api/files?state=deleted", { headers: bearer(await p.token()) }),
+      status: 200,
+    },
+    {
+      name: "a state there is not",
+      send: async (p) =>
+        p.send("GET", "/api/files?state=gone", { headers: bearer(await p.token()) }),
+      status: 400,
+      code: "invalid_request",
     },
     ...tokenScenarios("GET", "/api/files", { scope: "list" }),
     wrongMethod("DELETE", "/api/files"),
@@ -77,9 +98,7 @@ export const scenarios: Record<string, Scenario[]> = {
     {
       name: "the caller's deal",
       send: async (p) => {
-        const auth = bearer(await p.token());
-        const upload = await p.upload(CID, "mine", { headers: auth });
-        const { dealId } = JSON.parse(upload.body);
+        const { auth, dealId } = await ownDeal(p);
         return p.send("POST", `/api/deals/${dealId}/extend`, { headers: auth });
       },
       status: 200,
@@ -91,8 +110,36 @@ export const scenarios: Record<string, Scenario[]> = {
       status: 404,
       code: "not_found",
     },
+    {
+      name: "a deal whose piece a sweep removed",
+      send: async (p) => {
+        const { auth, dealId } = await removedPiece(p);
+        return p.send("POST", `/api/deals/${dealId}/extend`, { headers: auth });
+      },
+      status: 410,
+      code: "gone",
+    },
     ...tokenScenarios("POST", "/api/deals/no-such-deal/extend", { scope: "pin" }),
     wrongMethod("GET", "/api/deals/no-such-deal/extend"),
+  ],
+  deleteDeal: [
+    {
+      name: "the caller's deal",
+      send: async (p) => {
+        const { auth, dealId } = await ownDeal(p);
+        return p.send("DELETE", `/api/deals/${dealId}`, { headers: auth });
+      },
+      status: 200,
+    },
+    {
+      name: "an unknown deal",
+      send: async (p) =>
+        p.send("DELETE", "/api/deals/no-such-deal", { headers: bearer(await p.token()) }),
+      status: 404,
+      code: "not_found",
+    },
+    ...tokenScenarios("DELETE", "/api/deals/no-such-deal", { scope: "pin" }),
+    wrongMethod("PUT", "/api/deals/no-such-deal"),
   ],
   getLimits: [
     { name: "sponsored", send: (p) => p.send("GET", "/api/limits"), status: 200 },

@@ -3,7 +3,7 @@
  * routes: a whole file (GET and HEAD /f/{cid}) and the piece gateway (GET and
  * HEAD /piece/{pieceCid}).
  */
-import { assertEquals } from "../../helpers/assert.ts";
+import { assertEquals, assertOk } from "../../helpers/assert.ts";
 import { pieceCid } from "../../../src/client/mod.ts";
 import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/manifest_format.ts";
 import type { Probe } from "../openapi_probe.ts";
@@ -38,6 +38,17 @@ async function splitFile(p: Probe): Promise<string> {
   });
   assertEquals(answer.status, 200, answer.body);
   return CID;
+}
+
+/**
+ * The subject, stored, then removed by the server's own sweep judged as at 60
+ * days on: past every sponsored term (30 days) and the grace period (7).
+ */
+async function removed(p: Probe, subject: (p: Probe) => Promise<string>): Promise<string> {
+  const cid = await subject(p);
+  const report = await p.server.server.gc.sweep({ asOf: Date.now() + 60 * 86_400_000 });
+  assertOk((report?.removedPieces ?? 0) > 0, "the sweep removed the subject");
+  return cid;
 }
 
 /** Scenarios every route that serves bytes shares, for GET or HEAD (HEAD: no codes). */
@@ -94,6 +105,12 @@ function bytesScenarios(
       send: async (p) => send(p, `${route}${await corrupted(p, await subject(p))}`),
       status: 503,
       code: code("piece_corrupt"),
+    },
+    {
+      name: "a subject a sweep removed (no deal kept it)",
+      send: async (p) => send(p, `${route}${await removed(p, subject)}`),
+      status: 410,
+      code: code("gone"),
     },
   ];
 }

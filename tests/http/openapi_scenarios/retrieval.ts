@@ -5,7 +5,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "../../helpers/assert.ts";
 import type { Probe } from "../openapi_probe.ts";
-import { CID, wrongMethod } from "./scenario.ts";
+import { CID, removedPiece, wrongMethod } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 
 /** A stored piece and its cid, for retrieval scenarios. */
@@ -91,6 +91,15 @@ export const scenarios: Record<string, Scenario[]> = {
       status: 503,
       code: "piece_corrupt",
     },
+    {
+      name: "a piece a sweep removed (no deal kept it)",
+      send: async (p) => {
+        await removedPiece(p);
+        return p.send("GET", `/p/${CID}`);
+      },
+      status: 410,
+      code: "gone",
+    },
     wrongMethod("POST", `/p/${CID}`),
   ],
   headPiece: [
@@ -133,6 +142,14 @@ export const scenarios: Record<string, Scenario[]> = {
       name: "a piece a scrub marked corrupt",
       send: async (p) => p.send("HEAD", `/p/${await corrupted(p)}`),
       status: 503,
+    },
+    {
+      name: "a piece a sweep removed (no deal kept it)",
+      send: async (p) => {
+        await removedPiece(p);
+        return p.send("HEAD", `/p/${CID}`);
+      },
+      status: 410,
     },
   ],
 };

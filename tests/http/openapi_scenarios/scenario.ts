@@ -183,3 +183,27 @@ export function chainDown(
     code: "wallet_unavailable",
   };
 }
+
+/** A new user's deal: its token's headers and the deal's id. */
+export async function ownDeal(p: Probe): Promise<{ auth: Record<string, string>; dealId: string }> {
+  const auth = bearer(await p.token());
+  const upload = await p.upload(CID, "mine", { headers: auth });
+  assertEquals(upload.status, 200, upload.body);
+  return { auth, dealId: JSON.parse(upload.body).dealId };
+}
+
+/**
+ * A piece a sweep removed: its only deal deleted, then the server's own
+ * sweep judged as at 30 days on (past any grace period). Returns the owner's
+ * headers and the deal.
+ */
+export async function removedPiece(
+  p: Probe,
+): Promise<{ auth: Record<string, string>; dealId: string }> {
+  const { auth, dealId } = await ownDeal(p);
+  const deleted = await p.send("DELETE", `/api/deals/${dealId}`, { headers: auth });
+  assertEquals(deleted.status, 200, deleted.body);
+  const report = await p.server.server.gc.sweep({ asOf: Date.now() + 30 * 86_400_000 });
+  assertEquals(report?.removedPieces, 1);
+  return { auth, dealId };
+}

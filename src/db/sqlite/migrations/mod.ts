@@ -11,6 +11,7 @@ import { sql as corruptPieces } from "./0006_corrupt_pieces.ts";
 import { sql as corruptMarkOrder } from "./0007_corrupt_mark_order.ts";
 import { sql as signupCodesPerClient } from "./0008_signup_codes_per_client.ts";
 import { sql as blocks } from "./0009_blocks.ts";
+import { sql as lifecycle } from "./0010_lifecycle.ts";
 import { sql as resumableUploads } from "./0011_resumable_uploads.ts";
 
 export interface Migration {
@@ -35,5 +36,6 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: "corrupt_mark_order", sql: corruptMarkOrder, rebuildsTables: true },
   { version: 8, name: "signup_codes_per_client", sql: signupCodesPerClient },
   { version: 9, name: "blocks", sql: blocks },
+  { version: 10, name: "lifecycle", sql: lifecycle },
   { version: 11, name: "resumable_uploads", sql: resumableUploads },
 ];

@@ -29,6 +29,7 @@ import type {
   ByteRange,
   OpenedPiece,
   PartialStore,
+  PieceStat,
   PieceStore,
   StagedPiece,
   StageOptions,
@@ -101,10 +102,11 @@ export class DiskStore implements PieceStore {
     }
   }
 
-  async stat(key: string): Promise<{ size: number } | null> {
+  async stat(key: string): Promise<PieceStat | null> {
     try {
       const info = await Deno.stat(this.#pathOf(key));
-      return { size: info.size };
+      // An unknown age counts as new: an orphan is removed only once known to be old.
+      return { size: info.size, modifiedAt: info.mtime?.getTime() ?? Date.now() };
     } catch (error) {
       return await this.#missingOrOffline(error);
     }

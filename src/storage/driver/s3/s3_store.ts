@@ -45,6 +45,7 @@ import type {
   CleanupOptions,
   OpenedPiece,
   PartialStore,
+  PieceStat,
   PieceStore,
   StagedPiece,
   StageOptions,
@@ -207,14 +208,20 @@ export class S3Store implements PieceStore {
     }
   }
 
-  async stat(key: string): Promise<{ size: number } | null> {
+  async stat(key: string): Promise<PieceStat | null> {
     const response = await this.#client.open({
       method: "HEAD",
       key: this.#pieceKeyOf(key),
       allow: [404],
     });
     await response.body?.cancel();
-    return response.status === 404 ? null : { size: sizeOf(response.headers) };
+    if (response.status === 404) return null;
+    const modified = Date.parse(response.headers.get("last-modified") ?? "");
+    // An unknown age counts as new: an orphan is removed only once known to be old.
+    return {
+      size: sizeOf(response.headers),
+      modifiedAt: Number.isNaN(modified) ? Date.now() : modified,
+    };
   }
 
   async open(key: string, range?: ByteRange): Promise<OpenedPiece | null> {
