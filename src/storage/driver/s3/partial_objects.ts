@@ -82,6 +82,7 @@ export class S3Partials implements PartialStore {
       start: state.size - (data.tail?.size ?? 0),
       partBytes: data.partBytes,
       concurrency: this.#options.partConcurrency,
+      expectedBytes: (data.tail?.size ?? 0) + options.expectedBytes,
       // Not the append's signal: an abort ends the body's read, and what arrived is still written.
     });
     try {

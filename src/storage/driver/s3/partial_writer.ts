@@ -7,6 +7,15 @@
  * so every part but the last is at least 5 MiB and the parts can become one
  * object by UploadPartCopy at the end (staged_parts.ts).
  *
+ * The append's length is known up front (`expectedBytes`: a PATCH's
+ * Content-Length, or what the upload still lacks), so each part's size is
+ * known as it starts to fill, and its PUT streams while the bytes arrive
+ * (streamed_put.ts): storing overlaps receiving, and the PATCH's answer waits
+ * only for the last part's answer. The part's buffer still holds
+ * its bytes: a streamed PUT that fails is sent again from it (retried as any
+ * call), and one the body ends short of (a cut PATCH) is stopped and what
+ * arrived is sent as a smaller part or tail, as without streaming.
+ *
  * Keys are `<prefix><id>/<start>-<end>-<random>`: never reused, so an append
  * that is not recorded (it lost a race, the process died) overwrites nothing
  * that is; `abort` deletes what it wrote, and the orphan sweep what a crash left.
@@ -15,6 +24,10 @@ import { StoreError } from "../driver.ts";
 import { MIN_PART_BYTES } from "./multipart_api.ts";
 import { deleteQuietly } from "./s3_client.ts";
 import type { S3Client } from "./s3_client.ts";
+import { StreamedPut } from "./streamed_put.ts";
+
+/** A part this small is sent once whole: streaming it would save little. */
+const STREAM_FROM_BYTES = 1024 * 1024;
 
 /** One object of a partial upload: bytes [start, start + size) of it. */
 export interface PartObject {
@@ -31,6 +44,11 @@ export interface PartialWriterOptions {
   start: number;
   partBytes: number;
   concurrency: number;
+  /**
+   * The bytes this writer expects, the old tail's included (at most: a body may end short),
+   * which sets each part's size as it starts to fill.
+   */
+  expectedBytes: number;
   signal?: AbortSignal;
 }
 
@@ -47,10 +65,15 @@ export class PartialWriter {
   #next: number;
   #tail: PartObject | null = null;
   #failure: { error: unknown } | null = null;
+  /** The PUT streaming the part being filled, if it streams. */
+  #streaming: StreamedPut | null = null;
+  /** Bytes still expected. */
+  #expectedLeft: number;
 
   constructor(options: PartialWriterOptions) {
     this.#options = options;
     this.#next = options.start;
+    this.#expectedLeft = options.expectedBytes;
     this.#buffer = new Uint8Array(options.partBytes);
   }
 
@@ -68,10 +91,13 @@ export class PartialWriter {
   async write(chunk: Uint8Array): Promise<void> {
     this.#throwIfFailed();
     for (let offset = 0; offset < chunk.byteLength;) {
+      if (this.#filled === 0) this.#startStreaming();
       const take = Math.min(chunk.byteLength - offset, this.#buffer.byteLength - this.#filled);
       this.#buffer.set(chunk.subarray(offset, offset + take), this.#filled);
       this.#filled += take;
+      this.#expectedLeft -= take;
       offset += take;
+      this.#streaming?.advance(this.#filled);
       if (this.#filled === this.#buffer.byteLength) await this.#send(false);
     }
   }
@@ -85,6 +111,8 @@ export class PartialWriter {
 
   /** After a failure: waits for the PUTs in flight and deletes everything this writer wrote. */
   async abort(): Promise<void> {
+    this.#streaming?.stop();
+    await this.#streaming?.done;
     await Promise.all(this.#inFlight);
     await Promise.all(this.#written.map((key) => deleteQuietly(this.#options.client, key)));
   }
@@ -93,26 +121,56 @@ export class PartialWriter {
     while (this.#inFlight.size >= this.#options.concurrency) await Promise.race(this.#inFlight);
     this.#throwIfFailed();
     const body = this.#buffer.subarray(0, this.#filled);
+    const streamed = this.#streaming;
+    this.#streaming = null;
+    const whole = streamed?.size === this.#filled;
+    // A body that ended short of the streamed part's size: that PUT cannot end, what arrived is sent.
+    if (!whole) streamed?.stop();
     const part: PartObject = {
-      key: `${this.#options.prefix}${this.#next}-${this.#next + this.#filled}-${nonce()}`,
+      key: whole ? streamed.key : this.#keyOf(this.#filled),
       start: this.#next,
       size: this.#filled,
     };
     if (asTail) this.#tail = part;
     else this.#sealed.push(part);
     this.#next += this.#filled;
-    this.#written.push(part.key);
+    if (!whole) this.#written.push(part.key);
     const buffer = this.#buffer;
     this.#buffer = this.#spare.pop() ?? new Uint8Array(this.#options.partBytes);
     this.#filled = 0;
-    const sending: Promise<void> = this.#options.client
-      .text({ method: "PUT", key: part.key, body, signal: this.#options.signal })
+    const { client, signal } = this.#options;
+    const stored = whole
+      ? streamed.done
+      : streamed?.done.then(() => false) ?? Promise.resolve(false);
+    const sending: Promise<void> = stored
+      .then((done) =>
+        done ? undefined : client.text({ method: "PUT", key: part.key, body, signal })
+      )
       .then(
         () => void this.#spare.push(buffer),
         (error) => void (this.#failure ??= { error }),
       )
       .finally(() => this.#inFlight.delete(sending));
     this.#inFlight.add(sending);
+  }
+
+  /** A new part starts filling: its PUT streams when it is big enough to be worth it. */
+  #startStreaming(): void {
+    const size = Math.min(this.#buffer.byteLength, this.#expectedLeft);
+    if (size < STREAM_FROM_BYTES) return;
+    const key = this.#keyOf(size);
+    // Written from now on: S3 may store it before this writer is done, or aborted.
+    this.#written.push(key);
+    this.#streaming = new StreamedPut({
+      client: this.#options.client,
+      key,
+      source: this.#buffer,
+      size,
+    });
+  }
+
+  #keyOf(size: number): string {
+    return `${this.#options.prefix}${this.#next}-${this.#next + size}-${nonce()}`;
   }
 
   #throwIfFailed(): void {

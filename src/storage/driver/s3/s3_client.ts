@@ -7,7 +7,9 @@
  *
  * Bodies are whole Uint8Arrays, never streams: Deno's fetch sends a stream
  * chunked, without Content-Length, which S3 refuses for PUT (and aws-chunked
- * signing would cost a pass over the bytes). Payloads are sent UNSIGNED-PAYLOAD:
+ * signing would cost a pass over the bytes). The one PUT that streams (a
+ * resumable upload's part, as its PATCH arrives) goes through node:http
+ * instead (streamed_put.ts), signed here by `signed`. Payloads are sent UNSIGNED-PAYLOAD:
  * hashing every part for the signature would halve upload throughput, and the
  * transport (TLS in production) already protects the bytes in flight.
  *
@@ -152,6 +154,23 @@ export class S3Client {
   /** The value of x-amz-copy-source naming key in this bucket. */
   copySourceOf(key: string): string {
     return `/${this.bucket}/${encodeKey(key)}`;
+  }
+
+  /**
+   * The URL and signed headers of a call whose body is sent by other means
+   * (streamed_put.ts): signed UNSIGNED-PAYLOAD, as every call is.
+   */
+  async signed(call: S3Call): Promise<{ url: string; headers: Headers }> {
+    const request = await this.#signer.sign(this.#urlOf(call), {
+      method: call.method,
+      headers: call.headers,
+    });
+    return { url: request.url, headers: request.headers };
+  }
+
+  /** The bound of one attempt, to its answer. */
+  get requestTimeoutMs(): number {
+    return this.#timeoutMs;
   }
 
   /** "PUT pieces/bafk…" or "HEAD bucket" for messages; the store's messages name the bucket. */
