@@ -10,7 +10,8 @@ import postgres from "postgres";
 import { assertEquals, assertOk, assertRejects } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { runMetadataConformance } from "./metadata_conformance.ts";
-import { postgresInstalled, startPostgres } from "../../scripts/lib/postgres_server.ts";
+import { postgresAvailable } from "../helpers/postgres.ts";
+import { startPostgres } from "../../scripts/lib/postgres_server.ts";
 import type { PostgresServer } from "../../scripts/lib/postgres_server.ts";
 import {
   PostgresDatabase,
@@ -24,7 +25,7 @@ import { silentLogger } from "../../src/log.ts";
 import { HmacKey } from "../../src/auth/hmac_key.ts";
 
 // On a developer's machine without PostgreSQL these are skipped; in CI (which installs it) they run.
-const ignore = !postgresInstalled() && Deno.env.get("CI") !== "true";
+const ignore = !postgresAvailable();
 
 /** One server for the file (started by the first test that asks), a fresh database per test. */
 let server: Promise<PostgresServer> | null = null;

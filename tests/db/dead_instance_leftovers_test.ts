@@ -23,11 +23,11 @@ import {
   s3ServerKeys,
   uploadKeys,
 } from "../helpers/s3.ts";
-import { postgresInstalled, startPostgres } from "../../scripts/lib/postgres_server.ts";
+import { postgresAvailable } from "../helpers/postgres.ts";
+import { startPostgres } from "../../scripts/lib/postgres_server.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 
-const ci = Deno.env.get("CI") === "true";
-const ignore = !s3Available() || (!ci && !postgresInstalled());
+const ignore = !s3Available() || !postgresAvailable();
 
 /** Sends an upload's head and the first `sent` bytes of `body`; the rest is the caller's. */
 async function startUpload(port: number, cid: string, body: Uint8Array, sent: number) {

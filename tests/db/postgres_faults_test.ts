@@ -18,7 +18,7 @@ import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { eventually } from "../helpers/wait.ts";
 import { startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
-import { postgresClient } from "../helpers/postgres.ts";
+import { postgresAvailable, postgresClient } from "../helpers/postgres.ts";
 import {
   objectKeys,
   s3Available,
@@ -28,13 +28,12 @@ import {
   uploadKeys,
 } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
-import { postgresInstalled, startPostgres } from "../../scripts/lib/postgres_server.ts";
+import { startPostgres } from "../../scripts/lib/postgres_server.ts";
 import type { PostgresServer } from "../../scripts/lib/postgres_server.ts";
 import { multiHostUrl, postgresFaults, startStandby } from "../../scripts/lib/postgres_faults.ts";
 import { FaultLoad, patternBytes } from "../../scripts/lib/fault_load.ts";
 
-const ci = Deno.env.get("CI") === "true";
-const ignore = !s3Available() || (!ci && !postgresInstalled());
+const ignore = !s3Available() || !postgresAvailable();
 const DB_TIMEOUT_S = 2;
 /** Longest any request may take: a few database calls, each within --db-timeout. */
 const REQUEST_DEADLINE_MS = 6 * DB_TIMEOUT_S * 1000;

@@ -5,9 +5,10 @@
  */
 import { assertEquals } from "../helpers/assert.ts";
 import { bearer, errorOf, jtiOf, signup, startTestServer } from "../helpers/server.ts";
-import { postgresInstalled, startPostgres } from "../../scripts/lib/postgres_server.ts";
+import { postgresAvailable } from "../helpers/postgres.ts";
+import { startPostgres } from "../../scripts/lib/postgres_server.ts";
 
-const ignore = !postgresInstalled() && Deno.env.get("CI") !== "true";
+const ignore = !postgresAvailable();
 
 Deno.test({
   name:

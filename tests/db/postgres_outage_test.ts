@@ -6,9 +6,10 @@
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { errorOf, startTestServer } from "../helpers/server.ts";
 import { storedPieces, tempFiles } from "../helpers/pieces.ts";
-import { postgresInstalled, startPostgres } from "../../scripts/lib/postgres_server.ts";
+import { postgresAvailable } from "../helpers/postgres.ts";
+import { startPostgres } from "../../scripts/lib/postgres_server.ts";
 
-const ignore = !postgresInstalled() && Deno.env.get("CI") !== "true";
+const ignore = !postgresAvailable();
 
 Deno.test({
   name: "postgres outage: requests answer 503 storage_offline, /healthz 503, no 500",
