@@ -12,19 +12,11 @@
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { bearer, startTestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
+import { ignoredWithout, requireTool } from "../helpers/debian_tools.ts";
 
-const PROMETHEUS = "/usr/bin/prometheus";
-const ignore = !installed(PROMETHEUS) && Deno.env.get("CI") !== "true";
+const ignore = ignoredWithout("Prometheus scrape tests", "prometheus");
 /** Prometheus starts in a second or two here; a loaded CI machine gets more. */
 const START_TIMEOUT_MS = 30_000;
-
-function installed(path: string): boolean {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
-}
 
 /** A port nobody listens on now: taken from the OS and given back at once. */
 function freePort(): number {
@@ -71,7 +63,7 @@ async function startPrometheus(jobs: ScrapeJob[]): Promise<Prometheus> {
   const dir = await Deno.makeTempDir({ prefix: "prometheus-test-" });
   await Deno.writeTextFile(`${dir}/prometheus.yml`, configOf(jobs));
   const port = freePort();
-  const child = new Deno.Command(PROMETHEUS, {
+  const child = new Deno.Command(requireTool("prometheus"), {
     args: [
       `--config.file=${dir}/prometheus.yml`,
       `--storage.tsdb.path=${dir}/data`,

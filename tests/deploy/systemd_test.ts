@@ -12,20 +12,18 @@
  * service's own configuration code, so the example settings, the stop timeout and the addresses
  * nginx expects stay true to the service.
  */
-import { existsSync } from "../helpers/files.ts";
 import { ENV_NAMES, loadConfig } from "../../src/config/mod.ts";
 import { resolveClientKey } from "../../src/net/ip.ts";
 import { DEFAULT_DATA_DIR, runtimeFlags } from "../../scripts/compile.ts";
 import { assertEquals, assertOk } from "../helpers/assert.ts";
+import { ignoredWithout } from "../helpers/debian_tools.ts";
 
 const UNIT = new URL("../../deploy/storage-service.service", import.meta.url);
 const ENV_FILE = new URL("../../deploy/storage-service.env", import.meta.url);
 const NGINX_SITE = new URL("../../deploy/nginx.conf", import.meta.url);
 const SYSTEM_UNITS = "/usr/lib/systemd/system";
 
-const hasSystemd = existsSync("/usr/bin/systemd-analyze") && existsSync(SYSTEM_UNITS);
-const ignore = !hasSystemd && Deno.env.get("CI") !== "true";
-if (ignore) console.warn("systemd-analyze verify ignored: Debian's systemd package is missing");
+const ignore = ignoredWithout("systemd-analyze verify", "systemd-analyze");
 
 Deno.test({
   name: "systemd: systemd-analyze verify accepts the unit without a single warning",

@@ -12,6 +12,7 @@ import { readResponse, uploadHead, writeAll } from "../helpers/raw_http.ts";
 import { patternBytes, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
+import { requireTool } from "../helpers/debian_tools.ts";
 import { startTaskFlags } from "../../scripts/lib/spawn_server.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
@@ -54,14 +55,11 @@ async function makePair(serial: number): Promise<Pair> {
       "-addext",
       "extendedKeyUsage=serverAuth",
     ];
-    let out: Deno.CommandOutput;
-    try {
-      out = await new Deno.Command("openssl", { args, stdout: "null", stderr: "piped" }).output();
-    } catch (error) {
-      throw new Error(
-        `tests/deploy/tls_test.ts needs the openssl command (Debian: apt-get install openssl): ${error}`,
-      );
-    }
+    const out = await new Deno.Command(requireTool("openssl"), {
+      args,
+      stdout: "null",
+      stderr: "piped",
+    }).output();
     if (!out.success) throw new Error(`openssl failed: ${new TextDecoder().decode(out.stderr)}`);
     return {
       cert: await Deno.readTextFile(`${dir}/cert.pem`),

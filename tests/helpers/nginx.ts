@@ -17,22 +17,12 @@
 import { startTestServer } from "./server.ts";
 import type { TestServer } from "./server.ts";
 import { eventually, within } from "./wait.ts";
+import { ignoredWithout, requireTool } from "./debian_tools.ts";
 
-const NGINX = "/usr/sbin/nginx";
 const SITE = new URL("../../deploy/nginx.conf", import.meta.url);
 
-function installed(path: string): boolean {
-  try {
-    return Deno.statSync(path).isFile;
-  } catch {
-    return false;
-  }
-}
-
-const missing = [NGINX, "/usr/bin/openssl"].filter((path) => !installed(path));
 /** Whether the nginx tests are ignored here (warned about once, at import). */
-export const nginxIgnored = missing.length > 0 && Deno.env.get("CI") !== "true";
-if (nginxIgnored) console.warn(`nginx tests ignored: ${missing.join(", ")} not installed`);
+export const nginxIgnored = ignoredWithout("nginx tests", "nginx", "openssl");
 
 const decoder = new TextDecoder();
 
@@ -276,7 +266,7 @@ interface Nginx {
 
 /** Starts nginx in the foreground and resolves once both ports accept connections. */
 async function startNginx(dir: string, tlsPort: number, httpPort: number): Promise<Nginx> {
-  const child = new Deno.Command(NGINX, {
+  const child = new Deno.Command(requireTool("nginx"), {
     args: ["-p", dir, "-c", `${dir}/nginx.conf`, "-g", `daemon off; pid ${dir}/nginx.pid;`],
     stdin: "null",
     stdout: "null",

@@ -10,17 +10,15 @@
 import { Buffer } from "node:buffer";
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { withBrowser } from "../helpers/browser.ts";
-import { existsSync } from "../helpers/files.ts";
+import { ignoredWithout, requireTool } from "../helpers/debian_tools.ts";
 import { startTestServer } from "../helpers/server.ts";
 
-const FFMPEG = "/usr/bin/ffmpeg";
 const SECONDS = 40;
 const PIECE_CAP = 4 * 1024 * 1024;
 /** The SDK's HEAD /p/{cid} before sending each piece answers 404 (not stored yet): expected. */
 const PIECE_CHECK_404 =
   /status of 404 \(Not Found\) \(at http:\/\/127\.0\.0\.1:\d+\/p\/[a-z0-9]+\)$/;
-const ignore = !existsSync(FFMPEG) && Deno.env.get("CI") !== "true";
-if (ignore) console.warn("video test ignored: ffmpeg is not installed (apt-get install ffmpeg)");
+const ignore = ignoredWithout("video test", "ffmpeg");
 
 /**
  * Forty seconds of test pattern under noise (so it does not compress away) and a tone, as WebM
@@ -28,7 +26,7 @@ if (ignore) console.warn("video test ignored: ffmpeg is not installed (apt-get i
  * the middle must ask the server for a range there.
  */
 async function makeVideo(path: string): Promise<void> {
-  const { code, stderr } = await new Deno.Command(FFMPEG, {
+  const { code, stderr } = await new Deno.Command(requireTool("ffmpeg"), {
     args: [
       ...["-hide_banner", "-loglevel", "error", "-y"],
       ...["-f", "lavfi", "-i", `testsrc=duration=${SECONDS}:size=320x240:rate=25`],
