@@ -61,7 +61,7 @@ import { cidOf, download, rotated, sampleRss, settle, timed } from "./lib/measur
 import { benchAttack } from "./bench_attack.ts";
 import { benchBoundsCost } from "./bench_bounds_cost.ts";
 import { benchIpfs } from "./bench_ipfs.ts";
-import { signInWithWallet } from "../src/client/wallet.ts";
+import { signInWithWallet } from "../src/client/sdk/wallet.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { deployTestUsdc, devAccounts, spawnAnvil, usdc } from "./testnet/chain.ts";
 

@@ -7,8 +7,8 @@
  *
  *   deno run -A scripts/bench_browser_piece_cid.ts [--runs 3]
  */
-import { PieceHasher } from "../src/piece_cid/hasher.ts";
-import { pieceCidV2 } from "../src/piece_cid/cid_codec.ts";
+import { PieceHasher } from "../src/kernel/piece_cid/hasher.ts";
+import { pieceCidV2 } from "../src/kernel/piece_cid/cid_codec.ts";
 import { summarize } from "./bench_piece_cid.ts";
 import type { Summary } from "./bench_piece_cid.ts";
 import { scriptArgs } from "./lib/args.ts";

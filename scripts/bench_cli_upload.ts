@@ -27,7 +27,7 @@ export async function cliTaskFlags(): Promise<string[]> {
   const task: string = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks.cli;
   const run = task.slice(task.indexOf("deno run ") + "deno run ".length);
   const words = run.split(/\s+/).map((w) => w.replaceAll('"', "").replaceAll("$ROOT/", ROOT));
-  if (words.at(-1) !== `${ROOT}src/cli/storage/main.ts`) {
+  if (words.at(-1) !== `${ROOT}src/client/cli/main.ts`) {
     throw new Error(`unexpected cli task: ${task}`);
   }
   return words;

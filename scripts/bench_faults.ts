@@ -38,8 +38,8 @@ import { startRadosgw } from "./lib/radosgw.ts";
 import type { RadosgwCluster } from "./lib/radosgw.ts";
 import { spawnServer } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
-import { S3Client } from "../src/storage/driver/s3/s3_client.ts";
-import { listMultipartUploads, listObjects } from "../src/storage/driver/s3/object_listing.ts";
+import { S3Client } from "../src/driver/s3/s3_client.ts";
+import { listMultipartUploads, listObjects } from "../src/driver/s3/object_listing.ts";
 
 const FAULTS = ["pg-restart", "pg-stopped", "pg-failover", "bucket-silent", "bucket-refusing"];
 type Fault = typeof FAULTS[number];

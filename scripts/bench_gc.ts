@@ -29,15 +29,15 @@ import { scriptArgs } from "./lib/args.ts";
 import { startPostgres } from "./lib/postgres_server.ts";
 import type { PostgresServer } from "./lib/postgres_server.ts";
 import { runWrk, wrkAvailable } from "./lib/wrk.ts";
-import { sleep } from "../src/clock.ts";
+import { sleep } from "../src/kernel/clock.ts";
 import type { WrkResult } from "./lib/wrk.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { openDatabase } from "../src/db/sqlite/database.ts";
 import { PostgresDatabase } from "../src/db/postgres/postgres_database.ts";
-import { silentLogger } from "../src/log.ts";
+import { silentLogger } from "../src/kernel/log.ts";
 import { startServer } from "../src/server/start.ts";
 import type { RunningServer } from "../src/server/start.ts";
-import { shardOf } from "../src/storage/driver/disk/layout.ts";
+import { shardOf } from "../src/driver/disk/layout.ts";
 import type { SweepReport } from "../src/ops/gc.ts";
 
 const DAY_MS = 86_400_000;

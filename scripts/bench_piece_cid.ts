@@ -8,9 +8,9 @@
  *   deno run -A scripts/bench_piece_cid.ts [--runs 3]
  */
 import * as RustHasher from "fr32-sha2-256-trunc254-padded-binary-tree-multihash";
-import { PieceHasher } from "../src/piece_cid/hasher.ts";
-import { ParallelPieceHasher } from "../src/piece_cid/parallel.ts";
-import { HashWorkerPool } from "../src/piece_cid/pool.ts";
+import { PieceHasher } from "../src/kernel/piece_cid/hasher.ts";
+import { ParallelPieceHasher } from "../src/kernel/piece_cid/parallel.ts";
+import { HashWorkerPool } from "../src/kernel/piece_cid/pool.ts";
 import { scriptArgs } from "./lib/args.ts";
 
 const MIB = 1024 * 1024;

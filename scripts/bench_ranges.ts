@@ -26,8 +26,8 @@ import { seededRandom } from "./lib/random.ts";
 import { s3ForBench } from "./bench_s3.ts";
 import { summarize } from "./bench_piece_cid.ts";
 import type { Summary } from "./bench_piece_cid.ts";
-import { pieceCid } from "../src/client/piece_cid.ts";
-import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../src/manifest_format.ts";
+import { pieceCid } from "../src/client/sdk/piece_cid.ts";
+import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../src/kernel/manifest_format.ts";
 
 const MIB = 1024 * 1024;
 const PIECE = 100 * MIB;

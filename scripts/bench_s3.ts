@@ -29,7 +29,7 @@ import { missingRadosgwBinaries, s3AccessFromEnvironment, startRadosgw } from ".
 import type { RadosgwCluster, S3Access } from "./lib/radosgw.ts";
 import { summarize } from "./bench_piece_cid.ts";
 import type { Summary } from "./bench_piece_cid.ts";
-import { S3_STORE_DEFAULTS, S3Store } from "../src/storage/driver/s3/s3_store.ts";
+import { S3_STORE_DEFAULTS, S3Store } from "../src/driver/s3/s3_store.ts";
 
 const MIB = 1024 * 1024;
 const SIZE = 100 * MIB;

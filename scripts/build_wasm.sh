@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds src/piece_cid/wasm/commp.wasm from commp.c with Debian's clang/lld
+# Builds src/kernel/piece_cid/wasm/commp.wasm from commp.c with Debian's clang/lld
 # (apt-get install clang lld), and writes commp_wasm.ts, the same bytes as
 # base64 so that `deno compile`, Workers and browsers get the kernel without
 # file-system access. The output is deterministic: CI rebuilds it and fails
@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-dir=src/piece_cid/wasm
+dir=src/kernel/piece_cid/wasm
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

@@ -13,7 +13,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { createHash } from "node:crypto";
 import { spawnServer, streamUpload } from "./lib/spawn_server.ts";
-import { shardOf } from "../src/storage/driver/disk/layout.ts";
+import { shardOf } from "../src/driver/disk/layout.ts";
 import { seededRandom } from "./lib/random.ts";
 import { scriptArgs } from "./lib/args.ts";
 

@@ -4,7 +4,7 @@
  * client SDK on one hashing Worker, as the web page computes cids before an
  * upload. Exposed as globalThis.benchPieceCid for the bench to call.
  */
-import { pieceCid } from "../../src/client/mod.ts";
+import { pieceCid } from "../../src/client/sdk/mod.ts";
 
 /** The bench's pattern (scripts/bench_piece_cid.ts fills its payload alike). */
 function pattern(size: number): Uint8Array<ArrayBuffer> {

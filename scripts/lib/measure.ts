@@ -6,8 +6,8 @@
  */
 import { rssBytes } from "./spawn_server.ts";
 import type { SpawnedServer } from "./spawn_server.ts";
-import { PieceHasher } from "../../src/piece_cid/hasher.ts";
-import { pieceCidV2 } from "../../src/piece_cid/cid_codec.ts";
+import { PieceHasher } from "../../src/kernel/piece_cid/hasher.ts";
+import { pieceCidV2 } from "../../src/kernel/piece_cid/cid_codec.ts";
 
 const MIB = 1024 * 1024;
 

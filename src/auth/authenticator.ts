@@ -2,7 +2,7 @@
  * The one authentication step every endpoint uses: no credentials means a
  * sponsored (anonymous) caller; credentials must be a live token.
  */
-import { ApiError } from "../errors.ts";
+import { ApiError } from "../kernel/errors.ts";
 import type { Authenticator } from "./caller.ts";
 import { findCredentials } from "./credentials.ts";
 import type { TokenService } from "./tokens.ts";

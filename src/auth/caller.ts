@@ -3,7 +3,7 @@
  * caller instead of parsing headers itself: sponsored, e-mail token and wallet
  * token callers all come out of one Authenticator.
  */
-import type { Scope } from "../domain.ts";
+import type { Scope } from "../domain/vocabulary.ts";
 
 /** Whom a token belongs to: an e-mail address with its quota, or a wallet. */
 export type TokenAccount =

@@ -12,8 +12,8 @@
  * database reaches every instance within one reload interval, and a token
  * signed with the new key is accepted at once (a failed signature re-reads).
  */
-import { writeFileAtomic } from "../fs/atomic_write.ts";
-import { dataDirPaths } from "../data_dir.ts";
+import { writeFileAtomic } from "../kernel/fs/atomic_write.ts";
+import { dataDirPaths } from "../kernel/data_dir.ts";
 
 const MIN_KEY_HEX_DIGITS = 64;
 

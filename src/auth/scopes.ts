@@ -1,6 +1,6 @@
-import { ApiError } from "../errors.ts";
+import { ApiError } from "../kernel/errors.ts";
 import type { Caller, TokenCaller } from "./caller.ts";
-import type { Scope } from "../domain.ts";
+import type { Scope } from "../domain/vocabulary.ts";
 
 /** Throws 403 insufficient_scope unless the token carries the scope. */
 export function requireScope(caller: TokenCaller, scope: Scope): void {

@@ -3,9 +3,9 @@
  * or the operator's `token mint`): checked once here so both agree. The
  * first bad field answers, with the code clients match on.
  */
-import { ApiError } from "../errors.ts";
-import { SCOPES } from "../domain.ts";
-import type { Scope } from "../domain.ts";
+import { ApiError } from "../kernel/errors.ts";
+import { SCOPES } from "../domain/vocabulary.ts";
+import type { Scope } from "../domain/vocabulary.ts";
 
 export interface SignupFields {
   email: string;

@@ -3,8 +3,8 @@
  * by the operator's `token mint`: the token (shown this once, never stored),
  * who it is for, and the jti needed to revoke it later.
  */
-import type { TokenRecord } from "../domain.ts";
-import type { SignupResult } from "../wire.ts";
+import type { TokenRecord } from "../domain/vocabulary.ts";
+import type { SignupResult } from "../kernel/wire.ts";
 
 /** A freshly minted token, as TokenService.mint returns it. */
 export interface MintedToken {

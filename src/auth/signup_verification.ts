@@ -14,10 +14,10 @@
  */
 import { Buffer } from "node:buffer";
 import { createHash, timingSafeEqual } from "node:crypto";
-import { toRfc3339 } from "../clock.ts";
-import type { Clock } from "../clock.ts";
-import type { SignupCodeRecords } from "../domain.ts";
-import { ApiError } from "../errors.ts";
+import { toRfc3339 } from "../kernel/clock.ts";
+import type { Clock } from "../kernel/clock.ts";
+import type { SignupCodeRecords } from "../domain/vocabulary.ts";
+import { ApiError } from "../kernel/errors.ts";
 import { MailUnavailableError } from "../mail/mailer.ts";
 import type { Mailer } from "../mail/mailer.ts";
 import type { MintInput } from "./tokens.ts";

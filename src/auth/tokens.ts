@@ -14,13 +14,13 @@
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
-import { ApiError } from "../errors.ts";
-import type { Clock } from "../clock.ts";
-import { toRfc3339 } from "../clock.ts";
-import type { TokenRecord, TokenRecords } from "../domain.ts";
+import { ApiError } from "../kernel/errors.ts";
+import type { Clock } from "../kernel/clock.ts";
+import { toRfc3339 } from "../kernel/clock.ts";
+import type { TokenRecord, TokenRecords } from "../domain/vocabulary.ts";
 import type { TokenCaller } from "./caller.ts";
-import { SCOPES } from "../domain.ts";
-import type { Scope } from "../domain.ts";
+import { SCOPES } from "../domain/vocabulary.ts";
+import type { Scope } from "../domain/vocabulary.ts";
 import type { HmacKey } from "./hmac_key.ts";
 
 export const TOKEN_PREFIX = "pk_live_";

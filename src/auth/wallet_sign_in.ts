@@ -15,13 +15,13 @@
 import { getAddress, isAddress, isHex } from "viem";
 import type { Address, Hex } from "viem";
 import { parseSiweMessage } from "viem/siwe";
-import type { Clock } from "../clock.ts";
-import { toRfc3339 } from "../clock.ts";
-import type { WalletNonceRecords } from "../domain.ts";
-import { ApiError } from "../errors.ts";
+import type { Clock } from "../kernel/clock.ts";
+import { toRfc3339 } from "../kernel/clock.ts";
+import type { WalletNonceRecords } from "../domain/vocabulary.ts";
+import { ApiError } from "../kernel/errors.ts";
 import { siweLayoutProblem } from "./siwe_layout.ts";
 import type { TokenService } from "./tokens.ts";
-import type { WalletNonce, WalletSignInResult } from "../wire.ts";
+import type { WalletNonce, WalletSignInResult } from "../kernel/wire.ts";
 
 /** How long a nonce may wait for its sign-in, and how far ahead a message may expire. */
 export const NONCE_LIFETIME_MS = 10 * 60_000;

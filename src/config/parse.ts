@@ -8,8 +8,8 @@
 import { getAddress, isAddress } from "viem";
 import { parseIpRanges } from "../net/ip.ts";
 import type { IpRange } from "../net/ip.ts";
-import { parsePostgresUrl as splitPostgresUrl } from "../postgres_url.ts";
-import { parseSize as parseSizeOf } from "../units.ts";
+import { parsePostgresUrl as splitPostgresUrl } from "../kernel/postgres_url.ts";
+import { parseSize as parseSizeOf } from "../kernel/units.ts";
 
 /** A setting that cannot be used; the message names the flag or variable and says why. */
 export class ConfigError extends Error {
@@ -20,9 +20,9 @@ export class ConfigError extends Error {
 }
 
 /** Mebibytes: caps are whole MiB (load.ts checks it). */
-export { MIB } from "../units.ts";
+export { MIB } from "../kernel/units.ts";
 
-/** Parses "100MiB", "5GiB" or a bare byte count (units.ts); a bad one is a ConfigError. */
+/** Parses "100MiB", "5GiB" or a bare byte count (kernel/units.ts); a bad one is a ConfigError. */
 export function parseSize(value: string, name: string): number {
   return parseSizeOf(value, name, (message) => new ConfigError(message));
 }

@@ -8,11 +8,11 @@
  * SQLite implementation answers synchronously underneath, which is what lets
  * its in-memory cap ledger stay exact (limits/daily_caps.ts).
  */
-import type { DealState, Tier } from "../domain.ts";
+import type { DealState, Tier } from "../domain/vocabulary.ts";
 
 // The records auth/ keeps through (tokens, signup codes, sign-in nonces) are declared in
-// domain.ts, which both auth/ and db/ import; named here too, beside the catalog's.
-export type { SignupCodeRecords, TokenRecords, WalletNonceRecords } from "../domain.ts";
+// domain/vocabulary.ts, which both auth/ and db/ import; named here too, beside the catalog's.
+export type { SignupCodeRecords, TokenRecords, WalletNonceRecords } from "../domain/vocabulary.ts";
 
 export interface PieceRecord {
   cid: string;
@@ -190,7 +190,7 @@ export interface CatalogRecords {
 }
 
 /**
- * What garbage collection keeps (storage/piece_removal.ts, ops/gc.ts). A
+ * What garbage collection keeps (catalog/piece_removal.ts, ops/gc.ts). A
  * piece may go once every deal on it, and every deal on a manifest listing
  * it, ended at or before `endedBy` (now less the grace period); a deal ends
  * at its termEndsAt, or when it was deleted if that came first. A piece

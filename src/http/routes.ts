@@ -7,7 +7,7 @@
 import type { SignupVerification } from "../auth/signup_verification.ts";
 import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import type { TokenService } from "../auth/tokens.ts";
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../kernel/clock.ts";
 import type { Config } from "../config/mod.ts";
 import type { CatalogRecords, TokenRecords } from "../db/records.ts";
 import type { CapLedger } from "../limits/daily_caps.ts";
@@ -16,32 +16,32 @@ import { MIB } from "../limits/tiers.ts";
 import type { UploadPolicies } from "../limits/tiers.ts";
 import type { WindowLimit } from "../limits/window_limit.ts";
 import type { ServiceMetrics } from "../metrics/service_metrics.ts";
-import type { HashWorkerPool } from "../piece_cid/pool.ts";
-import type { PieceCatalog } from "../storage/catalog.ts";
-import type { PieceDigests } from "../storage/digests.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
+import type { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
+import type { PieceCatalog } from "../catalog/catalog.ts";
+import type { PieceDigests } from "../catalog/digests.ts";
+import type { PieceStore } from "../driver/driver.ts";
 import type { WalletChain } from "../wallet/chain.ts";
 import type { BlockSource } from "../ipfs/blocks.ts";
-import type { DatabaseHealth, GcHealth } from "../wire.ts";
+import type { DatabaseHealth, GcHealth } from "../kernel/wire.ts";
 import {
   createDeleteDealHandler,
   createExtendDealHandler,
   deleteDealDoc,
   extendDealDoc,
-} from "./deals.ts";
-import { createDealCreateHandler, createDealDoc } from "./deal_create.ts";
-import { deprecationsHandler, listDeprecationsDoc } from "./deprecation.ts";
-import { createFilesHandler, listFilesDoc } from "./files.ts";
-import { createHealthHandler, getHealthDoc } from "./health.ts";
-import { createLimitsHandler, getLimitsDoc } from "./limits.ts";
-import { createMetricsHandler, getMetricsDoc } from "./metrics.ts";
-import { createOpenApiHandler, getOpenApiDoc } from "./openapi.ts";
+} from "./account/deals.ts";
+import { createDealCreateHandler, createDealDoc } from "./upload/deal_create.ts";
+import { deprecationsHandler, listDeprecationsDoc } from "./pipeline/deprecation.ts";
+import { createFilesHandler, listFilesDoc } from "./account/files.ts";
+import { createHealthHandler, getHealthDoc } from "./service/health.ts";
+import { createLimitsHandler, getLimitsDoc } from "./account/limits.ts";
+import { createMetricsHandler, getMetricsDoc } from "./service/metrics.ts";
+import { createOpenApiHandler, getOpenApiDoc } from "./docs/openapi.ts";
 import {
   computePieceCidDoc,
   createComputePieceCidHandler,
   createPieceCidsInfoHandler,
   describePieceCidsDoc,
-} from "./piece_cids.ts";
+} from "./upload/piece_cids.ts";
 import {
   FILE_PATH,
   getFileDoc,
@@ -51,35 +51,35 @@ import {
   RETRIEVAL_PATH,
 } from "./retrieval/mod.ts";
 import type { Retrieval } from "./retrieval/mod.ts";
-import { createIpfsHandler, getIpfsDoc, IPFS_PATH } from "./ipfs.ts";
-import type { RouteDoc } from "./route_doc.ts";
-import type { Handler, Route } from "./router.ts";
+import { createIpfsHandler, getIpfsDoc, IPFS_PATH } from "./ipfs/ipfs.ts";
+import type { RouteDoc } from "./docs/route_doc.ts";
+import type { Handler, Route } from "./pipeline/router.ts";
 import {
   createSignupHandler,
   createSignupVerifyHandler,
   signupDoc,
   verifySignupDoc,
-} from "./signup.ts";
-import type { SignupDeps } from "./signup.ts";
+} from "./account/signup.ts";
+import type { SignupDeps } from "./account/signup.ts";
 import {
   createRevokeHandler,
   createTokenListHandler,
   listTokensDoc,
   revokeTokenDoc,
-} from "./tokens.ts";
-import type { UploadDrain } from "./upload_drain.ts";
-import { createUploadHandler, uploadDoc } from "./upload.ts";
-import { createTusHandlers, TUS_PATH, tusDocs } from "./tus.ts";
-import { tusDiscoveryHeaders } from "./tus_protocol.ts";
-import type { ResumableUploads } from "../resumable/resumable_uploads.ts";
-import { createUsageHandler, getUsageDoc } from "./usage.ts";
+} from "./account/tokens.ts";
+import type { UploadDrain } from "./pipeline/upload_drain.ts";
+import { createUploadHandler, uploadDoc } from "./upload/upload.ts";
+import { createTusHandlers, TUS_PATH, tusDocs } from "./tus/tus.ts";
+import { tusDiscoveryHeaders } from "./tus/tus_protocol.ts";
+import type { ResumableUploads } from "../uploads/resumable.ts";
+import { createUsageHandler, getUsageDoc } from "./account/usage.ts";
 import {
   createWalletNonceHandler,
   createWalletSignInHandler,
   getWalletNonceDoc,
   signInWithWalletDoc,
-} from "./wallet.ts";
-import { createWebHandlers, getFaviconDoc, getWebAssetDoc, getWebPageDoc } from "./web.ts";
+} from "./account/wallet.ts";
+import { createWebHandlers, getFaviconDoc, getWebAssetDoc, getWebPageDoc } from "./service/web.ts";
 
 /** The long-lived objects handlers use; all constructed by server/services.ts. */
 export interface RouteServices {

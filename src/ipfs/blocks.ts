@@ -18,8 +18,8 @@
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import type { BlockRecords } from "../db/records.ts";
-import type { PieceCatalog } from "../storage/catalog.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
+import type { PieceCatalog } from "../catalog/catalog.ts";
+import type { PieceStore } from "../driver/driver.ts";
 import { IDENTITY_MULTIHASH, SHA2_256_MULTIHASH } from "./multihash.ts";
 
 /** Where a block's bytes are: in its own cid, or a range of a stored piece. */

@@ -13,8 +13,8 @@
  * reservations stood for died with it). Instances that share a Postgres
  * database reserve in the database instead (db/postgres/cap_ledger.ts).
  */
-import { nextUtcMidnight, utcDay } from "../clock.ts";
-import type { Clock } from "../clock.ts";
+import { nextUtcMidnight, utcDay } from "../kernel/clock.ts";
+import type { Clock } from "../kernel/clock.ts";
 
 export interface Reservation {
   /** Names the reservation to the commit that settles it (db/records.ts: recordUpload). */

@@ -11,8 +11,8 @@
  */
 import type { Caller } from "../auth/caller.ts";
 import type { Config } from "../config/mod.ts";
-import type { Tier } from "../domain.ts";
-import { ApiError } from "../errors.ts";
+import type { Tier } from "../domain/vocabulary.ts";
+import { ApiError } from "../kernel/errors.ts";
 import type { WalletBalance } from "../wallet/chain.ts";
 
 export const MIB = 1024 * 1024;

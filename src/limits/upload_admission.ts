@@ -18,10 +18,10 @@
  * - the uploads one client address has open (past it: 429).
  *
  * A slow client cannot sit on its share either: bodies below --body-min-rate
- * are cut (streams/read_watchdog.ts) and give back what they reserved.
+ * are cut (kernel/streams/read_watchdog.ts) and give back what they reserved.
  */
-import { ApiError } from "../errors.ts";
-import { chunkBufferBytes } from "../streams/chunk_reader.ts";
+import { ApiError } from "../kernel/errors.ts";
+import { chunkBufferBytes } from "../kernel/streams/chunk_reader.ts";
 
 /**
  * What one upload pins besides its read buffers (the runtime's connection and

@@ -5,7 +5,7 @@
  * restart forgets recent signups, which only ever errs toward letting
  * someone in.
  */
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../kernel/clock.ts";
 
 export interface WindowLimitOptions {
   limit: number;

@@ -1,5 +1,5 @@
 /**
- * What the request pipeline (src/http/app.ts) counts, per answer: requests by
+ * What the request pipeline (src/http/pipeline/app.ts) counts, per answer: requests by
  * route and status, latency by route, bytes in and out, and for uploads the
  * tier and outcome, cap refusals and verification failures. Outcomes are read
  * from what the pipeline already has (status, error code, the fields handlers
@@ -12,8 +12,8 @@
  * cached piece) costs one clock read, one addition and one bucket scan on
  * series held in fields.
  */
-import { TIERS } from "../domain.ts";
-import type { ErrorCode } from "../errors.ts";
+import { TIERS } from "../domain/vocabulary.ts";
+import type { ErrorCode } from "../kernel/errors.ts";
 import type { Counter, CounterSeries, Histogram, HistogramSeries } from "./registry.ts";
 import type { MetricsRegistry } from "./registry.ts";
 

@@ -7,7 +7,7 @@
  * is absent (no data directory bound, no hash pool, no statfs permission)
  * leaves its family out.
  */
-import type { PieceDigests } from "../storage/digests.ts";
+import type { PieceDigests } from "../catalog/digests.ts";
 import type { DiskSpace } from "./disk_space.ts";
 import { registerConnectionGauges } from "./connection_gauges.ts";
 import type { ConnectionStatsSource } from "./connection_gauges.ts";

@@ -22,7 +22,7 @@
  * Deadlines are checked by one sweep every 250 ms, not a timer per request.
  * The cost on a kept-alive request is a counter and one `completed` promise.
  */
-import type { Logger } from "../log.ts";
+import type { Logger } from "../kernel/log.ts";
 import { serveConnection } from "./serve_connection.ts";
 import type { ConnectionHandler, KillSwitch } from "./serve_connection.ts";
 

@@ -21,9 +21,9 @@
  */
 import type { TlsPair } from "./tls_files.ts";
 import { TlsFilesError } from "./tls_files.ts";
-import { sleep } from "../clock.ts";
-import { silentLogger } from "../log.ts";
-import type { Logger } from "../log.ts";
+import { sleep } from "../kernel/clock.ts";
+import { silentLogger } from "../kernel/log.ts";
+import type { Logger } from "../kernel/log.ts";
 import { AcceptLoop } from "./accept_loop.ts";
 import type { ConnectionBounds, ConnectionStats } from "./accept_loop.ts";
 import { serveConnection } from "./serve_connection.ts";

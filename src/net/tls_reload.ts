@@ -11,12 +11,12 @@
  * costs nothing, while a server never idle must still switch in the end.
  * HTTP/2 uploads survive the switch either way.
  */
-import type { Logger } from "../log.ts";
+import type { Logger } from "../kernel/log.ts";
 import { ListenerLostError } from "./swappable_server.ts";
 import type { SwappableServer } from "./swappable_server.ts";
 import type { TlsConfig, TlsPair } from "./tls_files.ts";
 import { watchTlsFiles } from "./tls_files.ts";
-import { sleep } from "../clock.ts";
+import { sleep } from "../kernel/clock.ts";
 
 export interface TlsReloadOptions {
   files: TlsConfig;

@@ -26,16 +26,16 @@
  * uploads are. The database is written as storage.db.partial and renamed to
  * storage.db last, so a directory with a storage.db is a finished backup.
  */
-import { dataDirPaths, KEY_FILE, makePrivateDatabaseFiles } from "../data_dir.ts";
+import { dataDirPaths, KEY_FILE, makePrivateDatabaseFiles } from "../kernel/data_dir.ts";
 import { openDatabase, snapshotDatabase } from "../db/sqlite/database.ts";
 import type { Database } from "../db/sqlite/database.ts";
 import { SqliteCatalogRecords } from "../db/sqlite/catalog_records.ts";
 import { SqliteRowTarget } from "../db/sqlite/row_copy.ts";
 import type { SnapshotSource } from "../db/row_copy.ts";
-import { writeFileAtomic } from "../fs/atomic_write.ts";
-import { joinPath, syncDirectory } from "../fs/files.ts";
-import { DiskStore } from "../storage/driver/disk/disk_store.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
+import { writeFileAtomic } from "../kernel/fs/atomic_write.ts";
+import { joinPath, syncDirectory } from "../kernel/fs/files.ts";
+import { DiskStore } from "../driver/disk/disk_store.ts";
+import type { PieceStore } from "../driver/driver.ts";
 import { copyPiece } from "./piece_copy.ts";
 import { eachPiece, forEachConcurrently } from "./piece_pages.ts";
 import { copyPieceRows, copyTables } from "./table_copy.ts";

@@ -9,7 +9,7 @@
  *   2. removals an earlier sweep began and never finished (it died) are
  *      finished;
  *   3. every piece row, a page at a time in cid order, is judged in SQL, and
- *      those that may go are removed in batches (storage/piece_removal.ts:
+ *      those that may go are removed in batches (catalog/piece_removal.ts:
  *      re-checked under their cid locks, marked, deleted; the marks finished);
  *   4. objects in the store that no stored piece names (orphans, left by
  *      crashes before removals were crash-safe, or a failed migration) go
@@ -21,12 +21,12 @@
  * old manifests' listings, which changes nothing anyone sees). The same
  * function backs `main.ts gc` and the server's own sweep (gc_service.ts).
  */
-import { DAY_MS, toRfc3339 } from "../clock.ts";
-import type { Clock } from "../clock.ts";
+import { DAY_MS, toRfc3339 } from "../kernel/clock.ts";
+import type { Clock } from "../kernel/clock.ts";
 import type { LifecycleRecords, SweepPageRow } from "../db/records.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
-import { manifestListingOf } from "../storage/manifest_listing.ts";
-import type { PieceRemoval } from "../storage/piece_removal.ts";
+import type { PieceStore } from "../driver/driver.ts";
+import { manifestListingOf } from "../catalog/manifest_listing.ts";
+import type { PieceRemoval } from "../catalog/piece_removal.ts";
 import { RatePacer } from "./rate_pacer.ts";
 
 /** Piece rows judged per query: small, because SQLite answers on the serving thread. */

@@ -1,20 +1,20 @@
 /**
  * Garbage collection as the server (and `main.ts gc`) runs it: a sweep
  * (gc.ts) when asked, and every `--gc-interval` hours in the server; one at
- * a time across every process sharing the metadata (storage/sweep_turn.ts),
+ * a time across every process sharing the metadata (catalog/sweep_turn.ts),
  * so with N instances one of them sweeps and the others find the turn taken
  * and skip. It keeps what operators see: totals for /metrics, whether a
  * sweep runs now and the last one (from the database, whoever ran it) for
  * /healthz and the start-up summary, a log line per sweep.
  */
-import { DAY_MS, toRfc3339 } from "../clock.ts";
-import type { Clock } from "../clock.ts";
+import { DAY_MS, toRfc3339 } from "../kernel/clock.ts";
+import type { Clock } from "../kernel/clock.ts";
 import type { LifecycleRecords } from "../db/records.ts";
-import type { Logger } from "../log.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
-import type { PieceRemoval } from "../storage/piece_removal.ts";
-import type { SweepTurn } from "../storage/sweep_turn.ts";
-import type { GcHealth } from "../wire.ts";
+import type { Logger } from "../kernel/log.ts";
+import type { PieceStore } from "../driver/driver.ts";
+import type { PieceRemoval } from "../catalog/piece_removal.ts";
+import type { SweepTurn } from "../catalog/sweep_turn.ts";
+import type { GcHealth } from "../kernel/wire.ts";
 import { sweepPieces } from "./gc.ts";
 import type { RemovedPiece, SweepReport } from "./gc.ts";
 import { PeriodicPass } from "./periodic_pass.ts";

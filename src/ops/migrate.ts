@@ -38,7 +38,7 @@
  */
 import type { PieceRecord } from "../db/records.ts";
 import type { RowSource, RowTarget, WriteCounts } from "../db/row_copy.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
+import type { PieceStore } from "../driver/driver.ts";
 import { copyPiece } from "./piece_copy.ts";
 import { eachPiece, forEachConcurrently } from "./piece_pages.ts";
 import { copyTables } from "./table_copy.ts";

@@ -5,7 +5,7 @@
  * alerting) and a summary at the end. Stopping aborts a pass in progress
  * between two reads.
  */
-import type { Logger } from "../log.ts";
+import type { Logger } from "../kernel/log.ts";
 import { PeriodicPass } from "./periodic_pass.ts";
 import type { ScrubFailure, ScrubReport } from "./scrub.ts";
 

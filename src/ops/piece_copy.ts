@@ -12,8 +12,8 @@
  * stops the copy (thrown), since every later piece would fail the same way.
  */
 import type { PieceRecord } from "../db/records.ts";
-import { StoreError } from "../storage/driver/driver.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
+import { StoreError } from "../driver/driver.ts";
+import type { PieceStore } from "../driver/driver.ts";
 
 export interface PieceCopyOptions {
   source: PieceStore;

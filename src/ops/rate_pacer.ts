@@ -7,7 +7,7 @@
  * worker is more than a short burst ahead of it. The instant is absolute, so
  * a timer firing late is made up for, never added up.
  */
-import { sleep } from "../clock.ts";
+import { sleep } from "../kernel/clock.ts";
 
 /** How far ahead of its rate a reader may run before it waits: few timers, small bursts. */
 const BURST_MS = 50;

@@ -21,13 +21,13 @@
  * `main.ts scrub` and the server's periodic scrub.
  */
 import { createHash } from "node:crypto";
-import { toRfc3339 } from "../clock.ts";
-import type { Clock } from "../clock.ts";
+import { toRfc3339 } from "../kernel/clock.ts";
+import type { Clock } from "../kernel/clock.ts";
 import type { CatalogRecords, PieceRecord } from "../db/records.ts";
-import { parseCid } from "../piece_cid/cid_codec.ts";
-import type { HashWorkerPool } from "../piece_cid/pool.ts";
-import { createCidVerifier } from "../piece_cid/verify.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
+import { parseCid } from "../kernel/piece_cid/cid_codec.ts";
+import type { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
+import { createCidVerifier } from "../kernel/piece_cid/verify.ts";
+import type { PieceStore } from "../driver/driver.ts";
 import { eachPiece } from "./piece_pages.ts";
 import { RatePacer } from "./rate_pacer.ts";
 

@@ -2,19 +2,19 @@
  * Garbage collection as the server runs it (services.ts builds it with the
  * pieces' services): the collector (ops/gc_service.ts: sweeps every
  * --gc-interval, one at a time across instances), the piece removal it drives
- * (storage/piece_removal.ts), a watch of removals made by other processes so
+ * (catalog/piece_removal.ts), a watch of removals made by other processes so
  * the small-piece cache stops answering them, and what /metrics reads of it.
  */
 import type { Config } from "../config/mod.ts";
-import type { Clock } from "../clock.ts";
-import type { Logger } from "../log.ts";
-import type { Metadata } from "../metadata.ts";
+import type { Clock } from "../kernel/clock.ts";
+import type { Logger } from "../kernel/log.ts";
+import type { Metadata } from "../backends/metadata.ts";
 import type { GcSource } from "../metrics/scrape_gauges.ts";
 import { StoredTotals } from "../metrics/stored_totals.ts";
 import { GarbageCollector } from "../ops/gc_service.ts";
-import { PieceMarkWatch } from "../storage/corrupt_watch.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
-import { PieceRemoval } from "../storage/piece_removal.ts";
+import { PieceMarkWatch } from "../catalog/corrupt_watch.ts";
+import type { PieceStore } from "../driver/driver.ts";
+import { PieceRemoval } from "../catalog/piece_removal.ts";
 
 export interface GarbageCollectionDeps {
   config: Config;

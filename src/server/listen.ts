@@ -7,9 +7,9 @@
  * net/tls_reload.ts); or, with --connection-bounds false, Deno.serve.
  * start.ts knows only `bindListener` and `Listener`.
  */
-import { settlesWithin } from "../clock.ts";
-import { ApiError, errorResponse } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { settlesWithin } from "../kernel/clock.ts";
+import { ApiError, errorResponse } from "../kernel/errors.ts";
+import type { Logger } from "../kernel/log.ts";
 import type { TlsConfig, TlsPair } from "../net/tls_files.ts";
 import { startTlsReload } from "../net/tls_reload.ts";
 import { SwappableServer } from "../net/swappable_server.ts";

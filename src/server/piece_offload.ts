@@ -6,9 +6,9 @@
  * bucket) has nothing to offload. The retrieval code only ever sees the
  * header's value.
  */
-import { joinPath } from "../fs/files.ts";
+import { joinPath } from "../kernel/fs/files.ts";
 import type { PieceOffload } from "../http/retrieval/mod.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
+import type { PieceStore } from "../driver/driver.ts";
 
 export function pieceOffloadOf(options: {
   prefix: string | null;

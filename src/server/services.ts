@@ -20,13 +20,13 @@
  * that can exist before it, `routeServicesOf` adds what needs it. start.ts
  * calls both, in that order, around binding the listener.
  */
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../kernel/clock.ts";
 import type { Config } from "../config/mod.ts";
-import type { Metadata } from "../metadata.ts";
+import type { Metadata } from "../backends/metadata.ts";
 import { createRetrieval, RETRIEVAL_PATH, SmallPieceCache } from "../http/retrieval/mod.ts";
 import { UPLOAD_PATH } from "../http/routes.ts";
 import type { RouteServices } from "../http/routes.ts";
-import { UploadDrain } from "../http/upload_drain.ts";
+import { UploadDrain } from "../http/pipeline/upload_drain.ts";
 import { createAuthenticator } from "../auth/authenticator.ts";
 import type { Authenticator } from "../auth/caller.ts";
 import type { HmacKey } from "../auth/hmac_key.ts";
@@ -38,29 +38,29 @@ import type { Mailer } from "../mail/mailer.ts";
 import { MIB, UploadPolicies } from "../limits/tiers.ts";
 import { UploadAdmission } from "../limits/upload_admission.ts";
 import { WindowLimit } from "../limits/window_limit.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../kernel/log.ts";
 import { diskSpaceReader } from "../metrics/disk_space.ts";
 import { createServiceMetrics } from "../metrics/service_metrics.ts";
 import type { ServiceMetrics } from "../metrics/service_metrics.ts";
 import { StoredTotals } from "../metrics/stored_totals.ts";
 import { ConnectionStatsSource } from "../metrics/connection_gauges.ts";
-import { HashWorkerPool } from "../piece_cid/pool.ts";
-import { PieceCatalog } from "../storage/catalog.ts";
+import { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
+import { PieceCatalog } from "../catalog/catalog.ts";
 import { BlockSource } from "../ipfs/blocks.ts";
-import { PieceMarkWatch } from "../storage/corrupt_watch.ts";
+import { PieceMarkWatch } from "../catalog/corrupt_watch.ts";
 import type { GarbageCollector } from "../ops/gc_service.ts";
 import { buildGarbageCollection, gcMetricsSource } from "./garbage_collection.ts";
-import { DealIdGenerator } from "../storage/deal_id.ts";
-import { PieceDigests } from "../storage/digests.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
+import { DealIdGenerator } from "../catalog/deal_id.ts";
+import { PieceDigests } from "../catalog/digests.ts";
+import type { PieceStore } from "../driver/driver.ts";
 import { PeriodicScrub } from "../ops/periodic_scrub.ts";
-import { LeftoverSweep } from "../storage/leftover_sweep.ts";
-import { StoreReachability } from "../storage/reachability.ts";
+import { LeftoverSweep } from "../catalog/leftover_sweep.ts";
+import { StoreReachability } from "../catalog/reachability.ts";
 import { scrubPieces } from "../ops/scrub.ts";
 import { WalletChain } from "../wallet/chain.ts";
 import { pieceOffloadOf } from "./piece_offload.ts";
-import { ExpirySweep } from "../resumable/expiry_sweep.ts";
-import { ResumableUploads } from "../resumable/resumable_uploads.ts";
+import { ExpirySweep } from "../uploads/expiry_sweep.ts";
+import { ResumableUploads } from "../uploads/resumable.ts";
 
 export interface ServiceDeps {
   config: Config;

@@ -11,8 +11,8 @@
  *
  * then one "stopped" line says how it went, and the log is flushed.
  */
-import type { UploadDrain } from "../http/upload_drain.ts";
-import type { Logger } from "../log.ts";
+import type { UploadDrain } from "../http/pipeline/upload_drain.ts";
+import type { Logger } from "../kernel/log.ts";
 import type { Listener } from "./listen.ts";
 
 export interface ShutdownSteps {

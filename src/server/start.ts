@@ -7,26 +7,26 @@
  * constructs a long-lived object. main.ts and the integration tests both start
  * the service through startServer, so tests run what production runs.
  */
-import { systemClock } from "../clock.ts";
-import type { Clock } from "../clock.ts";
+import { systemClock } from "../kernel/clock.ts";
+import type { Clock } from "../kernel/clock.ts";
 import { ConfigError } from "../config/mod.ts";
 import type { Config } from "../config/mod.ts";
-import { openBackends, SERVING } from "../backends_open.ts";
-import type { BackendNeeds, OpenBackendsOptions } from "../backends_open.ts";
-import type { Metadata } from "../metadata.ts";
+import { openBackends, SERVING } from "../backends/open.ts";
+import type { BackendNeeds, OpenBackendsOptions } from "../backends/open.ts";
+import type { Metadata } from "../backends/metadata.ts";
 import type { Database } from "../db/sqlite/database.ts";
-import { createApp } from "../http/app.ts";
+import { createApp } from "../http/pipeline/app.ts";
 import { createRoutes, tusDiscovery } from "../http/routes.ts";
 import type { RouteServices } from "../http/routes.ts";
-import type { Route } from "../http/router.ts";
-import { createStderrLogger, resolveLogFormat } from "../log.ts";
-import type { Logger } from "../log.ts";
+import type { Route } from "../http/pipeline/router.ts";
+import { createStderrLogger, resolveLogFormat } from "../kernel/log.ts";
+import type { Logger } from "../kernel/log.ts";
 import { readTlsPair } from "../net/tls_files.ts";
-import type { PieceStore } from "../storage/driver/driver.ts";
+import type { PieceStore } from "../driver/driver.ts";
 import type { GarbageCollector } from "../ops/gc_service.ts";
 import { bindListener } from "./listen.ts";
 import type { ConnectionBounds, ConnectionStats } from "../net/accept_loop.ts";
-import type { MinBodyRate } from "../streams/read_watchdog.ts";
+import type { MinBodyRate } from "../kernel/streams/read_watchdog.ts";
 import { isLoopbackHostname } from "../net/ip.ts";
 import { serveConnection } from "../net/serve_connection.ts";
 import type { Listener } from "./listen.ts";

@@ -12,10 +12,10 @@
 import { isLoopbackHostname } from "../net/ip.ts";
 import { whereOf } from "../db/postgres/connection.ts";
 import type { Config, TierConfig } from "../config/mod.ts";
-import type { Logger } from "../log.ts";
+import type { Logger } from "../kernel/log.ts";
 import type { CertificateSummary } from "../net/tls_files.ts";
 import type { SweepRecord } from "../db/records.ts";
-import { VERSION } from "../version.ts";
+import { VERSION } from "../kernel/version.ts";
 
 export interface StartupSummary {
   config: Config;

@@ -28,10 +28,10 @@ import {
   verifyMessage,
 } from "viem";
 import type { Address, Hex, PublicClient } from "viem";
-import { toRfc3339 } from "../clock.ts";
-import type { Clock } from "../clock.ts";
-import { ApiError } from "../errors.ts";
-import type { Logger } from "../log.ts";
+import { toRfc3339 } from "../kernel/clock.ts";
+import type { Clock } from "../kernel/clock.ts";
+import { ApiError } from "../kernel/errors.ts";
+import type { Logger } from "../kernel/log.ts";
 import { DayStartBalances } from "./day_start.ts";
 
 /** A balance this old is still used while the RPC is unreachable (the decision's 10 minutes). */

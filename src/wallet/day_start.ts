@@ -14,9 +14,9 @@
  */
 import type { Address, PublicClient } from "viem";
 import { erc20Abi } from "viem";
-import type { Clock } from "../clock.ts";
-import { utcDay } from "../clock.ts";
-import type { Logger } from "../log.ts";
+import type { Clock } from "../kernel/clock.ts";
+import { utcDay } from "../kernel/clock.ts";
+import type { Logger } from "../kernel/log.ts";
 
 /** Addresses whose day-start balance is remembered for the day. */
 const MAX_REMEMBERED = 100_000;

@@ -6,7 +6,7 @@ import { decodeToken, hmacSha256 } from "../helpers/jwt.ts";
 import { eventually } from "../helpers/wait.ts";
 import { startServer } from "../../src/server/start.ts";
 import { loadConfig } from "../../src/config/mod.ts";
-import { silentLogger } from "../../src/log.ts";
+import { silentLogger } from "../../src/kernel/log.ts";
 import { spawnServer, startTaskFlags } from "../../scripts/lib/spawn_server.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;

@@ -22,7 +22,7 @@ import {
   walletSignIn,
 } from "../helpers/wallet.ts";
 import { loadConfig } from "../../src/config/mod.ts";
-import { nextUtcMidnight } from "../../src/clock.ts";
+import { nextUtcMidnight } from "../../src/kernel/clock.ts";
 import { privateKeyToAccount } from "viem/accounts";
 
 const KIB = 1024;

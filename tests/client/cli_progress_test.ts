@@ -6,7 +6,7 @@
  * tests/client/cli_test.ts: every successful command there has an empty stderr.)
  */
 import { assertEquals } from "../helpers/assert.ts";
-import { formatBytes, ProgressBar, renderLine } from "../../src/cli/storage/progress.ts";
+import { formatBytes, ProgressBar, renderLine } from "../../src/client/cli/progress.ts";
 
 const MIB = 1024 * 1024;
 

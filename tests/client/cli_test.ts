@@ -13,11 +13,11 @@ import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
 import { runDeno } from "../helpers/main_process.ts";
 import { startSmtpSink } from "../helpers/smtp_sink.ts";
-import { shardOf } from "../../src/storage/driver/disk/layout.ts";
-import { MANIFEST_CONTENT_TYPE } from "../../src/client/types.ts";
+import { shardOf } from "../../src/driver/disk/layout.ts";
+import { MANIFEST_CONTENT_TYPE } from "../../src/client/sdk/types.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
-const CLI = `${ROOT}src/cli/storage/main.ts`;
+const CLI = `${ROOT}src/client/cli/main.ts`;
 const KIB = 1024;
 
 /**

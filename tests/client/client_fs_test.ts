@@ -8,10 +8,10 @@
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { KIB, MIB, seededBytes, sha256Hex } from "../helpers/bytes.ts";
 import { startTestServer } from "../helpers/server.ts";
-import { fileSource } from "../../src/client/fs.ts";
-import { nativeSha256 } from "../../src/client/native_sha256.ts";
-import { createSha256, toHex } from "../../src/client/sha256.ts";
-import { StorageClient } from "../../src/client/mod.ts";
+import { fileSource } from "../../src/client/sdk/fs.ts";
+import { nativeSha256 } from "../../src/client/sdk/native_sha256.ts";
+import { createSha256, toHex } from "../../src/client/sdk/sha256.ts";
+import { StorageClient } from "../../src/client/sdk/mod.ts";
 
 async function tempFile(bytes: Uint8Array): Promise<{ path: string } & AsyncDisposable> {
   const dir = await Deno.makeTempDir({ prefix: "client-fs-" });

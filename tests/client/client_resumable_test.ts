@@ -8,8 +8,8 @@
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { MIB, seededBytes } from "../helpers/bytes.ts";
 import { bearer, signup, startTestServer } from "../helpers/server.ts";
-import { StorageClient } from "../../src/client/mod.ts";
-import type { ResumeStore, UploadProgress } from "../../src/client/mod.ts";
+import { StorageClient } from "../../src/client/sdk/mod.ts";
+import type { ResumeStore, UploadProgress } from "../../src/client/sdk/mod.ts";
 
 const FAST_RETRY = { baseDelayMs: 1, maxDelayMs: 50 };
 

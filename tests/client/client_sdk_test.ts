@@ -1,5 +1,5 @@
 /**
- * The client SDK (src/client/) against the real server: splitting over the
+ * The client SDK (src/client/sdk/) against the real server: splitting over the
  * per-file cap and the manifest, byte-identical downloads, resume after an
  * abort (counted in the server's deals), pipelining and concurrency, what
  * corrupted or forged bytes do to a download, quota errors that must not be
@@ -15,8 +15,8 @@ import type { TestServer } from "../helpers/server.ts";
 import { startSmtpSink } from "../helpers/smtp_sink.ts";
 import { eventually, within } from "../helpers/wait.ts";
 import { seededRandom } from "../../scripts/lib/random.ts";
-import { shardOf } from "../../src/storage/driver/disk/layout.ts";
-import { pieceCidV2 } from "../../src/piece_cid/mod.ts";
+import { shardOf } from "../../src/driver/disk/layout.ts";
+import { pieceCidV2 } from "../../src/kernel/piece_cid/mod.ts";
 import {
   MANIFEST_CONTENT_TYPE,
   NetworkError,
@@ -25,8 +25,8 @@ import {
   StorageClient,
   StorageError,
   VerificationError,
-} from "../../src/client/mod.ts";
-import type { ByteSource, Manifest, UploadProgress } from "../../src/client/mod.ts";
+} from "../../src/client/sdk/mod.ts";
+import type { ByteSource, Manifest, UploadProgress } from "../../src/client/sdk/mod.ts";
 
 async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array<ArrayBuffer>> {
   return new Uint8Array(await new Response(stream).arrayBuffer());
@@ -407,7 +407,7 @@ Deno.test("download: opaque cids pass through, sha2-256 cids are checked, missin
   assertEquals([info.size, info.name, info.verified], [bytes.byteLength, "résumé.pdf", false]);
 
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  const { sha256Cid } = await import("../../src/piece_cid/cid_codec.ts");
+  const { sha256Cid } = await import("../../src/kernel/piece_cid/cid_codec.ts");
   const rawCid = sha256Cid(digest);
   const stored = await server.upload(rawCid, bytes);
   assertEquals(stored.status, 200);

@@ -7,20 +7,25 @@
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { KIB, MIB, seededBytes } from "../helpers/bytes.ts";
 import { seededRandom } from "../../scripts/lib/random.ts";
-import { createSha256, toHex } from "../../src/client/sha256.ts";
-import { parseRetryAfter, retryDelayMs, retryPolicyOf, withRetry } from "../../src/client/retry.ts";
-import { NetworkError, StorageError, VerificationError } from "../../src/client/errors.ts";
+import { createSha256, toHex } from "../../src/client/sdk/sha256.ts";
+import {
+  parseRetryAfter,
+  retryDelayMs,
+  retryPolicyOf,
+  withRetry,
+} from "../../src/client/sdk/retry.ts";
+import { NetworkError, StorageError, VerificationError } from "../../src/client/sdk/errors.ts";
 import {
   manifestFilename,
   manifestSizeBound,
   parseManifest,
   pieceFilename,
   serializeManifest,
-} from "../../src/client/manifest.ts";
-import { planPieces } from "../../src/client/upload.ts";
-import { filenameOf } from "../../src/client/download.ts";
-import type { Manifest } from "../../src/client/types.ts";
-import { pieceCidV2 } from "../../src/piece_cid/mod.ts";
+} from "../../src/client/sdk/manifest.ts";
+import { planPieces } from "../../src/client/sdk/upload.ts";
+import { filenameOf } from "../../src/client/sdk/download.ts";
+import type { Manifest } from "../../src/client/sdk/types.ts";
+import { pieceCidV2 } from "../../src/kernel/piece_cid/mod.ts";
 
 Deno.test("sha256: equals Web Crypto for every length around the block and padding edges, in any chunking", async () => {
   const random = seededRandom(7);

@@ -2,7 +2,7 @@
  * Wallet sign-in from the client's side, end to end and without mocks: a real
  * anvil chain with the Test USD Coin contract, the real server with a wallet
  * tier reading balances from it, and both client paths signing with anvil's
- * (public) dev keys: the SDK's signInWithWallet (src/client/wallet.ts) and
+ * (public) dev keys: the SDK's signInWithWallet (src/client/sdk/wallet.ts) and
  * `storage wallet login`, run as users run it (`deno task cli`, so with the
  * task's permissions). The token either gives must then work as an ordinary
  * token: uploads in the wallet tier, capped at balance × bytes per USDC.
@@ -12,9 +12,9 @@ import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { deployTestUsdc, startAnvil, usdc } from "../helpers/anvil.ts";
 import { startTestServer } from "../helpers/server.ts";
 import { TEST_CHAIN_ID, walletArgs } from "../helpers/wallet.ts";
-import { StorageClient, StorageError } from "../../src/client/mod.ts";
-import type { PieceUploadResponse } from "../../src/client/mod.ts";
-import { signInWithWallet } from "../../src/client/wallet.ts";
+import { StorageClient, StorageError } from "../../src/client/sdk/mod.ts";
+import type { PieceUploadResponse } from "../../src/client/sdk/mod.ts";
+import { signInWithWallet } from "../../src/client/sdk/wallet.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 

@@ -11,10 +11,10 @@ import { MIB, seededBytes } from "../helpers/bytes.ts";
 import { startCuttingProxy } from "../helpers/cutting_proxy.ts";
 import { startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
-import { NetworkError, StorageClient } from "../../src/client/mod.ts";
+import { NetworkError, StorageClient } from "../../src/client/sdk/mod.ts";
 
 const FAST_RETRY = { attempts: 3, baseDelayMs: 5, maxDelayMs: 50 };
-const CLI = new URL("../../src/cli/storage/main.ts", import.meta.url).pathname;
+const CLI = new URL("../../src/client/cli/main.ts", import.meta.url).pathname;
 
 async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
   return new Uint8Array(await new Response(stream).arrayBuffer());

@@ -7,7 +7,7 @@ import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { sha256 } from "../helpers/bytes.ts";
 import { errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
 import { storedPieces } from "../helpers/pieces.ts";
-import { sha256Cid } from "../../src/piece_cid/cid_codec.ts";
+import { sha256Cid } from "../../src/kernel/piece_cid/cid_codec.ts";
 
 const DAG_PB = 0x70;
 const DAG_CBOR = 0x71;

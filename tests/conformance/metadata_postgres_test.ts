@@ -20,8 +20,8 @@ import {
 import { sweepDeadInstances } from "../../src/db/postgres/instances.ts";
 import { POSTGRES_MIGRATIONS } from "../../src/db/postgres/migrations.ts";
 import { DatabaseTooNewError } from "../../src/db/too_new.ts";
-import { postgresMetadata } from "../../src/metadata.ts";
-import { silentLogger } from "../../src/log.ts";
+import { postgresMetadata } from "../../src/backends/metadata.ts";
+import { silentLogger } from "../../src/kernel/log.ts";
 import { HmacKey } from "../../src/auth/hmac_key.ts";
 
 // On a developer's machine without PostgreSQL these are skipped; in CI (which installs it) they run.

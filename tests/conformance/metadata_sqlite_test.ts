@@ -1,7 +1,7 @@
 import { runMetadataConformance } from "./metadata_conformance.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { openDatabase } from "../../src/db/sqlite/database.ts";
-import { sqliteMetadata } from "../../src/metadata.ts";
+import { sqliteMetadata } from "../../src/backends/metadata.ts";
 
 runMetadataConformance("sqlite", async () => {
   const dir = await Deno.makeTempDir({ prefix: "metadata-sqlite-" });

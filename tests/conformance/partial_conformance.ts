@@ -8,7 +8,7 @@
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { KIB, MIB, seededBytes, sha256Hex } from "../helpers/bytes.ts";
-import type { PartialState, PieceStore } from "../../src/storage/driver/driver.ts";
+import type { PartialState, PieceStore } from "../../src/driver/driver.ts";
 import type { StoreFixture } from "./store_conformance.ts";
 
 const ID = "0123456789abcdef0123456789abcdef";

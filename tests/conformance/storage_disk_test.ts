@@ -1,8 +1,8 @@
 import { assertEquals, assertRejects } from "../helpers/assert.ts";
 import { runStoreConformance } from "./store_conformance.ts";
 import { runPartialConformance } from "./partial_conformance.ts";
-import { DiskStore } from "../../src/storage/driver/disk/disk_store.ts";
-import { shardOf, TEMP_DIR } from "../../src/storage/driver/disk/layout.ts";
+import { DiskStore } from "../../src/driver/disk/disk_store.ts";
+import { shardOf, TEMP_DIR } from "../../src/driver/disk/layout.ts";
 import { listFiles } from "../helpers/files.ts";
 
 async function diskFixture() {

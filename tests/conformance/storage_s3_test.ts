@@ -22,10 +22,10 @@ import { runStoreConformance } from "./store_conformance.ts";
 import { runPartialConformance } from "./partial_conformance.ts";
 import type { StoreFixture } from "./store_conformance.ts";
 import { eventually, within } from "../helpers/wait.ts";
-import { StoreError } from "../../src/storage/driver/driver.ts";
-import { S3Store } from "../../src/storage/driver/s3/s3_store.ts";
-import type { S3StoreOptions } from "../../src/storage/driver/s3/s3_store.ts";
-import { errorOfAnswer } from "../../src/storage/driver/s3/s3_errors.ts";
+import { StoreError } from "../../src/driver/driver.ts";
+import { S3Store } from "../../src/driver/s3/s3_store.ts";
+import type { S3StoreOptions } from "../../src/driver/s3/s3_store.ts";
+import { errorOfAnswer } from "../../src/driver/s3/s3_errors.ts";
 
 const unavailable = s3UnavailableReason();
 const ignore = unavailable !== null;

@@ -4,8 +4,8 @@
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { within } from "../helpers/wait.ts";
-import { StoreError } from "../../src/storage/driver/driver.ts";
-import type { PieceStore } from "../../src/storage/driver/driver.ts";
+import { StoreError } from "../../src/driver/driver.ts";
+import type { PieceStore } from "../../src/driver/driver.ts";
 
 export interface StoreFixture extends AsyncDisposable {
   store: PieceStore;

@@ -14,11 +14,11 @@ import { eventually } from "../helpers/wait.ts";
 import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
 import { startPostgres } from "../../scripts/lib/postgres_server.ts";
 import { postgresFaults } from "../../scripts/lib/postgres_faults.ts";
-import { Liveness } from "../../src/liveness.ts";
+import { Liveness } from "../../src/kernel/liveness.ts";
 import { databaseProbe, PostgresPool } from "../../src/db/postgres/connection.ts";
 import { PostgresDatabase } from "../../src/db/postgres/postgres_database.ts";
 import { DatabaseUnavailableError } from "../../src/db/postgres/unavailable.ts";
-import { silentLogger } from "../../src/log.ts";
+import { silentLogger } from "../../src/kernel/log.ts";
 
 const ignore = !postgresAvailable();
 

@@ -22,9 +22,9 @@ import type { TestBucket } from "../helpers/s3.ts";
 import { postgresInstalled, startPostgres } from "../../scripts/lib/postgres_server.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 import type { SpawnedServer } from "../../scripts/lib/spawn_server.ts";
-import { S3Store } from "../../src/storage/driver/s3/s3_store.ts";
+import { S3Store } from "../../src/driver/s3/s3_store.ts";
 import { patternBytes } from "../helpers/server.ts";
-import { pieceCid } from "../../src/client/piece_cid.ts";
+import { pieceCid } from "../../src/client/sdk/piece_cid.ts";
 
 const NGINX = "/usr/sbin/nginx";
 const ci = Deno.env.get("CI") === "true";

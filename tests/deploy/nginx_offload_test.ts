@@ -11,9 +11,9 @@ import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { seededBytes } from "../helpers/bytes.ts";
 import { fetch, nginxIgnored as ignore, startProxy } from "../helpers/nginx.ts";
 import type { Proxy } from "../helpers/nginx.ts";
-import { StorageClient } from "../../src/client/mod.ts";
-import { pieceCid } from "../../src/client/mod.ts";
-import { shardOf } from "../../src/storage/driver/disk/layout.ts";
+import { StorageClient } from "../../src/client/sdk/mod.ts";
+import { pieceCid } from "../../src/client/sdk/mod.ts";
+import { shardOf } from "../../src/driver/disk/layout.ts";
 
 const MIB = 1024 * 1024;
 const BIG = seededBytes(10 * MIB + 123, 5);

@@ -1,4 +1,4 @@
-import type { Clock } from "../../src/clock.ts";
+import type { Clock } from "../../src/kernel/clock.ts";
 
 /** A clock tests move by hand, so UTC midnight arrives without sleeping. */
 export class FakeClock implements Clock {

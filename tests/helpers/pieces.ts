@@ -1,6 +1,6 @@
 /** What a server's data directory holds: committed pieces and upload temp files. */
 import { listFiles } from "./files.ts";
-import { shardOf } from "../../src/storage/driver/disk/layout.ts";
+import { shardOf } from "../../src/driver/disk/layout.ts";
 
 /** Committed piece files under <dataDir>/pieces (shard paths), temp and partial files excluded. */
 export async function storedPieces(dataDir: string): Promise<string[]> {

@@ -6,9 +6,9 @@
 import { loadConfig } from "../../src/config/mod.ts";
 import { startServer } from "../../src/server/start.ts";
 import type { RunningServer } from "../../src/server/start.ts";
-import type { Clock } from "../../src/clock.ts";
-import { createJsonLogger } from "../../src/log.ts";
-import type { PieceStore } from "../../src/storage/driver/driver.ts";
+import type { Clock } from "../../src/kernel/clock.ts";
+import { createJsonLogger } from "../../src/kernel/log.ts";
+import type { PieceStore } from "../../src/driver/driver.ts";
 
 export interface TestServerOptions {
   /** Extra flags, e.g. ["--sponsored-daily-cap", "1KiB"]. */

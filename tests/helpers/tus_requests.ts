@@ -3,8 +3,8 @@
  * stock client never shows (a wrong offset, a missing header, another caller):
  * each returns the fetch Response, its body read or cancelled by the caller.
  */
-import { PieceHasher } from "../../src/piece_cid/hasher.ts";
-import { pieceCidV2 } from "../../src/piece_cid/cid_codec.ts";
+import { PieceHasher } from "../../src/kernel/piece_cid/hasher.ts";
+import { pieceCidV2 } from "../../src/kernel/piece_cid/cid_codec.ts";
 
 export const TUS = { "tus-resumable": "1.0.0" };
 const OFFSET_BODY = { "content-type": "application/offset+octet-stream" };

@@ -6,11 +6,11 @@
  *
  * In docs/api.md each operation is a `### METHOD /path` section under
  * `## Endpoints`, whose error codes are the backticked snake_case words of
- * its section that name a code of src/errors.ts.
+ * its section that name a code of src/kernel/errors.ts.
  */
 import { assertEquals } from "../helpers/assert.ts";
 import { startTestServer } from "../helpers/server.ts";
-import { ERROR_STATUS } from "../../src/errors.ts";
+import { ERROR_STATUS } from "../../src/kernel/errors.ts";
 
 const API_MD = new URL("../../docs/api.md", import.meta.url);
 

@@ -1,6 +1,6 @@
 import { assertEquals } from "../helpers/assert.ts";
-import { MAX_JSON_BODY_BYTES, readJsonObject } from "../../src/http/body.ts";
-import { ApiError } from "../../src/errors.ts";
+import { MAX_JSON_BODY_BYTES, readJsonObject } from "../../src/http/pipeline/body.ts";
+import { ApiError } from "../../src/kernel/errors.ts";
 
 async function codeOf(request: Request): Promise<string> {
   try {

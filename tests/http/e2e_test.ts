@@ -123,8 +123,8 @@ Deno.test("e2e: SIGTERM with a stalled upload cleans it up after the grace perio
 });
 
 Deno.test("e2e: a verified PieceCIDv2 upload works under the start task's permissions", async () => {
-  const { PieceHasher } = await import("../../src/piece_cid/hasher.ts");
-  const { pieceCidV2 } = await import("../../src/piece_cid/cid_codec.ts");
+  const { PieceHasher } = await import("../../src/kernel/piece_cid/hasher.ts");
+  const { pieceCidV2 } = await import("../../src/kernel/piece_cid/cid_codec.ts");
   const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
   try {
     await using server = await spawnServer(dataDir);

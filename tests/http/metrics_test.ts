@@ -14,8 +14,8 @@ import type { TestServer } from "../helpers/server.ts";
 import { MetricsRegistry } from "../../src/metrics/registry.ts";
 import { StoredTotals } from "../../src/metrics/stored_totals.ts";
 import { escapeLabelValue, EXPOSITION_CONTENT_TYPE } from "../../src/metrics/exposition.ts";
-import { PieceHasher } from "../../src/piece_cid/hasher.ts";
-import { pieceCidV2 } from "../../src/piece_cid/cid_codec.ts";
+import { PieceHasher } from "../../src/kernel/piece_cid/hasher.ts";
+import { pieceCidV2 } from "../../src/kernel/piece_cid/cid_codec.ts";
 
 /** One sample line, its labels unescaped. */
 interface Sample {

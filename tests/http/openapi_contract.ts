@@ -66,7 +66,7 @@ export class ApiContract {
     return found;
   }
 
-  /** The operation a request reaches: path segments match as in src/http/router.ts. */
+  /** The operation a request reaches: path segments match as in src/http/pipeline/router.ts. */
   resolve(method: string, pathname: string): Resolution {
     const atPath = this.operations.filter((o) => templateMatches(o.path, pathname));
     if (atPath.length === 0) return { kind: "no_path" };

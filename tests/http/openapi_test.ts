@@ -3,16 +3,16 @@
  * swagger-parser), says what the route table says and no less (operationIds,
  * required lists, error codes per status, response headers, security), and a
  * client generated from it by openapi-typescript type-checks against the
- * types the handlers build their answers as and the SDK returns (src/wire.ts,
- * named per schema by src/http/schemas/bodies.ts).
+ * types the handlers build their answers as and the SDK returns (src/kernel/wire.ts,
+ * named per schema by src/http/docs/schemas/bodies.ts).
  */
 import SwaggerParser from "@apidevtools/swagger-parser";
 import openapiTS, { astToString } from "openapi-typescript";
 import ts from "typescript";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { startTestServer } from "../helpers/server.ts";
-import { ERROR_STATUS } from "../../src/errors.ts";
-import type { ErrorCode } from "../../src/errors.ts";
+import { ERROR_STATUS } from "../../src/kernel/errors.ts";
+import type { ErrorCode } from "../../src/kernel/errors.ts";
 import { ApiContract } from "./openapi_contract.ts";
 
 type Json = Record<string, unknown>;
@@ -206,8 +206,8 @@ async function generateClientTypes(document: Json): Promise<string> {
   return astToString(ast);
 }
 
-const BODIES_MODULE = new URL("../../src/http/schemas/bodies.ts", import.meta.url).href;
-const WIRE_MODULE = new URL("../../src/wire.ts", import.meta.url).href;
+const BODIES_MODULE = new URL("../../src/http/docs/schemas/bodies.ts", import.meta.url).href;
+const WIRE_MODULE = new URL("../../src/kernel/wire.ts", import.meta.url).href;
 
 /** Type-level checks of the generated client: each line only compiles if the document is right. */
 function clientChecks(schemaNames: string[]): string {

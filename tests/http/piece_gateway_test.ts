@@ -9,7 +9,7 @@ import { seededBytes } from "../helpers/bytes.ts";
 import { errorOf } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { storeTests } from "../helpers/stores.ts";
-import { pieceCid } from "../../src/client/mod.ts";
+import { pieceCid } from "../../src/client/sdk/mod.ts";
 
 /** Over the small-piece cache's limit, and a small one served from memory. */
 const SIZES = [150 * 1024 + 7, 3000];

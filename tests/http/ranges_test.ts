@@ -11,7 +11,7 @@ import type { TestServer } from "../helpers/server.ts";
 import { storeTests } from "../helpers/stores.ts";
 import type { StoreServer } from "../helpers/stores.ts";
 import { signed } from "../helpers/s3.ts";
-import { shardOf } from "../../src/storage/driver/disk/layout.ts";
+import { shardOf } from "../../src/driver/disk/layout.ts";
 
 /** Over the small-piece cache's 64 KiB, so read from the store, across its read sizes. */
 const BIG = patternBytes(200 * 1024 + 13, 3);

@@ -14,11 +14,11 @@ import type { TestServer } from "../helpers/server.ts";
 import { putObject, signed } from "../helpers/s3.ts";
 import { startServerOn, storeTests } from "../helpers/stores.ts";
 import type { StoreServer } from "../helpers/stores.ts";
-import { StorageClient } from "../../src/client/mod.ts";
-import type { UploadResult } from "../../src/client/mod.ts";
-import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../src/manifest_format.ts";
-import { pieceCid } from "../../src/client/mod.ts";
-import { shardOf } from "../../src/storage/driver/disk/layout.ts";
+import { StorageClient } from "../../src/client/sdk/mod.ts";
+import type { UploadResult } from "../../src/client/sdk/mod.ts";
+import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../src/kernel/manifest_format.ts";
+import { pieceCid } from "../../src/client/sdk/mod.ts";
+import { shardOf } from "../../src/driver/disk/layout.ts";
 
 const KIB = 1024;
 const PIECE = 100 * KIB;

@@ -18,8 +18,8 @@ import {
   tusPatch,
   uploadMetadata,
 } from "../helpers/tus_requests.ts";
-import { sha256Cid } from "../../src/piece_cid/cid_codec.ts";
-import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../src/manifest_format.ts";
+import { sha256Cid } from "../../src/kernel/piece_cid/cid_codec.ts";
+import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../src/kernel/manifest_format.ts";
 
 const FILE = seededBytes(3 * MIB + 777, 26);
 const CID = pieceCidOf(FILE);

@@ -285,7 +285,7 @@ Deno.test("upload: an over-cap Content-Length is refused before the body is sent
 Deno.test("upload: a storage path the store cannot write to is 502 stage_failed", async () => {
   await using server = await startTestServer();
   // Block the piece's final path with a directory: the commit's rename must fail.
-  const { shardOf } = await import("../../src/storage/driver/disk/layout.ts");
+  const { shardOf } = await import("../../src/driver/disk/layout.ts");
   await Deno.mkdir(`${server.dataDir}/pieces/${shardOf(CID)}/${CID}/blocker`, { recursive: true });
   const response = await server.upload(CID, "hello");
   assertEquals(response.status, 502);

@@ -4,8 +4,8 @@ import { bearer, errorOf, patternBytes, signup, startTestServer } from "../helpe
 import { rawRequest } from "../helpers/raw_http.ts";
 import { MIB, sha256 } from "../helpers/bytes.ts";
 import { storedPieces, tempFiles } from "../helpers/pieces.ts";
-import { PieceHasher } from "../../src/piece_cid/hasher.ts";
-import { pieceCidV1, pieceCidV2, sha256Cid } from "../../src/piece_cid/cid_codec.ts";
+import { PieceHasher } from "../../src/kernel/piece_cid/hasher.ts";
+import { pieceCidV1, pieceCidV2, sha256Cid } from "../../src/kernel/piece_cid/cid_codec.ts";
 
 function cidsOf(bytes: Uint8Array) {
   const hasher = new PieceHasher();

@@ -25,7 +25,7 @@ import {
 import { errorOf } from "../helpers/server.ts";
 import { tusCreate, tusCreated, tusHead, tusPatch } from "../helpers/tus_requests.ts";
 import type { TestServer } from "../helpers/server.ts";
-import { pieceCid } from "../../src/client/piece_cid.ts";
+import { pieceCid } from "../../src/client/sdk/piece_cid.ts";
 
 export interface IpfsDeployment {
   name: string;

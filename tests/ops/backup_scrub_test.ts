@@ -9,7 +9,7 @@
 import { withOverrides } from "../helpers/overrides.ts";
 import { assertEquals, assertMatch, assertOk, assertRejects } from "../helpers/assert.ts";
 import { scrubPieces } from "../../src/ops/scrub.ts";
-import { systemClock } from "../../src/clock.ts";
+import { systemClock } from "../../src/kernel/clock.ts";
 import { KIB, MIB, sha256 } from "../helpers/bytes.ts";
 import { bearer, errorOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
@@ -18,10 +18,10 @@ import { flipByte, pieceFile } from "../helpers/pieces.ts";
 import { modeOf, runMain } from "../helpers/main_process.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 import { loadConfig } from "../../src/config/mod.ts";
-import { createJsonLogger } from "../../src/log.ts";
-import { pieceCidOfStream, sha256Cid } from "../../src/piece_cid/mod.ts";
+import { createJsonLogger } from "../../src/kernel/log.ts";
+import { pieceCidOfStream, sha256Cid } from "../../src/kernel/piece_cid/mod.ts";
 import { startServer } from "../../src/server/start.ts";
-import { shardOf } from "../../src/storage/driver/disk/layout.ts";
+import { shardOf } from "../../src/driver/disk/layout.ts";
 import { RatePacer } from "../../src/ops/rate_pacer.ts";
 
 /** A backup may read the live directory and write only its own. */

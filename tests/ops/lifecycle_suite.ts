@@ -16,15 +16,15 @@ import { FakeClock } from "../helpers/clock.ts";
 import { bearer, errorOf, signup } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { seededBytes, sha256, sha256Hex } from "../helpers/bytes.ts";
-import { serializeManifest } from "../../src/client/manifest.ts";
-import { MANIFEST_CONTENT_TYPE } from "../../src/client/types.ts";
-import { pieceCidOfStream, sha256Cid } from "../../src/piece_cid/mod.ts";
+import { serializeManifest } from "../../src/client/sdk/manifest.ts";
+import { MANIFEST_CONTENT_TYPE } from "../../src/client/sdk/types.ts";
+import { pieceCidOfStream, sha256Cid } from "../../src/kernel/piece_cid/mod.ts";
 import type { SweepReport } from "../../src/ops/gc.ts";
-import type { PieceStore } from "../../src/storage/driver/driver.ts";
+import type { PieceStore } from "../../src/driver/driver.ts";
 import { withOverrides } from "../helpers/overrides.ts";
 import { CAR_TYPE, carOf, rawBlock } from "../helpers/ipfs.ts";
-import { pieceCid } from "../../src/client/piece_cid.ts";
-import { toRfc3339 } from "../../src/clock.ts";
+import { pieceCid } from "../../src/client/sdk/piece_cid.ts";
+import { toRfc3339 } from "../../src/kernel/clock.ts";
 
 export const DAY_MS = 86_400_000;
 

@@ -24,11 +24,11 @@ import type { TestDatabase } from "../helpers/postgres.ts";
 import { PostgresDatabase } from "../../src/db/postgres/postgres_database.ts";
 import { openDatabase } from "../../src/db/sqlite/database.ts";
 import { MIGRATIONS } from "../../src/db/sqlite/migrations/mod.ts";
-import { silentLogger } from "../../src/log.ts";
-import { sha256Cid } from "../../src/piece_cid/mod.ts";
-import { DiskStore } from "../../src/storage/driver/disk/disk_store.ts";
+import { silentLogger } from "../../src/kernel/log.ts";
+import { sha256Cid } from "../../src/kernel/piece_cid/mod.ts";
+import { DiskStore } from "../../src/driver/disk/disk_store.ts";
 import { migrateDataDir } from "../../src/ops/migrate.ts";
-import { pathExists } from "../../src/fs/files.ts";
+import { pathExists } from "../../src/kernel/fs/files.ts";
 import { SqliteRowSource } from "../../src/db/sqlite/row_copy.ts";
 import { carOf, rawBlock } from "../helpers/ipfs.ts";
 

@@ -44,7 +44,7 @@ import {
 import type { TestBucket } from "../helpers/s3.ts";
 import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
 import type { TestDatabase } from "../helpers/postgres.ts";
-import { sha256Cid } from "../../src/piece_cid/mod.ts";
+import { sha256Cid } from "../../src/kernel/piece_cid/mod.ts";
 
 const ignore = !postgresAvailable() || s3UnavailableReason() !== null;
 

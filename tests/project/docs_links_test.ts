@@ -6,7 +6,7 @@
  * docs/, the code's comments or the deployment files name (`src/…`,
  * `tests/…`, `scripts/…`, `deploy/…`, `docs/…`) exists.
  */
-import { pathExists } from "../../src/fs/files.ts";
+import { pathExists } from "../../src/kernel/fs/files.ts";
 import { listFiles } from "../helpers/files.ts";
 
 function assert(condition: boolean, message = "assertion failed"): asserts condition {
@@ -181,16 +181,16 @@ Deno.test("every repository path named in the README, docs/ and the code exists"
 });
 
 Deno.test("repositoryPaths finds paths in prose and code spans, not in imports or URLs", () => {
-  const text = "See `src/log.ts`, tests/http/ and docs/api.md. " +
-    'import x from "../../src/wire.ts"; https://prometheus.io/docs/instrumenting/x; ' +
-    "tests/<area>/x_test.ts; src/storage/driver/disk/layout.ts:12";
+  const text = "See `src/kernel/log.ts`, tests/http/ and docs/api.md. " +
+    'import x from "../../src/kernel/wire.ts"; https://prometheus.io/docs/instrumenting/x; ' +
+    "tests/<area>/x_test.ts; src/driver/disk/layout.ts:12";
   assert(
     JSON.stringify(repositoryPaths(text)) ===
       JSON.stringify([
-        "src/log.ts",
+        "src/kernel/log.ts",
         "tests/http",
         "docs/api.md",
-        "src/storage/driver/disk/layout.ts",
+        "src/driver/disk/layout.ts",
       ]),
     JSON.stringify(repositoryPaths(text)),
   );

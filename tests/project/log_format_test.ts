@@ -5,9 +5,9 @@
  */
 import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { deadRpcUrl, walletArgs } from "../helpers/wallet.ts";
-import { createStderrLogger, createTextLogger, resolveLogFormat } from "../../src/log.ts";
+import { createStderrLogger, createTextLogger, resolveLogFormat } from "../../src/kernel/log.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
-import { VERSION } from "../../src/version.ts";
+import { VERSION } from "../../src/kernel/version.ts";
 
 const TIME = String.raw`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`;
 

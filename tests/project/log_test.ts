@@ -1,5 +1,5 @@
 /**
- * The stderr logger (src/log.ts), each promise of its header checked on a
+ * The stderr logger (src/kernel/log.ts), each promise of its header checked on a
  * recording output: every line written once and in order, lines batched into
  * few writes (and a lone line written by the timer, without a flush), one write
  * in flight at a time, logging never blocked by a stalled output but bounded
@@ -9,8 +9,8 @@
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { eventually } from "../helpers/wait.ts";
-import { createStderrLogger } from "../../src/log.ts";
-import type { LogOutput } from "../../src/log.ts";
+import { createStderrLogger } from "../../src/kernel/log.ts";
+import type { LogOutput } from "../../src/kernel/log.ts";
 
 const BATCH_BYTES = 65_536;
 

@@ -1,5 +1,5 @@
 import { assertEquals } from "../helpers/assert.ts";
-import { createChunkReader } from "../../src/streams/chunk_reader.ts";
+import { createChunkReader } from "../../src/kernel/streams/chunk_reader.ts";
 
 function byteStream(total: number): ReadableStream<Uint8Array> {
   let sent = 0;

@@ -10,7 +10,7 @@ import { errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { migrate, openDatabase } from "../../src/db/sqlite/database.ts";
 import { MIGRATIONS } from "../../src/db/sqlite/migrations/mod.ts";
-import { sha256Cid } from "../../src/piece_cid/cid_codec.ts";
+import { sha256Cid } from "../../src/kernel/piece_cid/cid_codec.ts";
 import { KIB, MIB, sha256, sha256Hex } from "../helpers/bytes.ts";
 
 function recordedSha256(server: TestServer, cid: string): string | null {
@@ -169,7 +169,7 @@ Deno.test("digests: a piece whose bytes vanished is counted as a failure, not re
   await server.server.store.delete("bafkdigest0006");
   server.server.db.prepare("UPDATE pieces SET sha256 = NULL").run();
   // A fresh digester, as at the next start, finds the piece and cannot read it.
-  const { PieceDigests } = await import("../../src/storage/digests.ts");
+  const { PieceDigests } = await import("../../src/catalog/digests.ts");
   const { SqliteCatalogRecords } = await import("../../src/db/sqlite/catalog_records.ts");
   const digests = new PieceDigests({
     store: server.server.store,

@@ -7,17 +7,17 @@
 import * as DataSegment from "@web3-storage/data-segment";
 import * as RustHasher from "fr32-sha2-256-trunc254-padded-binary-tree-multihash";
 import { assertEquals } from "../helpers/assert.ts";
-import { PieceHasher } from "../../src/piece_cid/hasher.ts";
-import { ParallelPieceHasher } from "../../src/piece_cid/parallel.ts";
-import { HashWorkerPool } from "../../src/piece_cid/pool.ts";
+import { PieceHasher } from "../../src/kernel/piece_cid/hasher.ts";
+import { ParallelPieceHasher } from "../../src/kernel/piece_cid/parallel.ts";
+import { HashWorkerPool } from "../../src/kernel/piece_cid/pool.ts";
 import {
   base32Encode,
   parseCid,
   pieceCidV1,
   pieceCidV2,
   sha256Cid,
-} from "../../src/piece_cid/cid_codec.ts";
-import { pieceCidOfStream } from "../../src/piece_cid/mod.ts";
+} from "../../src/kernel/piece_cid/cid_codec.ts";
+import { pieceCidOfStream } from "../../src/kernel/piece_cid/mod.ts";
 import { seededRandom } from "../../scripts/lib/random.ts";
 
 function ours(bytes: Uint8Array): { v2: string; v1: string } {

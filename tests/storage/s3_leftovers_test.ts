@@ -16,7 +16,7 @@ import {
   uploadKeys,
 } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
-import { S3Store } from "../../src/storage/driver/s3/s3_store.ts";
+import { S3Store } from "../../src/driver/s3/s3_store.ts";
 
 const ignore = !s3Available();
 

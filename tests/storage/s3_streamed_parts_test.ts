@@ -12,7 +12,7 @@ import { patternBytes } from "../helpers/server.ts";
 import { s3Available, s3ForTests } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
 import { eventually } from "../helpers/wait.ts";
-import { S3Store } from "../../src/storage/driver/s3/s3_store.ts";
+import { S3Store } from "../../src/driver/s3/s3_store.ts";
 
 const ignore = !s3Available();
 const PART = 8 * MIB;

@@ -163,7 +163,7 @@ Deno.test({
 Deno.test("faults: a driver that runs out of space mid-upload is 507, nothing kept or charged", async () => {
   // Driver-level fault, for machines where a tmpfs cannot be mounted: the real disk store,
   // whose writes fail with ENOSPC once 1 MiB has gone through.
-  const { StoreError } = await import("../../src/storage/driver/driver.ts");
+  const { StoreError } = await import("../../src/driver/driver.ts");
   await using server = await startTestServer({
     args: ["--sponsored-daily-cap", "3MiB"],
     wrapStore: (store) => ({

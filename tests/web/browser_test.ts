@@ -9,7 +9,7 @@ import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { MIB, sha256Hex } from "../helpers/bytes.ts";
 import { bundleForBrowser, serveStatic, withBrowser } from "../helpers/browser.ts";
 import { patternBytes, startTestServer } from "../helpers/server.ts";
-import { pieceCidOfStream } from "../../src/piece_cid/mod.ts";
+import { pieceCidOfStream } from "../../src/kernel/piece_cid/mod.ts";
 import type { StorageTestPage } from "../fixtures/browser/sdk_page.ts";
 
 const FIXTURES = new URL("../fixtures/browser/", import.meta.url);

@@ -8,8 +8,8 @@
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { errorOf, startTestServer } from "../helpers/server.ts";
 import { rawRequest } from "../helpers/raw_http.ts";
-import { pageCsp } from "../../src/http/web.ts";
-import { hashWorkerSource } from "../../src/piece_cid/worker_source.ts";
+import { pageCsp } from "../../src/http/service/web.ts";
+import { hashWorkerSource } from "../../src/kernel/piece_cid/worker_source.ts";
 
 const FILES = [
   { path: "/", type: /^text\/html; charset=utf-8$/ },

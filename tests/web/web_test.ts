@@ -1,5 +1,5 @@
 /**
- * The web page (src/web/app/) in Chromium against the real server, which
+ * The web page (src/client/web/app/) in Chromium against the real server, which
  * serves it at / on 127.0.0.1 (same origin as the API, under the page's
  * strict Content-Security-Policy): sponsored and token uploads (the cid the
  * page shows is the server's, split files show the manifest's cid), sign-up
@@ -23,8 +23,8 @@ import type { TestServer } from "../helpers/server.ts";
 import { deployTestUsdc, startAnvil, usdc } from "../helpers/anvil.ts";
 import { startSmtpSink } from "../helpers/smtp_sink.ts";
 import { devKey, walletArgs } from "../helpers/wallet.ts";
-import { ERROR_SENTENCES } from "../../src/web/app/messages.ts";
-import { MANIFEST_CONTENT_TYPE } from "../../src/client/mod.ts";
+import { ERROR_SENTENCES } from "../../src/client/web/app/messages.ts";
+import { MANIFEST_CONTENT_TYPE } from "../../src/client/sdk/mod.ts";
 
 const SCREENSHOT_DIR = Deno.env.get("SCREENSHOT_DIR") ?? "screenshots";
 const VIEWPORT = { width: 1200, height: 800 };

@@ -20,8 +20,8 @@
  * is retried by this instance's heartbeat. A lasting reservation (a resumable
  * upload's) has no instance: its upload's finish, end or expiry releases it.
  */
-import type { Clock } from "../../clock.ts";
-import { utcDay } from "../../clock.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import { utcDay } from "../../kernel/clock.ts";
 import { capStatusOf } from "../../limits/daily_caps.ts";
 import type {
   CapLedger,

@@ -7,7 +7,7 @@
  *     ends the process;
  *   - a deadline on each statement (and, with `cut`, on a whole transaction):
  *     a statement past it, or one still waiting when the database is found
- *     silent (liveness.ts), has its socket destroyed, so it fails at once,
+ *     silent (kernel/liveness.ts), has its socket destroyed, so it fails at once,
  *     and the server rolls back whatever it had open when it sees the
  *     connection gone;
  *   - released destroyed, never back into the pool, once its state is not
@@ -18,7 +18,7 @@
  */
 // @deno-types="@types/pg"
 import type pg from "pg";
-import type { Liveness } from "../../liveness.ts";
+import type { Liveness } from "../../kernel/liveness.ts";
 import { asUnavailable, DatabaseUnavailableError, isConnectionLost } from "./unavailable.ts";
 
 export type Row = Record<string, unknown>;

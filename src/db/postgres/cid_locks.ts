@@ -1,5 +1,5 @@
 /**
- * Per-cid commit locks across instances (see storage/cid_locks.ts for why):
+ * Per-cid commit locks across instances (see catalog/cid_locks.ts for why):
  * a session-level advisory lock on the cid's 64-bit hash, held on a
  * connection of a pool kept for locks only, so a commit waiting for its lock
  * never starves the queries of the commits that hold one. If an instance
@@ -8,7 +8,7 @@
  * When the database goes away under a held lock (a restart, a failover),
  * the lock goes with the connection: `lockLost` aborts, so the commit stops
  * before it writes anything another instance may now be deciding about
- * (storage/catalog.ts), and the connection is destroyed, never reused.
+ * (catalog/catalog.ts), and the connection is destroyed, never reused.
  *
  * The lock is taken with pg_try_advisory_lock, tried again every
  * LOCK_POLL_MS: each try is a short statement under the call deadline, so a
@@ -16,7 +16,7 @@
  * for another instance's commit of the same cid (a large server-side copy
  * may take a while) is bounded by LOCK_WAIT_MS, then answered 503.
  */
-import { sleep } from "../../clock.ts";
+import { sleep } from "../../kernel/clock.ts";
 import type { Checkout } from "./checkout.ts";
 import type { PostgresPool } from "./connection.ts";
 import { DatabaseUnavailableError } from "./unavailable.ts";

@@ -10,7 +10,7 @@
  *     the call fails as DatabaseUnavailableError (503, Retry-After); the
  *     server cancels a statement past it too (statement_timeout, lock_timeout);
  *   - a database that does not answer at all is found within seconds and
- *     calls then fail at once until it answers again (src/liveness.ts,
+ *     calls then fail at once until it answers again (src/kernel/liveness.ts,
  *     probed with a connection of its own);
  *   - connections that die in or out of the pool are caught (no uncaught
  *     error ends the process) and never reused;
@@ -21,8 +21,8 @@
  */
 // @deno-types="@types/pg"
 import pg from "pg";
-import type { Liveness } from "../../liveness.ts";
-import { parsePostgresUrl } from "../../postgres_url.ts";
+import type { Liveness } from "../../kernel/liveness.ts";
+import { parsePostgresUrl } from "../../kernel/postgres_url.ts";
 import { Checkout, destroySocket, raceAbort } from "./checkout.ts";
 import type { Row, Rows } from "./checkout.ts";
 import { failoverClient, hostCursor, requireWritable } from "./failover.ts";
@@ -30,7 +30,7 @@ import { asUnavailable, DatabaseUnavailableError, isPostgresUnavailable } from "
 
 export type { Row, Rows };
 export { isPostgresUnavailable } from "./unavailable.ts";
-export { whereOf } from "../../postgres_url.ts";
+export { whereOf } from "../../kernel/postgres_url.ts";
 
 /** A piece of SQL with parameters of its own, spliced into a tagged template. */
 export class Fragment {
@@ -200,7 +200,7 @@ export class PostgresPool {
 }
 
 /**
- * Whether the database answers, for liveness.ts: each call connects once
+ * Whether the database answers, for kernel/liveness.ts: each call connects once
  * (with several hosts, to the one its own cursor points at, so successive
  * probes walk the hosts too), asks, and disconnects.
  */

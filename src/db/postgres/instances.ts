@@ -6,7 +6,7 @@
  * about deadAfterMs + heartbeatMs. A live instance whose row was swept (it
  * could not reach the database for that long) puts its row back.
  */
-import type { Logger } from "../../log.ts";
+import type { Logger } from "../../kernel/log.ts";
 import type { Sql } from "./connection.ts";
 
 export interface InstanceHeartbeatOptions {

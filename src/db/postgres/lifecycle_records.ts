@@ -6,7 +6,7 @@
  * removal's own re-check. Timestamps are RFC 3339 text, compared bytewise
  * (COLLATE "C"), whatever the server's locale.
  */
-import { MANIFEST_CONTENT_TYPE } from "../../manifest_format.ts";
+import { MANIFEST_CONTENT_TYPE } from "../../kernel/manifest_format.ts";
 import type { Sql } from "./connection.ts";
 import type { LifecycleRecords, RemovalMark, SweepPageRow, SweepRecord } from "../records.ts";
 

@@ -3,7 +3,7 @@
  * this instance (instances.ts) and hands out the records, the cap ledger, the
  * cid locks, the shared HMAC key and the operator's row copies, all over one
  * connection pool (plus a small pool that only holds cid locks). Both pools
- * share one judgement of whether the database answers at all (liveness.ts):
+ * share one judgement of whether the database answers at all (kernel/liveness.ts):
  * while it does not, every call fails at once as DatabaseUnavailableError,
  * and /healthz says so; the heartbeat, the corrupt-mark poll and requests
  * probe it again, so the instance comes back by itself.
@@ -12,10 +12,10 @@
  * starting at once migrate once; a schema newer than this build is refused
  * (DatabaseTooNewError), as with SQLite.
  */
-import { systemClock } from "../../clock.ts";
-import type { Clock } from "../../clock.ts";
-import { Liveness } from "../../liveness.ts";
-import type { Logger } from "../../log.ts";
+import { systemClock } from "../../kernel/clock.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import { Liveness } from "../../kernel/liveness.ts";
+import type { Logger } from "../../kernel/log.ts";
 import { DatabaseTooNewError } from "../too_new.ts";
 import { PostgresCapLedger } from "./cap_ledger.ts";
 import { PostgresBlockRecords } from "./block_records.ts";

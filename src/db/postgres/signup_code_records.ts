@@ -1,6 +1,6 @@
 /** Pending signup codes in PostgreSQL: as db/sqlite/signup_code_records.ts. */
 import type { Sql } from "./connection.ts";
-import type { SignupCodeRecord } from "../../domain.ts";
+import type { SignupCodeRecord } from "../../domain/vocabulary.ts";
 import type { SignupCodeRecords } from "../records.ts";
 
 export class PostgresSignupCodeRecords implements SignupCodeRecords {

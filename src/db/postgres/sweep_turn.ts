@@ -1,6 +1,6 @@
 /**
  * One garbage-collection sweep at a time across every instance and `main.ts
- * gc` sharing the database (see storage/sweep_turn.ts): a session-level
+ * gc` sharing the database (see catalog/sweep_turn.ts): a session-level
  * advisory lock, tried without waiting and held on a connection of the lock
  * pool for the whole sweep. A sweeper that dies drops its connection, and
  * PostgreSQL the lock with it, so the next one may start at once; a
@@ -19,7 +19,7 @@ export interface PostgresSweepTurnOptions {
   timeoutMs: number;
 }
 
-/** storage/sweep_turn.ts' SweepTurn, over the database (db/ does not import storage/). */
+/** catalog/sweep_turn.ts' SweepTurn, over the database (db/ does not import catalog/). */
 export class PostgresSweepTurn {
   readonly #options: PostgresSweepTurnOptions;
 

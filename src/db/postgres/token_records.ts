@@ -1,6 +1,6 @@
 /** Token metadata in PostgreSQL: as db/sqlite/token_records.ts, read by every instance. */
 import type { Sql } from "./connection.ts";
-import type { TokenRecord } from "../../domain.ts";
+import type { TokenRecord } from "../../domain/vocabulary.ts";
 import type { TokenRecords } from "../records.ts";
 
 const COLUMNS = `jti, sub, email, wallet, label, scopes, quota_mb AS "quotaMb",

@@ -3,7 +3,7 @@
  * client or the server said: a refused or reset connection, a deadline
  * passed, a server shutting down or recovering, a standby reached instead of
  * a primary. The HTTP layer answers it 503 storage_offline with Retry-After
- * (http/pipeline_errors.ts); anything else a query throws is a bug or a rule
+ * (http/pipeline/errors.ts); anything else a query throws is a bug or a rule
  * (a constraint) and stays what it is.
  */
 

@@ -299,7 +299,7 @@ const DEAL_COLUMNS = `id, cid, tier, owner_sub AS ownerSub, owner AS ownerName, 
   content_type AS contentType, filename, term_days AS termDays, created_at AS createdAt,
   term_ends_at AS termEndsAt, deleted_at AS deletedAt`;
 
-/** Each state as a condition on a deal's row at the instant $now (wire.ts: DealState). */
+/** Each state as a condition on a deal's row at the instant $now (kernel/wire.ts: DealState). */
 const STATE_CONDITIONS: Record<DealFilter["state"], string> = {
   active: "deleted_at IS NULL AND term_ends_at > $now",
   expired: "deleted_at IS NULL AND term_ends_at <= $now",

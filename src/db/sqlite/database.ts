@@ -43,6 +43,11 @@ export function openDatabase(options: OpenDatabaseOptions): Database {
  * restart the copy, over and over under load. What is still in the WAL is in
  * the snapshot.
  */
+/** The database as it is, read-only and unmigrated (a backup brings its copy up to date). */
+export function openDatabaseReadOnly(path: string): Database {
+  return new DatabaseSync(path, { readOnly: true });
+}
+
 export async function snapshotDatabase(db: Database, target: string): Promise<void> {
   await sqliteBackup(db, target, { rate: -1 });
 }

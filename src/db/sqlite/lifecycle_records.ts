@@ -7,7 +7,7 @@
  * the three can never disagree.
  */
 import type { StatementSync } from "node:sqlite";
-import { MANIFEST_CONTENT_TYPE } from "../../manifest_format.ts";
+import { MANIFEST_CONTENT_TYPE } from "../../kernel/manifest_format.ts";
 import { transaction } from "./database.ts";
 import type { Database } from "./database.ts";
 import { ManifestListingStatements } from "./manifest_listing.ts";

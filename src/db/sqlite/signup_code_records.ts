@@ -2,7 +2,7 @@
 /** Pending signup codes (`--signup verify`): one per e-mail address and client. */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { SignupCodeRecord } from "../../domain.ts";
+import type { SignupCodeRecord } from "../../domain/vocabulary.ts";
 import type { SignupCodeRecords } from "../records.ts";
 
 interface SignupCodeRow extends Omit<SignupCodeRecord, "scopes"> {

@@ -2,7 +2,7 @@
 /** Token metadata rows: insert at signup, revocation state on every request. */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { TokenRecord } from "../../domain.ts";
+import type { TokenRecord } from "../../domain/vocabulary.ts";
 import type { TokenRecords } from "../records.ts";
 
 interface TokenRow extends Omit<TokenRecord, "scopes"> {

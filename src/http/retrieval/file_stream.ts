@@ -11,8 +11,8 @@
  * whole. The first piece is opened before the answer's head is sent, so a
  * file whose first piece is unavailable gets an error status instead.
  */
-import type { Manifest } from "../../manifest_format.ts";
-import type { ByteRange } from "../../storage/driver/driver.ts";
+import type { Manifest } from "../../kernel/manifest_format.ts";
+import type { ByteRange } from "../../driver/driver.ts";
 import { findServablePiece, mustExist } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
 

@@ -9,26 +9,26 @@
  * hand out /f/ links for everything. The bytes always come through the
  * service, never through nginx's offload: they span several files.
  */
-import { ApiError } from "../../errors.ts";
+import { ApiError } from "../../kernel/errors.ts";
 import type { PieceRecord } from "../../db/records.ts";
-import type { Logger } from "../../log.ts";
+import type { Logger } from "../../kernel/log.ts";
 import {
   isManifestType,
   ManifestFormatError,
   MAX_MANIFEST_BYTES,
   readManifest,
-} from "../../manifest_format.ts";
-import type { Manifest } from "../../manifest_format.ts";
-import type { RequestContext } from "../context.ts";
-import { contentDisposition } from "../upload_headers.ts";
-import { isServableType } from "../manifest_check.ts";
+} from "../../kernel/manifest_format.ts";
+import type { Manifest } from "../../kernel/manifest_format.ts";
+import type { RequestContext } from "../pipeline/context.ts";
+import { contentDisposition } from "../../uploads/type_and_name.ts";
+import { isServableType } from "../../uploads/manifest_check.ts";
 import { fileStream, openPart, partsOf } from "./file_stream.ts";
 import { applyRange, matchesEtag, notModified } from "./piece_answer.ts";
 import { answerPieceRoute, cidParam } from "./pieces.ts";
 import { decideRange } from "./range_request.ts";
 import { findServablePiece, mustExist } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
-import { CID_PARAM, retrievalDoc } from "./route_docs.ts";
+import { CID_PARAM, retrievalDoc } from "../docs/retrieval_docs.ts";
 
 export const FILE_PATH = "/f/:cid";
 

@@ -5,7 +5,7 @@
  * All three routes go through the same lookup (stored_piece.ts) and, for one
  * piece, the same answer (piece_answer.ts).
  */
-import type { Handler } from "../router.ts";
+import type { Handler } from "../pipeline/router.ts";
 import { answerFileRoute } from "./files.ts";
 import { answerPieceGateway } from "./piece_gateway.ts";
 import { answerPieceRoute, cidParam, fastPathOf } from "./pieces.ts";

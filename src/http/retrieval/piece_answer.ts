@@ -7,9 +7,9 @@
  * cache holds), nginx (--x-accel-redirect, when the route allows it), or the
  * store, which reads only the range asked for.
  */
-import { ApiError } from "../../errors.ts";
+import { ApiError } from "../../kernel/errors.ts";
 import type { PieceRecord } from "../../db/records.ts";
-import type { RequestContext } from "../context.ts";
+import type { RequestContext } from "../pipeline/context.ts";
 import { offloadable } from "./offload.ts";
 import { contentRangeOf, decideRange, unsatisfiedRangeOf } from "./range_request.ts";
 import type { RangeDecision } from "./range_request.ts";

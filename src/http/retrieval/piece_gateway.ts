@@ -13,15 +13,15 @@
  * cid asked for, `Cache-Control: public, max-age=29030400, immutable`, a
  * quoted ETag (the cid asked for), nosniff.
  */
-import { ApiError } from "../../errors.ts";
+import { ApiError } from "../../kernel/errors.ts";
 import type { PieceRecord } from "../../db/records.ts";
-import { normalizeCid } from "../../cid_format.ts";
-import { parseCid, pieceCidV1 } from "../../piece_cid/cid_codec.ts";
-import type { RequestContext } from "../context.ts";
+import { normalizeCid } from "../../kernel/cid_format.ts";
+import { parseCid, pieceCidV1 } from "../../kernel/piece_cid/cid_codec.ts";
+import type { RequestContext } from "../pipeline/context.ts";
 import { answerPiece } from "./piece_answer.ts";
 import { findServablePiece } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
-import { retrievalDoc } from "./route_docs.ts";
+import { retrievalDoc } from "../docs/retrieval_docs.ts";
 
 export const PIECE_GATEWAY_PATH = "/piece/:pieceCid";
 

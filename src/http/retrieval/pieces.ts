@@ -19,18 +19,18 @@
  * piece is cached only if it is still servable once its bytes are read, so a
  * read that raced the mark cannot put it back.
  */
-import { normalizeCid } from "../../cid_format.ts";
-import { ApiError } from "../../errors.ts";
+import { normalizeCid } from "../../kernel/cid_format.ts";
+import { ApiError } from "../../kernel/errors.ts";
 import type { PieceRecord } from "../../db/records.ts";
-import { contentDisposition } from "../upload_headers.ts";
-import { applyCorsHeaders } from "../cors.ts";
-import type { RequestContext } from "../context.ts";
+import { contentDisposition } from "../../uploads/type_and_name.ts";
+import { applyCorsHeaders } from "../pipeline/cors.ts";
+import type { RequestContext } from "../pipeline/context.ts";
 import { CachedPiece } from "./small_piece_cache.ts";
 import { answerPiece, applyRange, matchesEtag, notModified, sliceOf } from "./piece_answer.ts";
 import { decideRange } from "./range_request.ts";
 import { findServablePiece, mustExist, stillServable } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
-import { CID_PARAM, retrievalDoc } from "./route_docs.ts";
+import { CID_PARAM, retrievalDoc } from "../docs/retrieval_docs.ts";
 
 export const RETRIEVAL_PATH = "/p/:cid";
 

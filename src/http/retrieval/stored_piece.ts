@@ -7,13 +7,13 @@
  * refuses the bytes. Checked here once for every route, and for every piece
  * a split file's stream opens.
  */
-import { ApiError } from "../../errors.ts";
+import { ApiError } from "../../kernel/errors.ts";
 import type { PieceRecord } from "../../db/records.ts";
-import type { Logger } from "../../log.ts";
-import type { PieceCatalog } from "../../storage/catalog.ts";
-import { StoreError } from "../../storage/driver/driver.ts";
-import type { PieceStore } from "../../storage/driver/driver.ts";
-import type { StoreReachability } from "../../storage/reachability.ts";
+import type { Logger } from "../../kernel/log.ts";
+import type { PieceCatalog } from "../../catalog/catalog.ts";
+import { StoreError } from "../../driver/driver.ts";
+import type { PieceStore } from "../../driver/driver.ts";
+import type { StoreReachability } from "../../catalog/reachability.ts";
 import type { PieceOffload } from "./offload.ts";
 import type { SmallPieceCache } from "./small_piece_cache.ts";
 

@@ -4,8 +4,8 @@
  * HEAD /piece/{pieceCid}).
  */
 import { assertEquals, assertOk } from "../../helpers/assert.ts";
-import { pieceCid } from "../../../src/client/mod.ts";
-import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/manifest_format.ts";
+import { pieceCid } from "../../../src/client/sdk/mod.ts";
+import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/kernel/manifest_format.ts";
 import type { Probe } from "../openapi_probe.ts";
 import { corrupted, stored } from "./retrieval.ts";
 import { CID, wrongMethod } from "./scenario.ts";

@@ -5,9 +5,9 @@
 import { assertEquals } from "../../helpers/assert.ts";
 import { patternBytes } from "../../helpers/server.ts";
 import { pieceCidOf, uploadMetadata } from "../../helpers/tus_requests.ts";
-import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/manifest_format.ts";
+import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/kernel/manifest_format.ts";
 import { sha256 } from "../../helpers/bytes.ts";
-import { sha256Cid } from "../../../src/piece_cid/cid_codec.ts";
+import { sha256Cid } from "../../../src/kernel/piece_cid/cid_codec.ts";
 import type { Answer, Probe, SendInit } from "../openapi_probe.ts";
 import { corrupted } from "./retrieval.ts";
 import {

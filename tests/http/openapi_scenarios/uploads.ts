@@ -4,10 +4,10 @@
  */
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "../../helpers/assert.ts";
-import { shardOf } from "../../../src/storage/driver/disk/layout.ts";
+import { shardOf } from "../../../src/driver/disk/layout.ts";
 import { patternBytes } from "../../helpers/server.ts";
 import type { Probe } from "../openapi_probe.ts";
-import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/manifest_format.ts";
+import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/kernel/manifest_format.ts";
 import { bearer, chainDown, CID, rawPost, tokenScenarios, wrongMethod } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 

@@ -1,7 +1,7 @@
 /**
  * A piece's SHA-256 may be unknown for a moment: a first upload of a cid is
  * acknowledged without hashing on the receiving thread, and the digest is
- * read back from the stored bytes afterwards (src/storage/digests.ts). SQLite
+ * read back from the stored bytes afterwards (src/catalog/digests.ts). SQLite
  * cannot relax NOT NULL in place, so the table is rebuilt (foreign keys are
  * off for this migration; see Migration.rebuildsTables).
  */

@@ -1,5 +1,5 @@
 /**
- * Corrupt marks get a number that never repeats. Pollers (storage/
+ * Corrupt marks get a number that never repeats. Pollers (catalog/
  * corrupt_watch.ts) read "marks after the last one seen", and the rowid they
  * used is reused by SQLite once the newest rows are deleted: a piece marked,
  * repaired and marked again could come back with an old number and never be

@@ -1,0 +1,32 @@
+/** How a deal is shown to its owner, in /api/files and by deal extension and deletion. */
+import type { DealRecord } from "../../db/records.ts";
+import type { Deal, DealState } from "../../kernel/wire.ts";
+
+export function dealView(deal: DealRecord, options: { baseUrl: string; now: number }): Deal {
+  return {
+    cid: deal.cid,
+    dealId: deal.id,
+    size: Number(deal.size),
+    contentType: deal.contentType,
+    filename: deal.filename,
+    createdAt: deal.createdAt,
+    term: `${deal.termDays} days`,
+    termEndsAt: deal.termEndsAt,
+    state: dealStateAt(deal, options.now),
+    deletedAt: deal.deletedAt,
+    retrievalUrl: `${options.baseUrl}/p/${deal.cid}`,
+  };
+}
+
+/**
+ * A deal's state at an instant (Unix ms): deleted once its owner ended it,
+ * else active until its termEndsAt and expired from then on. The records'
+ * state filter says the same in SQL (CatalogRecords.listDeals).
+ */
+export function dealStateAt(
+  deal: Pick<DealRecord, "deletedAt" | "termEndsAt">,
+  now: number,
+): DealState {
+  if (deal.deletedAt !== null) return "deleted";
+  return Date.parse(deal.termEndsAt) > now ? "active" : "expired";
+}

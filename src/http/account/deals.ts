@@ -1,0 +1,116 @@
+/**
+ * A deal's owner acts on it [pin]:
+ *
+ * - POST /api/deals/{dealId}/extend adds one term of the deal's tier to its
+ *   end date and returns the deal. A term may end at most --max-term-days
+ *   from now (five years by default): storage promised further ahead than
+ *   the service can plan for is a promise it cannot keep. An extension past
+ *   that is clamped (still 200); the deal shows its real end and the days
+ *   actually added. An expired deal may be extended while its piece is still
+ *   stored (the grace period); a deleted deal, or one whose piece was
+ *   removed, is 410 gone.
+ * - DELETE /api/deals/{dealId} ends the deal now (state "deleted") and
+ *   returns it; deleting it again changes nothing. The quota its upload
+ *   used is not given back. Once no deal keeps the piece, it is removed
+ *   after the grace period (ops/gc.ts).
+ *
+ * A deal of another user, a sponsored deal (it has no owner) or an unknown
+ * id is 404 alike.
+ */
+import { ApiError } from "../../kernel/errors.ts";
+import { requireTokenScope } from "../../auth/scopes.ts";
+import { addDays, DAY_MS, toRfc3339 } from "../../kernel/clock.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import type { Config } from "../../config/mod.ts";
+import type { CatalogRecords, DealRecord } from "../../db/records.ts";
+import type { PieceCatalog } from "../../catalog/catalog.ts";
+import { dealView } from "./deal_view.ts";
+import type { RequestContext } from "../pipeline/context.ts";
+import { jsonResponse } from "../pipeline/json.ts";
+import type { Handler } from "../pipeline/router.ts";
+import { TOKEN_ERRORS } from "../docs/route_doc.ts";
+import type { ParameterDoc, RouteDoc } from "../docs/route_doc.ts";
+import { stringSchema } from "../docs/schemas/json_schema.ts";
+
+export interface DealDeps {
+  records: CatalogRecords;
+  catalog: PieceCatalog;
+  config: Config;
+  clock: Clock;
+  baseUrl: string;
+}
+
+const DEAL_ID_PARAMETER: ParameterDoc = {
+  name: "dealId",
+  in: "path",
+  description: "dealId of an upload",
+  schema: stringSchema,
+};
+
+export const extendDealDoc: RouteDoc = {
+  operationId: "extendDeal",
+  summary: "Extend a deal's term by one term of its tier",
+  description: "Another user's deal, a sponsored deal and an unknown id are all 404. A " +
+    "deleted deal, or one whose piece was removed after it expired, is 410.",
+  auth: "token",
+  scope: "pin",
+  parameters: [DEAL_ID_PARAMETER],
+  responses: [{ status: 200, description: "The extended deal", body: { json: "Deal" } }],
+  errors: [...TOKEN_ERRORS, "insufficient_scope", "not_found", "gone"],
+};
+
+export const deleteDealDoc: RouteDoc = {
+  operationId: "deleteDeal",
+  summary: "End a deal now (its state becomes deleted)",
+  description: "The quota the upload used is not given back. Once no deal keeps the piece, " +
+    "it is removed after the server's grace period; copies made elsewhere (caches, " +
+    "storage providers) may remain. Deleting a deleted deal returns it unchanged. Another " +
+    "user's deal, a sponsored deal and an unknown id are all 404.",
+  auth: "token",
+  scope: "pin",
+  parameters: [DEAL_ID_PARAMETER],
+  responses: [{ status: 200, description: "The deleted deal", body: { json: "Deal" } }],
+  errors: [...TOKEN_ERRORS, "insufficient_scope", "not_found"],
+};
+
+export function createExtendDealHandler(deps: DealDeps): Handler {
+  return async (_request, context) => {
+    const deal = await ownDeal(deps, context);
+    if (deal.deletedAt !== null) throw new ApiError("gone", "This deal was deleted");
+    const termDays = deps.config[deal.tier].termDays;
+    const endsAt = Date.parse(deal.termEndsAt);
+    const latest = addDays(deps.clock.now(), deps.config.maxTermDays);
+    // Whole days only, so term (days) and termEndsAt always agree; never shortened (a deal
+    // already past the limit, after the flag was lowered, keeps its end).
+    const roomDays = Math.max(0, Math.floor((latest - endsAt) / DAY_MS));
+    const addedDays = Math.min(termDays, roomDays);
+    const termEndsAt = toRfc3339(addDays(endsAt, addedDays));
+    if (!await deps.catalog.extendDeal(deal, addedDays, termEndsAt)) {
+      throw new ApiError("gone", `The piece ${deal.cid} was removed: upload it again`);
+    }
+    return await dealAnswer(deps, deal.id);
+  };
+}
+
+export function createDeleteDealHandler(deps: DealDeps): Handler {
+  return async (_request, context) => {
+    const deal = await ownDeal(deps, context);
+    await deps.records.deleteDeal(deal.id, toRfc3339(deps.clock.now()));
+    return await dealAnswer(deps, deal.id);
+  };
+}
+
+/** The caller's deal named by the path, or 404. */
+async function ownDeal(deps: DealDeps, context: RequestContext): Promise<DealRecord> {
+  const caller = requireTokenScope(await context.caller(), "pin");
+  const deal = await deps.records.getDeal(context.params.dealId);
+  if (deal === null || deal.ownerSub !== caller.sub) {
+    throw new ApiError("not_found", "No such deal");
+  }
+  return deal;
+}
+
+async function dealAnswer(deps: DealDeps, id: string): Promise<Response> {
+  const deal = (await deps.records.getDeal(id))!;
+  return jsonResponse(200, dealView(deal, { baseUrl: deps.baseUrl, now: deps.clock.now() }));
+}

@@ -1,0 +1,96 @@
+/**
+ * The caller's tokens.
+ *
+ * GET /api/tokens [list] — metadata of every token of the user, newest first,
+ * revoked ones marked; never a token itself.
+ *
+ * POST /api/tokens/revoke — {jti}. A live token may always revoke itself;
+ * revoking a sibling (same user) needs the `list` scope; another user's or an
+ * unknown jti is 404, so the endpoint never tells whether a jti exists.
+ * Idempotent: revoking again answers the first revocation time.
+ */
+import { ApiError } from "../../kernel/errors.ts";
+import { toRfc3339 } from "../../kernel/clock.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import type { TokenRecords } from "../../db/records.ts";
+import { requireScope, requireTokenCaller, requireTokenScope } from "../../auth/scopes.ts";
+import { jsonResponse } from "../pipeline/json.ts";
+import type { Handler } from "../pipeline/router.ts";
+import type { RevokeResult, TokenInfo, TokenList } from "../../kernel/wire.ts";
+import { JSON_BODY_ERRORS, TOKEN_ERRORS } from "../docs/route_doc.ts";
+import type { RouteDoc } from "../docs/route_doc.ts";
+
+export interface RevokeDeps {
+  tokenRecords: TokenRecords;
+  clock: Clock;
+}
+
+export const revokeTokenDoc: RouteDoc = {
+  operationId: "revokeToken",
+  summary: "Revoke a token by its jti",
+  description: "A token may always revoke itself; revoking another token of the same " +
+    "user needs the `list` scope. Another user's jti and an unknown one are both 404. " +
+    "Revoking again answers the first revocation's time.",
+  auth: "token",
+  requestBody: { description: "The token to revoke", body: { json: "RevokeRequest" } },
+  responses: [{ status: 200, description: "Revoked", body: { json: "RevokeResult" } }],
+  errors: [
+    ...TOKEN_ERRORS,
+    ...JSON_BODY_ERRORS,
+    "invalid_request",
+    "insufficient_scope",
+    "not_found",
+  ],
+};
+
+export const listTokensDoc: RouteDoc = {
+  operationId: "listTokens",
+  summary: "List the caller's tokens (metadata only)",
+  auth: "token",
+  scope: "list",
+  responses: [{
+    status: 200,
+    description: "Every token of the caller's user, newest first",
+    body: { json: "TokenList" },
+  }],
+  errors: [...TOKEN_ERRORS, "insufficient_scope"],
+};
+
+export function createRevokeHandler(deps: RevokeDeps): Handler {
+  return async (_request, context) => {
+    const caller = requireTokenCaller(await context.caller());
+    const { jti } = await context.readJson();
+    if (typeof jti !== "string" || jti === "" || jti.length > 128) {
+      throw new ApiError("invalid_request", "jti (the id of the token to revoke) is required");
+    }
+    const target = await deps.tokenRecords.get(jti);
+    if (target === null || target.sub !== caller.sub) {
+      throw new ApiError("not_found", "No such token");
+    }
+    if (target.jti !== caller.jti) requireScope(caller, "list");
+    if (target.revokedAt === null) {
+      await deps.tokenRecords.revoke(jti, toRfc3339(deps.clock.now()));
+    }
+    // Set by the revocation above (or an earlier one).
+    const revokedAt = (await deps.tokenRecords.get(jti))!.revokedAt!;
+    return jsonResponse(200, { jti, revoked: true, revokedAt } satisfies RevokeResult);
+  };
+}
+
+export function createTokenListHandler(deps: RevokeDeps): Handler {
+  return async (_request, context) => {
+    const caller = requireTokenScope(await context.caller(), "list");
+    const tokens = (await deps.tokenRecords.list({ sub: caller.sub })).map((t): TokenInfo => ({
+      jti: t.jti,
+      label: t.label,
+      scopes: t.scopes,
+      quotaMb: t.quotaMb === null ? null : Number(t.quotaMb),
+      issuedAt: t.issuedAt,
+      expiresAt: t.expiresAt,
+      revoked: t.revokedAt !== null,
+      revokedAt: t.revokedAt,
+      current: t.jti === caller.jti,
+    }));
+    return jsonResponse(200, { tokens } satisfies TokenList);
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * What the three retrieval routes (/p/, /f/, /piece/) say about themselves in
+ * /openapi.json, built from one description of a retrieval answer: 200 with
+ * the bytes, 206 with a range of them, 304 for a matching If-None-Match, and
+ * the errors every retrieval can answer (416 with `Content-Range: bytes *\/size`).
+ * Each route's file exports its own doc, made here.
+ */
+import type { ErrorCode } from "../../kernel/errors.ts";
+import { CID_DESCRIPTION, CID_SCHEMA, IF_NONE_MATCH_PARAMETER } from "./route_doc.ts";
+import type { RouteDoc } from "./route_doc.ts";
+import type { HeaderUse } from "./schemas/headers.ts";
+import { stringSchema } from "./schemas/json_schema.ts";
+
+/** What a retrieval answer carries besides its body. */
+const BYTES_HEADERS: HeaderUse = {
+  "Content-Type": "always",
+  "Content-Length": "always",
+  "Content-Disposition": "always",
+  "Cache-Control": "always",
+  ETag: "always",
+  "Accept-Ranges": "always",
+  "X-Service-Piece-Cid": "always",
+  "X-Service-Source": "always",
+  "X-Content-Type-Options": "always",
+  "Content-Security-Policy": "always",
+};
+const { "Content-Length": _noLengthWithoutBody, ...NOT_MODIFIED_HEADERS } = BYTES_HEADERS;
+
+/** Every retrieval's errors besides those of the pipeline. */
+const RETRIEVAL_ERRORS: ErrorCode[] = [
+  "invalid_cid",
+  "not_found",
+  "gone",
+  "range_not_satisfiable",
+  "piece_corrupt",
+];
+
+export interface RetrievalDocOptions {
+  operationId: string;
+  summary: string;
+  description: string;
+  /** The path parameter's name ("cid", "pieceCid") and what it takes. */
+  param: { name: string; description: string };
+  /** What the 200's body is. */
+  whole: string;
+}
+
+export function retrievalDoc(options: RetrievalDocOptions): RouteDoc {
+  return {
+    operationId: options.operationId,
+    summary: options.summary,
+    description: options.description,
+    auth: "public",
+    parameters: [
+      {
+        name: options.param.name,
+        in: "path",
+        description: options.param.description,
+        schema: CID_SCHEMA,
+      },
+      IF_NONE_MATCH_PARAMETER,
+      {
+        name: "Range",
+        in: "header",
+        description: "One byte range (bytes=a-b, bytes=a- or bytes=-n) answers 206 with those " +
+          "bytes; a range that starts past the end answers 416; several ranges, another unit " +
+          "or a malformed value answer 200 with the whole (RFC 9110 §14)",
+        schema: { ...stringSchema, examples: ["bytes=0-1048575"] },
+      },
+      {
+        name: "If-Range",
+        in: "header",
+        description: "Honour Range only if this is the answer's ETag (strong comparison); " +
+          "otherwise the whole is sent with 200",
+        schema: stringSchema,
+      },
+    ],
+    responses: [
+      {
+        status: 200,
+        description: options.whole,
+        body: { binary: true },
+        headers: BYTES_HEADERS,
+      },
+      {
+        status: 206,
+        description: "The byte range asked for, cut at the end",
+        body: { binary: true },
+        headers: { ...BYTES_HEADERS, "Content-Range": "always" },
+      },
+      {
+        status: 304,
+        description: "Not modified: If-None-Match named this answer's ETag",
+        headers: NOT_MODIFIED_HEADERS,
+      },
+    ],
+    errors: RETRIEVAL_ERRORS,
+    errorHeaders: { 416: { "Content-Range": "always" } },
+  };
+}
+
+/** The cid parameter of /p/ and /f/. */
+export const CID_PARAM = { name: "cid", description: CID_DESCRIPTION };

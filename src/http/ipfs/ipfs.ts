@@ -1,0 +1,165 @@
+/**
+ * GET and HEAD /ipfs/{cid}: the IPFS trustless gateway (ipfs/specs,
+ * http-gateways/trustless-gateway.md) over the blocks the service holds:
+ * one raw block, or a CAR of the DAG under the cid (dag-scope block, entity
+ * or all), depth first, each block once.
+ *
+ * The straight line: parse the cid (CIDv0 or CIDv1) → what is asked for
+ * (ipfs_negotiation.ts) → locate the root block (404 when not held) →
+ * conditional request (304) → headers → body. Answers are immutable, and
+ * CAR answers are deterministic, so both carry strong ETags.
+ *
+ * A CAR answer is streamed as the DAG is walked: a block found missing below
+ * the root cuts the stream short (the status was sent already), which the
+ * specification asks clients to detect.
+ */
+import { CID } from "multiformats/cid";
+import { base36 } from "multiformats/bases/base36";
+import { ApiError } from "../../kernel/errors.ts";
+import type { BlockSource, LocatedBlock } from "../../ipfs/blocks.ts";
+import { carChunks } from "../../ipfs/car_write.ts";
+import { walkDag } from "../../ipfs/dag_walk.ts";
+import { CAR_RESPONSE_TYPE, negotiate, RAW_BLOCK_TYPE } from "./negotiation.ts";
+import type { GatewayAnswer } from "./negotiation.ts";
+import { matchesEtag } from "../retrieval/piece_answer.ts";
+import { apiErrorOfStoreFailure } from "../../uploads/store_errors.ts";
+import type { Handler } from "../pipeline/router.ts";
+import { IF_NONE_MATCH_PARAMETER } from "../docs/route_doc.ts";
+import type { RouteDoc } from "../docs/route_doc.ts";
+import type { HeaderUse } from "../docs/schemas/headers.ts";
+import { stringSchema } from "../docs/schemas/json_schema.ts";
+
+export const IPFS_PATH = "/ipfs/:cid";
+
+/** Immutable for a year less a bit, as the path gateway specification asks. */
+const IMMUTABLE = "public, max-age=29030400, immutable";
+
+const GATEWAY_HEADERS: HeaderUse = {
+  "Content-Type": "always",
+  "Content-Disposition": "always",
+  ETag: "always",
+  "X-Content-Type-Options": "always",
+  "X-Ipfs-Roots": "always",
+  "X-Ipfs-Path": "always",
+  Vary: "always",
+  "Content-Location": "sometimes",
+};
+
+export const getIpfsDoc: RouteDoc = {
+  operationId: "getIpfs",
+  summary: "Trustless IPFS gateway: a block or a CAR of a DAG the service holds (public)",
+  description: "As the IPFS trustless gateway specification says: " +
+    "Accept: application/vnd.ipld.raw (or ?format=raw) answers the block itself; " +
+    "Accept: application/vnd.ipld.car (or ?format=car) answers a CARv1 of the DAG under the " +
+    "cid (dag-scope=block, entity or all, the default), depth first, each block once " +
+    "(Content-Type application/vnd.ipld.car; version=1; order=dfs; dups=n). ?format wins " +
+    "over Accept. Blocks are those of CAR uploads, and raw uploads under their sha2-256 cid.",
+  auth: "public",
+  parameters: [
+    {
+      name: "cid",
+      in: "path",
+      description: "A CIDv1 (base32 or base36) or a CIDv0 (Qm…); blocks match by multihash",
+      schema: stringSchema,
+    },
+    {
+      name: "format",
+      in: "query",
+      description: "raw or car; wins over Accept",
+      schema: { ...stringSchema, enum: ["raw", "car"] },
+    },
+    {
+      name: "dag-scope",
+      in: "query",
+      description: "For a CAR: block, entity or all (default all)",
+      schema: { ...stringSchema, enum: ["block", "entity", "all"] },
+    },
+    IF_NONE_MATCH_PARAMETER,
+  ],
+  responses: [
+    {
+      status: 200,
+      description: "The raw block, or a CAR stream (cut short if a block below the root is " +
+        "not held: clients check a CAR for completeness)",
+      body: { binary: true },
+      headers: GATEWAY_HEADERS,
+    },
+    {
+      status: 304,
+      description: "Not modified: If-None-Match named this answer's ETag",
+      headers: { ETag: "always", "X-Ipfs-Roots": "always" },
+    },
+  ],
+  errors: ["invalid_cid", "invalid_request", "not_found", "not_acceptable"],
+};
+
+export function createIpfsHandler(deps: { blocks: BlockSource }): Handler {
+  return async (request, context) => {
+    const cid = parseCid(context.params.cid);
+    const answer = negotiate(context.url, request.headers.get("accept"));
+    const located = await deps.blocks.locate(cid).catch((error) => {
+      throw apiErrorOfStoreFailure(error);
+    });
+    if (located === null) throw notHeld(cid);
+    const headers = gatewayHeaders(cid, answer, context.url);
+    if (matchesEtag(request.headers.get("if-none-match"), headers.get("etag")!)) {
+      return new Response(null, { status: 304, headers });
+    }
+    if (answer.format === "raw") {
+      headers.set("content-length", String(located.length));
+      if (request.method === "HEAD") return new Response(null, { status: 200, headers });
+      const body = await deps.blocks.open(located).catch((error) => {
+        throw apiErrorOfStoreFailure(error);
+      });
+      if (body === null) throw notHeld(cid);
+      context.logFields.bytesOut = located.length;
+      return new Response(body, { status: 200, headers });
+    }
+    return new Response(carBody(deps.blocks, cid, located, answer.scope), { status: 200, headers });
+  };
+}
+
+/** The CAR of the DAG under cid, as a stream that walks only as fast as it is read. */
+function carBody(
+  blocks: BlockSource,
+  cid: CID,
+  located: LocatedBlock,
+  scope: "block" | "entity" | "all",
+): ReadableStream<Uint8Array> {
+  return ReadableStream.from(carChunks(blocks, [cid], walkDag(blocks, { cid, located }, scope)));
+}
+
+/** CIDv1 in base32 (b…) or base36 (k…), or CIDv0 (Qm…); 400 invalid_cid otherwise. */
+function parseCid(text: string | undefined): CID {
+  try {
+    return text?.startsWith("k") ? CID.parse(text, base36) : CID.parse(text ?? "");
+  } catch {
+    throw new ApiError("invalid_cid", `${text} is not a cid (CIDv1 in base32 or base36, or CIDv0)`);
+  }
+}
+
+function notHeld(cid: CID): ApiError {
+  return new ApiError("not_found", `No block ${cid} is held here`);
+}
+
+function gatewayHeaders(cid: CID, answer: GatewayAnswer, url: URL): Headers {
+  const text = cid.toString();
+  const raw = answer.format === "raw";
+  const headers = new Headers({
+    "content-type": raw ? RAW_BLOCK_TYPE : CAR_RESPONSE_TYPE,
+    "content-disposition": `attachment; filename="${text}.${raw ? "bin" : "car"}"`,
+    "cache-control": IMMUTABLE,
+    "etag": raw ? `"${text}.raw"` : `"${text}.car.${answer.scope}.dfs.n"`,
+    "x-content-type-options": "nosniff",
+    "x-ipfs-roots": text,
+    "x-ipfs-path": `/ipfs/${text}`,
+    "accept-ranges": "none",
+    "vary": "Accept",
+  });
+  if (answer.pickedByAccept) {
+    const location = new URLSearchParams(url.searchParams);
+    location.set("format", answer.format);
+    headers.set("content-location", `${url.pathname}?${location}`);
+  }
+  return headers;
+}

@@ -1,0 +1,22 @@
+/** What a handler gets besides the request. */
+import type { Caller } from "../../auth/caller.ts";
+import type { MinBodyRate } from "../../kernel/streams/read_watchdog.ts";
+
+export interface RequestContext {
+  url: URL;
+  params: Record<string, string>;
+  /** Key of the client's per-IP caps: "v4:1.2.3.4" or "v6:2001:db8:0:1::/64". */
+  clientKey: string;
+  /** Aborted when the server gives up on in-flight requests at shutdown. */
+  signal: AbortSignal;
+  /** Resolves the caller once (token, or sponsored when no credentials were sent). */
+  caller(): Promise<Caller>;
+  /** A body that sends nothing for this long is abandoned with 408 request_timeout. */
+  bodyIdleTimeoutMs: number;
+  /** A body slower than this on average (after its grace) is abandoned with 408; null: none. */
+  bodyMinRate: MinBodyRate | null;
+  /** Reads the body as a JSON object (≤ 64 KiB, idle timeout and rate applied); 400/408/413 otherwise. */
+  readJson(): Promise<Record<string, unknown>>;
+  /** Extra fields for the request's log line, filled in by handlers. */
+  logFields: Record<string, string | number | boolean>;
+}

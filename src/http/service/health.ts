@@ -1,0 +1,85 @@
+/**
+ * GET /healthz — whether the storage backend and the database can be used,
+ * the wallet tier's chain, and when garbage collection last swept. An unreachable chain RPC does not make the
+ * server degraded: retrievals and the other tiers still work, and a load
+ * balancer must not take the server out of rotation for someone else's RPC.
+ */
+import type { PieceStore } from "../../driver/driver.ts";
+import type { PieceDigests } from "../../catalog/digests.ts";
+import type { UploadDrain } from "../pipeline/upload_drain.ts";
+import { jsonResponse } from "../pipeline/json.ts";
+import type { Handler } from "../pipeline/router.ts";
+import type { DatabaseHealth, GcHealth, Health, WalletHealth } from "../../kernel/wire.ts";
+import type { WalletChain } from "../../wallet/chain.ts";
+import type { RouteDoc } from "../docs/route_doc.ts";
+
+export interface HealthDeps {
+  store: PieceStore;
+  databaseHealth(): Promise<DatabaseHealth>;
+  digests: Pick<PieceDigests, "status">;
+  uploadDrain: Pick<UploadDrain, "inFlight">;
+  /** null: this server has no wallet tier. */
+  walletChain: Pick<WalletChain, "health"> | null;
+  /** Garbage collection: the interval, the grace period, the last sweep. */
+  gc: { health(): Promise<GcHealth> };
+}
+
+export const getHealthDoc: RouteDoc = {
+  operationId: "getHealth",
+  summary: "Whether storage and database can be used",
+  auth: "public",
+  responses: [
+    { status: 200, description: "Healthy", body: { json: "Health" } },
+    { status: 503, description: "Degraded (see the body)", body: { json: "Health" } },
+  ],
+  errors: [],
+};
+
+export function createHealthHandler(deps: HealthDeps): Handler {
+  return async () => {
+    const [storage, database, gc] = await Promise.all([
+      deps.store.check(),
+      deps.databaseHealth(),
+      deps.gc.health(),
+    ]);
+    const ok = storage.ok && database.ok && database.persistent;
+    const health: Health = {
+      status: ok ? "ok" : "degraded",
+      storage: { ok: storage.ok, source: deps.store.source, detail: storage.detail },
+      database,
+      // Pieces acknowledged but not yet hashed (SHA-256 is computed after the upload).
+      digests: deps.digests.status(),
+      uploads: { inFlight: deps.uploadDrain.inFlight },
+      memory: memoryMiB(),
+      wallet: await walletHealth(deps.walletChain),
+      gc,
+    };
+    // Degraded is an outage to wait out, like every other 503 of the service.
+    return jsonResponse(ok ? 200 : 503, health, ok ? {} : { "retry-after": "5" });
+  };
+}
+
+async function walletHealth(chain: HealthDeps["walletChain"]): Promise<WalletHealth> {
+  if (chain === null) {
+    return {
+      enabled: false,
+      ok: false,
+      chainId: null,
+      rpcChainId: null,
+      lastError: null,
+      lastSuccessAt: null,
+    };
+  }
+  return { enabled: true, ...await chain.health() };
+}
+
+function memoryMiB(): Health["memory"] {
+  const usage = Deno.memoryUsage();
+  const mib = (n: number) => Math.round((n / 1048576) * 10) / 10;
+  return {
+    rssMiB: mib(usage.rss),
+    heapUsedMiB: mib(usage.heapUsed),
+    heapTotalMiB: mib(usage.heapTotal),
+    externalMiB: mib(usage.external),
+  };
+}

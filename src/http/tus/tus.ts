@@ -1,0 +1,349 @@
+/**
+ * /api/tus — resumable uploads, spoken as tus 1.0.0 (tus_protocol.ts) so
+ * stock clients (tus-js-client, Uppy) work unchanged:
+ *
+ *   POST   /api/tus        creation (+ creation-with-upload): checks and reserves as
+ *                          POST /api/upload does, before a byte is read → 201 Location
+ *   HEAD   /api/tus/{id}   Upload-Offset / Upload-Length / Upload-Expires
+ *   PATCH  /api/tus/{id}   appends at Upload-Offset (409 elsewhere); the last byte
+ *                          verifies the cid and commits → X-Storage-Cid, X-Storage-Deal-Id
+ *   DELETE /api/tus/{id}   termination: the bytes and the reservation go
+ *   GET    /api/tus/{id}   a finished upload's result (POST /api/upload's JSON)
+ *
+ * Only the upload's creator may touch it (the same token subject, or the
+ * same client for a sponsored upload); to anyone else it does not exist. The
+ * state machine, the bytes and expiry are resumable/'s; this file turns HTTP
+ * into its calls and its answers (and failures) into HTTP.
+ */
+import type { Caller } from "../../auth/caller.ts";
+import { requireScope } from "../../auth/scopes.ts";
+import type { Config } from "../../config/mod.ts";
+import type { ResumableUploadRecord } from "../../db/records.ts";
+import { ApiError } from "../../kernel/errors.ts";
+import type { CapLedger } from "../../limits/daily_caps.ts";
+import type { UploadPolicies } from "../../limits/tiers.ts";
+import { usageSubjectOf } from "../../limits/tiers.ts";
+import { notAdmitted } from "../../limits/upload_admission.ts";
+import type { UploadAdmission } from "../../limits/upload_admission.ts";
+import { ResumableError } from "../../uploads/resumable_outcomes.ts";
+import type { AppendOutcome } from "../../uploads/resumable_outcomes.ts";
+import type { ResumableUploads } from "../../uploads/resumable.ts";
+import type { PieceCatalog } from "../../catalog/catalog.ts";
+import type { StoreError } from "../../driver/driver.ts";
+import type { RequestContext } from "../pipeline/context.ts";
+import { manifestCollectorFor } from "../../uploads/manifest_check.ts";
+import { jsonResponse } from "../pipeline/json.ts";
+import type { Handler } from "../pipeline/router.ts";
+import { apiErrorOfStoreFailure } from "../../uploads/store_errors.ts";
+import {
+  byteCountOf,
+  OFFSET_OCTET_STREAM,
+  parseUploadMetadata,
+  requireTusVersion,
+  requireUploadLength,
+  tusHeaders,
+} from "./tus_protocol.ts";
+import { rateLimitHeaders } from "../../limits/rate_limit_headers.ts";
+import {
+  checkFileCap,
+  checkLengthOfCid,
+  dealOwnerOf,
+  reserveUpload,
+  uploadCidOf,
+  uploadResultOf,
+} from "../../uploads/terms.ts";
+
+export { tusDocs } from "../docs/tus_docs.ts";
+
+export const TUS_PATH = "/api/tus";
+
+export interface TusDeps {
+  config: Config;
+  baseUrl: string;
+  /** What a manifest upload's pieces are checked against. */
+  catalog: PieceCatalog;
+  policies: UploadPolicies;
+  ledger: CapLedger;
+  admission: UploadAdmission;
+  resumable: ResumableUploads;
+}
+
+export interface TusHandlers {
+  create: Handler;
+  /** GET (the finished upload's result) and HEAD (the tus offset). */
+  status: Handler;
+  append: Handler;
+  terminate: Handler;
+}
+
+export function createTusHandlers(deps: TusDeps): TusHandlers {
+  return {
+    create: tusAnswer((request, context) => create(deps, request, context)),
+    status: tusAnswer((request, context) => status(deps, request, context)),
+    append: tusAnswer(async (request, context) => {
+      requireTusVersion(request.headers);
+      const type = request.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
+      if (type !== OFFSET_OCTET_STREAM) {
+        throw new ApiError(
+          "unsupported_media_type",
+          `A PATCH body must be sent as Content-Type: ${OFFSET_OCTET_STREAM}`,
+        );
+      }
+      const offset = byteCountOf(request.headers, "upload-offset");
+      if (offset === null) throw new ApiError("invalid_request", "Upload-Offset is required");
+      const subject = await creatorOf(context);
+      const outcome = await append(deps, request, context, {
+        id: context.params.id,
+        offset,
+        subject,
+      });
+      if (outcome.kind === "partial" && outcome.cut) throwIfTooSlow(outcome.cut, outcome.upload);
+      return new Response(null, { status: 204, headers: outcomeHeaders(outcome) });
+    }),
+    terminate: tusAnswer(async (request, context) => {
+      requireTusVersion(request.headers);
+      const subject = await creatorOf(context);
+      await deps.resumable.terminate(context.params.id, subject).catch(rethrowAsApiError);
+      return new Response(null, { status: 204, headers: tusHeaders() });
+    }),
+  };
+}
+
+async function create(deps: TusDeps, request: Request, context: RequestContext) {
+  requireTusVersion(request.headers);
+  const length = requireUploadLength(request.headers);
+  const metadata = parseUploadMetadata(request.headers.get("upload-metadata"));
+  const { cid, parsed } = uploadCidOf(metadata.cid, deps.config, "Upload-Metadata cid");
+  const caller = await context.caller();
+  if (caller.kind === "token") requireScope(caller, "put");
+  const firstBytes = creationBodyBytes(request, length);
+  checkLengthOfCid(parsed, length);
+  // A manifest over its size limit is refused now, as an upload of it would be.
+  manifestCollectorFor(metadata.contentType, length);
+  const policy = await deps.policies.policyFor(caller);
+  context.logFields.tier = policy.tier;
+  checkFileCap(policy, length);
+  const reserved = await reserveUpload(deps, policy, length, { lasting: true });
+  const upload = await deps.resumable.create({
+    cid,
+    length,
+    contentType: metadata.contentType,
+    filename: metadata.filename,
+    metadata: metadata.raw,
+    tier: policy.tier,
+    usageSubject: policy.usageSubject,
+    owner: dealOwnerOf(caller),
+    termDays: policy.termDays,
+    reservation: reserved.reservation,
+  }).catch(rethrowAsApiError);
+  const headers = {
+    location: `${deps.baseUrl}${TUS_PATH}/${upload.id}`,
+    ...rateLimitHeaders(reserved.status),
+  };
+  if (firstBytes === 0) {
+    await request.body?.cancel().catch(() => {});
+    return new Response(null, { status: 201, headers: { ...headers, ...uploadHeaders(upload) } });
+  }
+  // creation-with-upload: the body is the first bytes, or all of them.
+  let outcome: AppendOutcome;
+  try {
+    outcome = await append(deps, request, context, {
+      id: upload.id,
+      offset: 0,
+      subject: policy.usageSubject,
+    });
+  } catch (error) {
+    // The client never learns this upload's URL: it must not hold a reservation for a day.
+    await deps.resumable.terminate(upload.id, policy.usageSubject).catch(() => {});
+    throw error;
+  }
+  if (outcome.kind === "partial" && outcome.cut) {
+    await deps.resumable.terminate(upload.id, policy.usageSubject).catch(() => {});
+    throw apiErrorOfStoreFailure(outcome.cut);
+  }
+  if (outcome.kind === "finished") context.logFields.dealId = outcome.deal.id;
+  return new Response(null, { status: 201, headers: { ...headers, ...outcomeHeaders(outcome) } });
+}
+
+/** HEAD: where the upload stands. GET: the finished upload's result. */
+async function status(deps: TusDeps, request: Request, context: RequestContext) {
+  const head = request.method === "HEAD";
+  if (head) requireTusVersion(request.headers);
+  const subject = await creatorOf(context);
+  const { id } = context.params;
+  const upload =
+    await (head ? deps.resumable.current(id, subject) : deps.resumable.peek(id, subject))
+      .catch(rethrowAsApiError);
+  const headers = uploadHeaders(upload);
+  if (head) return new Response(null, { status: 200, headers });
+  if (upload.dealId === null) {
+    throw new ApiError(
+      "upload_incomplete",
+      `This upload has ${upload.received} of ${upload.length} bytes: PATCH the rest first`,
+      { headers },
+    );
+  }
+  const deal = await deps.resumable.dealOf(upload).catch(rethrowAsApiError);
+  return jsonResponse(200, uploadResultOf(deal, upload.cid, deps.baseUrl, upload.roots), headers);
+}
+
+/** Appends the request's body to an upload, admitted as any upload body is. */
+async function append(
+  deps: TusDeps,
+  request: Request,
+  context: RequestContext,
+  target: { id: string; offset: number; subject: string },
+): Promise<AppendOutcome> {
+  const declared = byteCountOf(request.headers, "content-length");
+  const caller = await context.caller();
+  const admitted = deps.admission.admit({
+    clientKey: context.clientKey,
+    subject: caller.kind === "token" ? caller.sub : null,
+  }, declared ?? Number.MAX_SAFE_INTEGER);
+  if (!admitted.ok) throw notAdmitted(admitted.reason);
+  try {
+    const outcome = await deps.resumable.append(target.id, {
+      subject: target.subject,
+      offset: target.offset,
+      declaredBytes: declared,
+      body: request.body ?? ReadableStream.from([]),
+      signal: context.signal,
+      idleTimeoutMs: context.bodyIdleTimeoutMs,
+      minRate: context.bodyMinRate,
+      checkBeforeCommit: (upload, bytes) => checkManifest(deps, upload, bytes),
+    });
+    context.logFields.bytesIn = outcome.upload.received - target.offset;
+    return outcome;
+  } catch (error) {
+    throw tusApiError(error);
+  } finally {
+    admitted.release();
+  }
+}
+
+/** A manifest is committed only when the pieces it lists are stored, as POST /api/upload does. */
+async function checkManifest(
+  deps: TusDeps,
+  upload: ResumableUploadRecord,
+  bytes: ReadableStream<Uint8Array>,
+): Promise<void> {
+  const manifest = manifestCollectorFor(upload.contentType, upload.length);
+  if (manifest === null) return await bytes.cancel();
+  for await (const chunk of bytes) manifest.onChunk(chunk);
+  await manifest.check(deps.catalog);
+}
+
+/** Bytes a creation request carries (creation-with-upload), checked against its length. */
+function creationBodyBytes(request: Request, length: number): number {
+  const declared = byteCountOf(request.headers, "content-length");
+  const chunked = request.headers.has("transfer-encoding");
+  if (!chunked && !declared) return 0;
+  const type = request.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
+  if (type !== OFFSET_OCTET_STREAM) {
+    throw new ApiError(
+      "unsupported_media_type",
+      `Bytes sent with the creation must be Content-Type: ${OFFSET_OCTET_STREAM}`,
+    );
+  }
+  if (declared !== null && declared > length) {
+    throw new ApiError("too_large", `The body has ${declared} bytes, more than Upload-Length`);
+  }
+  return declared ?? length;
+}
+
+/** Who may touch an upload: its creator, by the counter it is charged to. */
+async function creatorOf(context: RequestContext): Promise<string> {
+  const caller: Caller = await context.caller();
+  if (caller.kind === "token") requireScope(caller, "put");
+  return usageSubjectOf(caller);
+}
+
+function uploadHeaders(upload: ResumableUploadRecord): Record<string, string> {
+  const finished = upload.dealId !== null;
+  const headers = tusHeaders({
+    offset: upload.received,
+    length: upload.length,
+    expiresMs: finished ? null : upload.expiresMs,
+  });
+  if (upload.metadata !== "") headers["upload-metadata"] = upload.metadata;
+  if (finished) {
+    headers["x-storage-cid"] = upload.cid;
+    headers["x-storage-deal-id"] = upload.dealId!;
+  }
+  return headers;
+}
+
+function outcomeHeaders(outcome: AppendOutcome): Record<string, string> {
+  const { upload } = outcome;
+  const headers = tusHeaders({
+    offset: upload.received,
+    expiresMs: outcome.kind === "finished" ? null : upload.expiresMs,
+  });
+  if (outcome.kind === "finished") {
+    headers["x-storage-cid"] = upload.cid;
+    headers["x-storage-deal-id"] = outcome.deal.id;
+  }
+  return headers;
+}
+
+/**
+ * Every tus answer, errors included, carries Tus-Resumable. An error answered
+ * before the body was read closes the connection: a client still sending it
+ * would otherwise keep the connection (and a server's shutdown) waiting.
+ */
+function tusAnswer(handler: Handler): Handler {
+  return async (request, context) => {
+    try {
+      const response = await handler(request, context);
+      response.headers.set("tus-resumable", "1.0.0");
+      return response;
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      const headers: Record<string, string> = { ...error.headers, "tus-resumable": "1.0.0" };
+      if (request.body !== null && !request.bodyUsed) headers.connection = "close";
+      throw new ApiError(error.code, error.message, { headers, cause: error.cause });
+    }
+  };
+}
+
+function rethrowAsApiError(error: unknown): never {
+  throw tusApiError(error);
+}
+
+/** The API error for the resumable domain's failures and the store's. */
+function tusApiError(error: unknown): unknown {
+  if (!(error instanceof ResumableError)) return apiErrorOfStoreFailure(error);
+  switch (error.failure) {
+    case "not_found":
+      return new ApiError("not_found", error.message);
+    case "offset_mismatch":
+      return new ApiError("offset_mismatch", error.message, {
+        headers: tusHeaders({ offset: error.offset ?? 0 }),
+      });
+    case "locked":
+      return new ApiError("upload_locked", error.message, { headers: { "retry-after": "1" } });
+    case "too_long":
+      return new ApiError("too_large", error.message);
+    case "cid_mismatch":
+      return new ApiError("cid_mismatch", error.message);
+    case "invalid_car":
+      // The PATCH's body may be left unread where the bad block was: the connection goes.
+      return new ApiError("invalid_car", error.message, { headers: { connection: "close" } });
+  }
+}
+
+/**
+ * A PATCH body that stalled or came slower than --body-min-rate is cut as
+ * POST /api/upload's is (408), but what arrived is kept: the answer says how
+ * much, so the client can continue from there.
+ */
+function throwIfTooSlow(cut: StoreError, upload: ResumableUploadRecord): void {
+  if (cut.failure !== "too_slow" && cut.failure !== "stalled") return;
+  const why = cut.message.replace(/^Cannot read upload: /, "");
+  throw new ApiError(
+    "request_timeout",
+    `The body was abandoned: ${why}; the upload keeps the ${upload.received} bytes that ` +
+      "arrived: continue from Upload-Offset",
+    { headers: { ...tusHeaders({ offset: upload.received }), connection: "close" } },
+  );
+}

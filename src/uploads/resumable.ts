@@ -1,0 +1,387 @@
+/**
+ * Resumable uploads (tus, http/tus/tus.ts speaks the protocol): an upload's terms
+ * are fixed and its length reserved against the daily cap when it is created;
+ * each request appends bytes at the recorded offset; the last byte verifies
+ * the cid and commits exactly as POST /api/upload does (catalog/catalog.ts).
+ *
+ * Where each part of an upload lives, so any instance can continue it:
+ *   - its record (terms, offset, the store's description of its bytes) in the
+ *     database (db/records.ts: ResumableUploadRecords);
+ *   - its bytes in the store's partial area (driver.ts: PartialStore);
+ *   - its cap reservation in the ledger, lasting (a data directory's ledger is
+ *     in memory: `holdReservationsAgain` re-holds them at start);
+ *   - the cid check's running hash (and a CAR's parser, with the blocks it
+ *     found) in this process's memory, rebuilt from the stored bytes when
+ *     missing (upload_hashing.ts).
+ *
+ * An upload typed as a CAR is checked block by block as its bytes arrive: a
+ * bad block ends it at once (nothing kept); the last byte indexes its blocks.
+ *
+ * An append is recorded only if the offset it started from is still the
+ * recorded one, so of two writers one wins. The deal of the last byte and the
+ * upload's "finished" mark are one commit (recordUpload), so an upload makes
+ * at most one deal, and a crash before that commit loses nothing but the last
+ * request (the client sends it again).
+ *
+ * Uploads expire 24 h after their last byte: `sweepExpired` (run by
+ * expiry_sweep.ts) removes them, their bytes and their reservation. A finished
+ * upload's record stays a day too, for GET /api/tus/{id}.
+ */
+import { toRfc3339 } from "../kernel/clock.ts";
+import type { Clock } from "../kernel/clock.ts";
+import { ResumableUploadMovedError } from "../db/records.ts";
+import type { DealRecord, ResumableUploadRecord, ResumableUploadRecords } from "../db/records.ts";
+import type { CapLedger, Reservation } from "../limits/daily_caps.ts";
+import { RESUMABLE_EXPIRY_MS, ResumableError } from "./resumable_outcomes.ts";
+import type { AppendInput, AppendOutcome, CreateResumableInput } from "./resumable_outcomes.ts";
+import type { Logger } from "../kernel/log.ts";
+import type { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
+import type { PieceCatalog } from "../catalog/catalog.ts";
+import type { PartialState, PieceStore } from "../driver/driver.ts";
+import { finishChecks, termsOf, UploadHashStates } from "./carried_checks.ts";
+import type { UploadHash } from "./carried_checks.ts";
+import { UploadLocks } from "./upload_locks.ts";
+
+/** How long a request waits for the one before it on the same upload to let go. */
+const LOCK_WAIT_MS = 15_000;
+
+export interface ResumableUploadsOptions {
+  records: ResumableUploadRecords;
+  store: PieceStore;
+  catalog: PieceCatalog;
+  ledger: CapLedger;
+  hashPool: HashWorkerPool | null;
+  clock: Clock;
+  logger: Logger;
+}
+
+export class ResumableUploads {
+  readonly #options: ResumableUploadsOptions;
+  readonly #locks = new UploadLocks();
+  readonly #hashes: UploadHashStates;
+
+  constructor(options: ResumableUploadsOptions) {
+    this.#options = options;
+    this.#hashes = new UploadHashStates({
+      pool: options.hashPool,
+      partials: options.store.partials,
+    });
+  }
+
+  /** Creates an empty upload holding `input.reservation`; released again if that fails. */
+  async create(input: CreateResumableInput): Promise<ResumableUploadRecord> {
+    const { records, store, clock } = this.#options;
+    const id = crypto.randomUUID().replaceAll("-", "");
+    try {
+      const state = await store.partials.create(id, { length: input.length });
+      const now = clock.now();
+      const record: ResumableUploadRecord = {
+        id,
+        cid: input.cid,
+        length: input.length,
+        received: 0,
+        contentType: input.contentType,
+        filename: input.filename,
+        metadata: input.metadata,
+        tier: input.tier,
+        usageSubject: input.usageSubject,
+        ownerSub: input.owner?.sub ?? null,
+        ownerName: input.owner?.name ?? null,
+        termDays: input.termDays,
+        reservationId: input.reservation.id,
+        reservationDay: input.reservation.day,
+        staging: JSON.stringify(state),
+        createdAt: toRfc3339(now),
+        expiresMs: now + RESUMABLE_EXPIRY_MS,
+        dealId: null,
+        roots: null,
+      };
+      await records.insert(record).catch(async (error) => {
+        await store.partials.remove(id).catch(() => {});
+        throw error;
+      });
+      return record;
+    } catch (error) {
+      await input.reservation.release();
+      throw error;
+    }
+  }
+
+  /** The caller's upload as it stands, once the request before it has let go. */
+  async current(id: string, subject: string): Promise<ResumableUploadRecord> {
+    return await this.#locked(id, () => this.#find(id, subject));
+  }
+
+  /** The caller's upload without waiting for anything (GET of a finished upload's result). */
+  async peek(id: string, subject: string): Promise<ResumableUploadRecord> {
+    return await this.#find(id, subject);
+  }
+
+  /** Appends a request's body; the last byte verifies and commits. */
+  async append(id: string, input: AppendInput): Promise<AppendOutcome> {
+    return await this.#locked(id, async (signal) => {
+      const upload = await this.#find(id, input.subject);
+      if (input.offset !== upload.received) {
+        throw new ResumableError(
+          "offset_mismatch",
+          `Upload-Offset is ${input.offset}, but the upload has ${upload.received} bytes`,
+          upload.received,
+        );
+      }
+      const lacking = upload.length - upload.received;
+      if (input.declaredBytes !== null && input.declaredBytes > lacking) {
+        throw new ResumableError(
+          "too_long",
+          `The body has ${input.declaredBytes} bytes, but the upload lacks only ${lacking}`,
+        );
+      }
+      if (upload.dealId !== null || input.declaredBytes === 0) {
+        await input.body.cancel().catch(() => {});
+        return upload.dealId !== null
+          ? { kind: "finished", upload, deal: await this.dealOf(upload) }
+          : { kind: "partial", upload, cut: null };
+      }
+      return await this.#appendLocked(upload, input, AbortSignal.any([input.signal, signal]));
+    });
+  }
+
+  /** Ends an upload (tus termination): its bytes and reservation go; a finished one's deal stays. */
+  async terminate(id: string, subject: string): Promise<void> {
+    await this.#locked(id, async () => {
+      const upload = await this.#find(id, subject);
+      await this.#remove(upload);
+    });
+  }
+
+  /** Removes uploads past their expiry (up to `limit`); how many went. */
+  async sweepExpired(limit = 100): Promise<number> {
+    const expired = await this.#options.records.expiredBefore(this.#options.clock.now(), limit);
+    let removed = 0;
+    for (const upload of expired) {
+      const lock = await this.#locks.acquire(upload.id, 0);
+      if (lock === null) continue; // in use: not expired after all
+      try {
+        const current = await this.#options.records.get(upload.id);
+        if (current && this.#expired(current)) {
+          await this.#remove(current);
+          removed++;
+        }
+      } finally {
+        lock.release();
+      }
+    }
+    return removed;
+  }
+
+  /** Removes partial bytes no record names (left by a crash), once older than olderThanMs. */
+  async sweepOrphans(olderThanMs: number): Promise<number> {
+    const before = this.#options.clock.now() - olderThanMs;
+    let removed = 0;
+    for await (const partial of this.#options.store.partials.list()) {
+      if (partial.modifiedMs >= before) continue;
+      if (await this.#options.records.get(partial.id) !== null) continue;
+      await this.#options.store.partials.remove(partial.id);
+      removed++;
+    }
+    return removed;
+  }
+
+  /**
+   * Holds the reservations of the uploads still waiting for bytes again: a data
+   * directory's ledger lost them with the last process (a shared database's
+   * ledger kept them; holding them again changes nothing there).
+   */
+  async holdReservationsAgain(): Promise<number> {
+    let held = 0;
+    for (let after = "";;) {
+      const page = await this.#options.records.unfinishedAfter(after, 500);
+      for (const upload of page) this.#reservationOf(upload);
+      held += page.length;
+      if (page.length < 500) return held;
+      after = page[page.length - 1].id;
+    }
+  }
+
+  /** Appends under the lock; records it; the last byte finishes the upload. */
+  async #appendLocked(
+    upload: ResumableUploadRecord,
+    input: AppendInput,
+    signal: AbortSignal,
+  ): Promise<AppendOutcome> {
+    const { store, records, clock } = this.#options;
+    const before = partialOf(upload);
+    let hash: UploadHash | null = null;
+    try {
+      hash = await this.#hashes.take(termsOf(upload), before, signal);
+      const appended = await store.partials.append(before, input.body, {
+        expectedBytes: input.declaredBytes ?? upload.length - upload.received,
+        onChunk: hash.onChunk,
+        signal,
+        idleTimeoutMs: input.idleTimeoutMs,
+        minRate: input.minRate,
+      });
+      const after = appended.state;
+      if (after.size === upload.length) {
+        // What the last append carried over (an S3 tail) is in `after` now.
+        await store.partials.release(before, after);
+        const finished = await this.#finish(upload, after, hash, input.checkBeforeCommit);
+        hash = null;
+        return finished;
+      }
+      if (after.size === before.size) {
+        this.#hashes.put(upload.id, hash);
+        return { kind: "partial", upload, cut: appended.cut };
+      }
+      const update = {
+        fromBytes: upload.received,
+        received: after.size,
+        staging: JSON.stringify(after),
+        expiresMs: clock.now() + RESUMABLE_EXPIRY_MS,
+      };
+      if (!await records.advance(upload.id, update)) {
+        await store.partials.release(after, before);
+        throw await this.#lostRace(upload);
+      }
+      await store.partials.release(before, after);
+      this.#hashes.put(upload.id, hash);
+      return { kind: "partial", upload: { ...upload, ...update }, cut: appended.cut };
+    } catch (error) {
+      if (hash) this.#hashes.drop(upload.id);
+      const badCar = hash?.car?.problem;
+      if (!badCar) throw error;
+      // A CAR with a bad block can never finish: nothing of it is kept, as for POST /api/upload.
+      await this.#remove(upload);
+      throw new ResumableError("invalid_car", `${badCar.message}; nothing was stored`);
+    }
+  }
+
+  /** Checks the cid and commits the deal; a mismatch or a failed commit removes the upload. */
+  async #finish(
+    upload: ResumableUploadRecord,
+    state: PartialState,
+    hash: UploadHash,
+    check: AppendInput["checkBeforeCommit"],
+  ): Promise<AppendOutcome> {
+    const { store, catalog, clock } = this.#options;
+    this.#hashes.drop(upload.id);
+    const staged = store.partials.staged(state, { sha256: hash.sha256?.digest("hex") ?? null });
+    const reservation = this.#reservationOf(upload);
+    try {
+      const checked = await finishChecks(hash, staged);
+      await check?.(upload, store.partials.read(state, { from: 0, to: state.size }));
+      const deal = await catalog.acceptUpload({
+        cid: upload.cid,
+        staged,
+        contentType: upload.contentType,
+        filename: upload.filename,
+        tier: upload.tier,
+        owner: upload.ownerSub === null
+          ? null
+          : { sub: upload.ownerSub, name: upload.ownerName ?? upload.ownerSub },
+        cidVerified: checked.verified,
+        termDays: upload.termDays,
+        usageSubject: upload.usageSubject,
+        usageDay: upload.reservationDay,
+        reservation,
+        blocks: checked.car?.blocks,
+        finishesResumable: {
+          id: upload.id,
+          fromBytes: upload.received,
+          expiresMs: clock.now() + RESUMABLE_EXPIRY_MS,
+          roots: checked.car?.roots ?? null,
+        },
+      });
+      const finished = {
+        ...upload,
+        received: upload.length,
+        dealId: deal.id,
+        staging: "null",
+        roots: checked.car?.roots ?? null,
+      };
+      return { kind: "finished", upload: finished, deal };
+    } catch (error) {
+      await staged.discard().catch(() => {});
+      // Another writer got there first: the upload is theirs to keep as it is.
+      if (error instanceof ResumableUploadMovedError) throw await this.#lostRace(upload);
+      // Otherwise nothing of it is kept: a finished upload is never half there.
+      await this.#remove(upload);
+      throw error;
+    }
+  }
+
+  /** Removes the record first (nobody continues it), then the reservation and the bytes. */
+  async #remove(upload: ResumableUploadRecord): Promise<void> {
+    const { records, store, logger } = this.#options;
+    const removed = await records.delete(upload.id);
+    this.#hashes.drop(upload.id);
+    if (!removed) return;
+    if (upload.dealId === null) await this.#reservationOf(upload).release();
+    await store.partials.remove(upload.id).catch((error) =>
+      // The orphan sweep takes it later.
+      logger.warn("cannot remove a resumable upload's bytes", {
+        upload: upload.id,
+        error: String(error),
+      })
+    );
+  }
+
+  async #find(id: string, subject: string): Promise<ResumableUploadRecord> {
+    const upload = /^[0-9a-f]{32}$/.test(id) ? await this.#options.records.get(id) : null;
+    if (upload === null || upload.usageSubject !== subject) {
+      throw new ResumableError("not_found", "No such upload (of yours): it may have expired");
+    }
+    if (this.#expired(upload)) {
+      await this.#remove(upload);
+      throw new ResumableError("not_found", "This upload expired: a day passed without a byte");
+    }
+    return upload;
+  }
+
+  #expired(upload: ResumableUploadRecord): boolean {
+    return upload.expiresMs <= this.#options.clock.now();
+  }
+
+  /** The 409 for an append another writer recorded first. */
+  async #lostRace(upload: ResumableUploadRecord): Promise<ResumableError> {
+    const now = await this.#options.records.get(upload.id);
+    const offset = now?.received ?? upload.received;
+    return new ResumableError(
+      "offset_mismatch",
+      `Another request appended to this upload first; it has ${offset} bytes`,
+      offset,
+    );
+  }
+
+  /** The deal a finished upload made. */
+  async dealOf(upload: ResumableUploadRecord): Promise<DealRecord> {
+    const deal = await this.#options.catalog.getDeal(upload.dealId!);
+    if (deal === null) throw new ResumableError("not_found", "This upload's deal is gone");
+    return deal;
+  }
+
+  #reservationOf(upload: ResumableUploadRecord): Reservation {
+    return this.#options.ledger.holdAgain({
+      id: upload.reservationId,
+      subject: upload.usageSubject,
+      day: upload.reservationDay,
+      bytes: upload.length,
+    });
+  }
+
+  async #locked<T>(id: string, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const lock = await this.#locks.acquire(id, LOCK_WAIT_MS);
+    if (lock === null) {
+      throw new ResumableError("locked", "Another request for this upload is still running");
+    }
+    try {
+      return await fn(lock.signal);
+    } finally {
+      lock.release();
+    }
+  }
+}
+
+/** The store's description of an upload's bytes, as its record keeps it. */
+function partialOf(upload: ResumableUploadRecord): PartialState {
+  return JSON.parse(upload.staging) as PartialState;
+}

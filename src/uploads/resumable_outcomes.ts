@@ -1,0 +1,80 @@
+/**
+ * What the resumable uploads' domain (resumable_uploads.ts) takes and answers:
+ * the inputs of a creation and of an append, what an append came to, and its
+ * failures, which the tus handlers (http/tus/tus.ts) turn into answers.
+ */
+import { DAY_MS } from "../kernel/clock.ts";
+import type { DealRecord, ResumableUploadRecord } from "../db/records.ts";
+import type { Reservation } from "../limits/daily_caps.ts";
+import type { StoreError } from "../driver/driver.ts";
+import type { MinBodyRate } from "../kernel/streams/read_watchdog.ts";
+
+/** How long an upload lives after its last byte (decisions: 24 hours). */
+export const RESUMABLE_EXPIRY_MS = DAY_MS;
+export type ResumableFailure =
+  /** No such upload, it expired, or it is someone else's. */
+  | "not_found"
+  /** Upload-Offset is not the recorded offset (`offset` says what is). */
+  | "offset_mismatch"
+  /** The request before it did not let go in time. */
+  | "locked"
+  /** More bytes than the upload lacks. */
+  | "too_long"
+  /** The last byte did not hash to the cid: the upload is gone. */
+  | "cid_mismatch"
+  /** An upload typed as a CAR is not a valid one (a block, the framing): the upload is gone. */
+  | "invalid_car";
+
+export class ResumableError extends Error {
+  readonly failure: ResumableFailure;
+  /** The recorded offset, for offset_mismatch. */
+  readonly offset: number | null;
+  constructor(failure: ResumableFailure, message: string, offset: number | null = null) {
+    super(message);
+    this.name = "ResumableError";
+    this.failure = failure;
+    this.offset = offset;
+  }
+}
+
+export interface CreateResumableInput {
+  cid: string;
+  length: number;
+  contentType: string;
+  filename: string | null;
+  /** The Upload-Metadata header as sent. */
+  metadata: string;
+  tier: ResumableUploadRecord["tier"];
+  usageSubject: string;
+  owner: { sub: string; name: string } | null;
+  termDays: number;
+  /** A lasting reservation of `length` (CapLedger.reserve with lasting: true). */
+  reservation: Reservation;
+}
+
+export interface AppendInput {
+  /** The caller's usage subject: only the creator may continue. */
+  subject: string;
+  /** Upload-Offset. */
+  offset: number;
+  /** Content-Length, or null for a body of unknown length (up to what the upload lacks). */
+  declaredBytes: number | null;
+  body: ReadableStream<Uint8Array>;
+  signal: AbortSignal;
+  idleTimeoutMs: number;
+  /** The body's least average rate (--body-min-rate), as for POST /api/upload; null: none. */
+  minRate: MinBodyRate | null;
+  /**
+   * Runs on the last byte, after the cid check and before the commit, with the
+   * whole upload's bytes (a manifest is checked against the pieces it lists):
+   * what it throws refuses the upload, which is then gone like a mismatch.
+   */
+  checkBeforeCommit?: (
+    upload: ResumableUploadRecord,
+    bytes: ReadableStream<Uint8Array>,
+  ) => Promise<void>;
+}
+
+export type AppendOutcome =
+  | { kind: "partial"; upload: ResumableUploadRecord; cut: StoreError | null }
+  | { kind: "finished"; upload: ResumableUploadRecord; deal: DealRecord };
