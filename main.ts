@@ -18,21 +18,21 @@ import { ConfigError, ENV_NAMES, loadConfig } from "./src/config/mod.ts";
 import type { Config } from "./src/config/mod.ts";
 import { KeyFileError } from "./src/auth/hmac_key.ts";
 import { PostgresUnavailableError } from "./src/db/postgres/postgres_database.ts";
-import type { OperatorCommandOptions } from "./src/cli/operator/command_args.ts";
-import { runTokenCommand } from "./src/cli/operator/token_command.ts";
-import { runBackupCommand } from "./src/cli/operator/backup_command.ts";
-import { runScrubCommand } from "./src/cli/operator/scrub_command.ts";
-import { runMigrateCommand } from "./src/cli/operator/migrate_command.ts";
-import { runGcCommand } from "./src/cli/operator/gc_command.ts";
-import { runRotateKeyCommand } from "./src/cli/operator/rotate_key_command.ts";
-import { DirectoryLockedError } from "./src/fs/dir_lock.ts";
+import type { OperatorCommandOptions } from "./src/commands/command_args.ts";
+import { runTokenCommand } from "./src/commands/token_command.ts";
+import { runBackupCommand } from "./src/commands/backup_command.ts";
+import { runScrubCommand } from "./src/commands/scrub_command.ts";
+import { runMigrateCommand } from "./src/commands/migrate_command.ts";
+import { runGcCommand } from "./src/commands/gc_command.ts";
+import { runRotateKeyCommand } from "./src/commands/rotate_key_command.ts";
+import { DirectoryLockedError } from "./src/kernel/fs/dir_lock.ts";
 import { DatabaseTooNewError } from "./src/db/sqlite/database.ts";
 import { startServer } from "./src/server/start.ts";
 import { TlsFilesError } from "./src/net/tls_files.ts";
 
 type Env = Record<string, string | undefined>;
 
-/** The operator's commands (src/cli/operator/); anything else is `serve`. */
+/** The operator's commands (src/commands/); anything else is `serve`. */
 const OPERATOR_COMMANDS: Record<string, (options: OperatorCommandOptions) => Promise<number>> = {
   "rotate-key": runRotateKeyCommand,
   token: runTokenCommand,
