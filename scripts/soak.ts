@@ -3,7 +3,11 @@
  * real server (start task's flags) for a bounded time, then checks that every
  * upload answered 200 is retrievable byte-identical. Reports req/s, p99, 5xx,
  * and the server's RSS from the end of the first minute (or first half) to the
- * end. Talks only to 127.0.0.1; stops the server it started.
+ * end, with the curve every 10 s (time, requests done, RSS): a leak climbs with
+ * the requests, a warm-up flattens. The first minute is warm-up (runs of 60 s
+ * split at 30 s grew 21-28 MiB that 120 s runs did not grow after their 60th
+ * second), so a check of growth wants a run of 120 s. Talks only to 127.0.0.1;
+ * stops the server it started.
  *
  *   deno run -A scripts/soak.ts [--seconds 120] [--connections 64] [--max-growth-mib 50]
  *
@@ -44,7 +48,7 @@ const dataDir = await Deno.makeTempDir({ prefix: "soak-" });
 const latencies: number[] = [];
 const statuses = new Map<number, number>();
 const acknowledged: { cid: string; sha256: string }[] = [];
-const rssSamples: { t: number; mib: number }[] = [];
+const rssSamples: { t: number; mib: number; requests: number }[] = [];
 let networkErrors = 0;
 
 try {
@@ -95,6 +99,7 @@ try {
       rssSamples.push({
         t: (performance.now() - started) / 1000,
         mib: ((await rssBytes(server.process.pid)) ?? 0) / MIB,
+        requests: latencies.length,
       });
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
@@ -174,6 +179,9 @@ try {
     uploadsLost: lost,
     rssMiB: { [`at ${Math.round(splitAt)} s`]: Math.round(early), atEnd: Math.round(late) },
     rssGrowthMiB: Math.round(late - early),
+    rssEvery10s: rssSamples.filter((_, i) => i % 10 === 0).map((s) =>
+      `${Math.round(s.t)} s ${s.requests} req ${Math.round(s.mib)} MiB`
+    ),
   };
   console.log(JSON.stringify(report, null, 2));
   const ok = fivexx === 0 && lost === 0 && networkErrors === 0 &&
