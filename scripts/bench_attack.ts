@@ -23,9 +23,8 @@ import { rssBytes, spawnServer } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
 import { summarize } from "./bench_piece_cid.ts";
 import type { Summary } from "./bench_piece_cid.ts";
+import { KIB, MIB } from "../src/kernel/units.ts";
 
-const KIB = 1024;
-const MIB = 1024 * KIB;
 /** The well-behaved client's address: none of the attacker's. */
 const CLIENT_ADDRESS = "127.0.0.250";
 /** A client operation that takes longer than this has failed. */
@@ -33,11 +32,14 @@ const OPERATION_TIMEOUT_MS = 10_000;
 /** How long an attack slot waits before connecting again after the server closed it. */
 const RECONNECT_DELAY_MS = 500;
 
-export interface AttackPlan {
-  idle: number;
-  slowHeaders: number;
-  slowBodies: number;
-}
+/**
+ * The attacker's kinds of connection: idle (never a byte), a request head
+ * sent a byte a second, an upload body trickled 1 KiB every 2 seconds.
+ */
+export type AttackKind = "idle" | "slowHeaders" | "slowBodies";
+
+/** How many connections of each kind the attacker holds open. */
+export type AttackPlan = Record<AttackKind, number>;
 
 export interface AttackBenchOptions extends AttackPlan {
   /** How long the client works with no attack, and again under it (after the ramp-up). */
@@ -61,7 +63,7 @@ export interface AttackBenchResult {
   nofile: number | "bench default";
   noAttack: ClientFigures;
   underAttack: ClientFigures;
-  attackOpen: Record<keyof AttackPlan, Summary>;
+  attackOpen: Record<AttackKind, Summary>;
   attackConnects: number;
   /** The server's RSS at start and after the calm run, its descriptors then. */
   serverBefore: { rssAtStartMiB: number; rssAfterCalmMiB: number; openFdsAfterCalm: number };
@@ -76,8 +78,6 @@ function addressesFor(first: number, count: number, perAddress: number): string[
   return Array.from({ length: count }, (_, i) => `127.0.0.${first + Math.floor(i / perAddress)}`);
 }
 
-type Kind = keyof AttackPlan;
-
 /** One attacker connection, opened again whenever the server closes it, until stopped. */
 class AttackSlot {
   open = false;
@@ -88,7 +88,7 @@ class AttackSlot {
   readonly #done: Promise<void>;
 
   constructor(
-    readonly kind: Kind,
+    readonly kind: AttackKind,
     readonly port: number,
     readonly from: string,
     readonly id: number,
@@ -237,19 +237,19 @@ export async function benchAttack(options: AttackBenchOptions): Promise<AttackBe
   const calmFds = await openFds(service.process.pid);
 
   const slots: AttackSlot[] = [];
-  const plan: [Kind, number, string[]][] = [
+  const plan: [AttackKind, number, string[]][] = [
     ["idle", options.idle, addressesFor(2, options.idle, 100)],
     ["slowHeaders", options.slowHeaders, addressesFor(40, options.slowHeaders, 20)],
     ["slowBodies", options.slowBodies, addressesFor(60, options.slowBodies, 10)],
   ];
   const samples = { rss: [] as number[], fds: [] as number[] };
-  const openCounts: Record<Kind, number[]> = { idle: [], slowHeaders: [], slowBodies: [] };
+  const openCounts: Record<AttackKind, number[]> = { idle: [], slowHeaders: [], slowBodies: [] };
   let sampling = true;
   const sampler = (async () => {
     while (sampling) {
       samples.rss.push(((await rssBytes(service.process.pid)) ?? 0) / MIB);
       samples.fds.push(await openFds(service.process.pid));
-      for (const kind of Object.keys(openCounts) as Kind[]) {
+      for (const kind of Object.keys(openCounts) as AttackKind[]) {
         openCounts[kind].push(slots.filter((s) => s.kind === kind && s.open).length);
       }
       await new Promise((resolve) => setTimeout(resolve, 500));

@@ -29,7 +29,7 @@ import { scriptArgs } from "./lib/args.ts";
 import { startPostgres } from "./lib/postgres_server.ts";
 import type { PostgresServer } from "./lib/postgres_server.ts";
 import { runWrk, wrkAvailable } from "./lib/wrk.ts";
-import { sleep } from "../src/kernel/clock.ts";
+import { DAY_MS, sleep } from "../src/kernel/clock.ts";
 import type { WrkResult } from "./lib/wrk.ts";
 import { loadConfig } from "../src/config/mod.ts";
 import { openDatabase } from "../src/db/sqlite/database.ts";
@@ -40,7 +40,6 @@ import type { RunningServer } from "../src/server/start.ts";
 import { shardOf } from "../src/driver/disk/layout.ts";
 import type { SweepReport } from "../src/ops/gc.ts";
 
-const DAY_MS = 86_400_000;
 const PIECE_BYTES = 1024;
 /** Rows written per statement or transaction while filling a database. */
 const FILL_BATCH = 1000;

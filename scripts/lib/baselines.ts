@@ -47,17 +47,7 @@ export async function startBareDeno(dir: string): Promise<Baseline> {
     stderr: "inherit",
   }).spawn();
   const url = await waitForListenLine(process);
-  return {
-    name: "bare Deno.serve",
-    url,
-    pid: process.pid,
-    getPath: (name) => `/f/${name}`,
-    upload: (name) => ({ method: "POST", path: `/u/${name}` }),
-    async [Symbol.asyncDispose]() {
-      process.kill("SIGTERM");
-      await process.status;
-    },
-  };
+  return servingBaseline(process, { name: "bare Deno.serve", url, uploadMethod: "POST" });
 }
 
 /** nginx with its own prefix and config, or null when nginx is not installed. */
@@ -110,16 +100,33 @@ http {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
-  return {
+  return servingBaseline(process, {
     name: "nginx",
     url,
+    uploadMethod: "PUT",
+    cleanUp: () => Deno.remove(prefix, { recursive: true }).catch(() => {}),
+  });
+}
+
+/**
+ * A started baseline, serving the layout both share (bare_deno.ts and the
+ * nginx config above): stored files under /f/, uploads under /u/. Disposing
+ * it stops its process by PID, then cleans up what it was given to.
+ */
+function servingBaseline(
+  process: Deno.ChildProcess,
+  options: { name: string; url: string; uploadMethod: string; cleanUp?: () => Promise<void> },
+): Baseline {
+  return {
+    name: options.name,
+    url: options.url,
     pid: process.pid,
     getPath: (name) => `/f/${name}`,
-    upload: (name) => ({ method: "PUT", path: `/u/${name}` }),
+    upload: (name) => ({ method: options.uploadMethod, path: `/u/${name}` }),
     async [Symbol.asyncDispose]() {
       process.kill("SIGTERM");
       await process.status;
-      await Deno.remove(prefix, { recursive: true }).catch(() => {});
+      await options.cleanUp?.();
     },
   };
 }

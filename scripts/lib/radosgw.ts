@@ -37,6 +37,8 @@
  */
 import { AwsClient } from "aws4fetch";
 import { freePorts } from "./ports.ts";
+import { GIB } from "../../src/kernel/units.ts";
+import type { S3ClientOptions } from "../../src/driver/s3/s3_client.ts";
 
 export interface RadosgwOptions {
   /** Starts tried from scratch before giving up (default 3). */
@@ -100,18 +102,19 @@ export interface RadosgwGateway {
 
 const BINARIES = ["ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph", "monmaptool"];
 const REGION = "us-east-1";
-const GIB = 1024 ** 3;
 const POLL_MS = 200;
 /** A single CLI call (ceph, radosgw-admin, mkfs) that takes longer than this is hung. */
 const COMMAND_TIMEOUT_MS = 20_000;
 
-/** How to reach an S3: its endpoint, the region to sign with, and the keys. */
-export interface S3Access {
-  endpoint: string;
-  region: string;
-  accessKeyId: string;
-  secretAccessKey: string;
-}
+/**
+ * How to reach an S3: its endpoint, the region to sign with, and the keys;
+ * the fields of the S3 driver's client options they are handed to, so the two
+ * cannot drift apart.
+ */
+export type S3Access = Pick<
+  S3ClientOptions,
+  "endpoint" | "region" | "accessKeyId" | "secretAccessKey"
+>;
 
 /**
  * The shared cluster scripts/radosgw.ts published for a whole run (its

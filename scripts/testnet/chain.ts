@@ -214,11 +214,7 @@ export async function spawnAnvil(options: AnvilNodeOptions = {}): Promise<AnvilN
   const exited = Promise.all([process.status, drained]).then(([status]) => status);
 
   // A hung start ends by killing the process, which ends its output and so every wait below.
-  let timedOut = false;
-  const deadline = setTimeout(() => {
-    timedOut = true;
-    killQuietly(process, "SIGKILL");
-  }, readyTimeoutMs);
+  const deadline = killAfter(process, readyTimeoutMs);
   try {
     const boundPort = await listening.promise;
     if (boundPort !== null) {
@@ -228,11 +224,13 @@ export async function spawnAnvil(options: AnvilNodeOptions = {}): Promise<AnvilN
       }
     }
   } finally {
-    clearTimeout(deadline);
+    deadline.cancel();
   }
   killQuietly(process, "SIGKILL");
   const status = await exited;
-  const why = timedOut ? `was not ready within ${readyTimeoutMs} ms` : `exited (${status.code})`;
+  const why = deadline.fired
+    ? `was not ready within ${readyTimeoutMs} ms`
+    : `exited (${status.code})`;
   throw new Error(`anvil ${why}: ${args.join(" ")}\n${tail.text()}`);
 }
 
@@ -263,17 +261,13 @@ function runningNode(parts: {
     async stop() {
       if (hasExited) return;
       killQuietly(process, "SIGTERM");
-      let killed = false;
-      const timer = setTimeout(() => {
-        killed = true;
-        killQuietly(process, "SIGKILL");
-      }, STOP_TIMEOUT_MS);
+      const deadline = killAfter(process, STOP_TIMEOUT_MS);
       try {
         await exited;
       } finally {
-        clearTimeout(timer);
+        deadline.cancel();
       }
-      if (killed) {
+      if (deadline.fired) {
         throw new Error(`anvil ignored SIGTERM for ${STOP_TIMEOUT_MS} ms and was killed`);
       }
     },
@@ -302,6 +296,27 @@ async function answersChainId(
     await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
   }
   return false;
+}
+
+/**
+ * The bound on a start or a stop: SIGKILL for the process if it is still
+ * there after `ms`. `fired` says whether it came to that; `cancel` calls it off.
+ */
+function killAfter(
+  process: Deno.ChildProcess,
+  ms: number,
+): { readonly fired: boolean; cancel(): void } {
+  let fired = false;
+  const timer = setTimeout(() => {
+    fired = true;
+    killQuietly(process, "SIGKILL");
+  }, ms);
+  return {
+    get fired() {
+      return fired;
+    },
+    cancel: () => clearTimeout(timer),
+  };
 }
 
 function killQuietly(process: Deno.ChildProcess, signal: Deno.Signal): void {

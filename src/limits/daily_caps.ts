@@ -15,6 +15,7 @@
  */
 import { nextUtcMidnight, utcDay } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
+import { releaseOnce } from "./release_once.ts";
 
 export interface Reservation {
   /** Names the reservation to the commit that settles it (db/records.ts: recordUpload). */
@@ -151,15 +152,12 @@ export class DailyCapLedger implements CapLedger {
   #hold(held: HeldReservation): Reservation {
     const key = keyOf(held.subject, held.day);
     this.#reserved.set(key, (this.#reserved.get(key) ?? 0) + held.bytes);
-    let released = false;
-    const releaseNow = () => {
-      if (released) return;
-      released = true;
+    const releaseNow = releaseOnce(() => {
       this.#lasting.delete(held.id);
       const left = (this.#reserved.get(key) ?? 0) - held.bytes;
       if (left > 0) this.#reserved.set(key, left);
       else this.#reserved.delete(key);
-    };
+    });
     return {
       ...held,
       release: async () => releaseNow(),

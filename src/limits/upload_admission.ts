@@ -22,6 +22,7 @@
  */
 import { ApiError } from "../kernel/errors.ts";
 import { chunkBufferBytes } from "../kernel/streams/chunk_reader.ts";
+import { releaseOnce } from "./release_once.ts";
 
 /**
  * What one upload pins besides its read buffers (the runtime's connection and
@@ -119,16 +120,13 @@ export class UploadAdmission {
     this.#pinnedBytes += pinned;
     addTo(this.#openPerClient, client.clientKey, 1);
     for (const holder of holders) addTo(this.#heldPerHolder, holder, pinned);
-    let released = false;
     return {
       ok: true,
-      release: () => {
-        if (released) return;
-        released = true;
+      release: releaseOnce(() => {
         this.#pinnedBytes -= pinned;
         addTo(this.#openPerClient, client.clientKey, -1);
         for (const holder of holders) addTo(this.#heldPerHolder, holder, -pinned);
-      },
+      }),
     };
   }
 

@@ -6,6 +6,7 @@
  * someone in.
  */
 import type { Clock } from "../kernel/clock.ts";
+import { releaseOnce } from "./release_once.ts";
 
 export interface WindowLimitOptions {
   limit: number;
@@ -37,16 +38,13 @@ export class WindowLimit {
     hits.push(now);
     this.#hits.set(key, hits);
     this.#forgetIdleKeys(since);
-    let released = false;
     return {
       ok: true,
-      release: () => {
-        if (released) return;
-        released = true;
+      release: releaseOnce(() => {
         const list = this.#hits.get(key);
         const i = list?.lastIndexOf(now) ?? -1;
         if (list && i !== -1) list.splice(i, 1);
-      },
+      }),
     };
   }
 

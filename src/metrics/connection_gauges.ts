@@ -36,14 +36,16 @@ export function registerConnectionGauges(
   registry: MetricsRegistry,
   source: ConnectionStatsSource,
 ): void {
+  // One unlabelled sample of a count; none while no listener is attached (unbounded).
+  const sampleOf = (key: "open" | "acceptErrors") => () => {
+    const stats = source.stats();
+    return stats === null ? [] : [{ value: stats[key] }];
+  };
   registry.collected({
     name: "storage_connections_open",
     help: "Connections open now (the accept loop's; absent under --connection-bounds false)",
     type: "gauge",
-    collect: () => {
-      const stats = source.stats();
-      return stats === null ? [] : [{ value: stats.open }];
-    },
+    collect: sampleOf("open"),
   });
   registry.collected({
     name: "storage_connections_total",
@@ -61,9 +63,6 @@ export function registerConnectionGauges(
     name: "storage_accept_errors_total",
     help: "Times accept() failed since start (out of file descriptors, most often)",
     type: "counter",
-    collect: () => {
-      const stats = source.stats();
-      return stats === null ? [] : [{ value: stats.acceptErrors }];
-    },
+    collect: sampleOf("acceptErrors"),
   });
 }

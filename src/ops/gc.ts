@@ -27,6 +27,7 @@ import type { LifecycleRecords, SweepPageRow } from "../db/records.ts";
 import type { PieceStore } from "../driver/driver.ts";
 import { manifestListingOf } from "../catalog/manifest_listing.ts";
 import type { PieceRemoval } from "../catalog/piece_removal.ts";
+import { Batcher } from "./batcher.ts";
 import { RatePacer } from "./rate_pacer.ts";
 
 /** Piece rows judged per query: small, because SQLite answers on the serving thread. */
@@ -252,26 +253,24 @@ async function sweepOrphans(
 ): Promise<void> {
   const { store, lifecycle, signal } = options;
   const { report } = context;
-  const keys: string[] = [];
-  const judge = async () => {
-    const batch = keys.splice(0);
-    const stored = new Set(await lifecycle.storedAmong(batch));
-    for (const key of batch) {
-      if (stored.has(key)) continue;
-      signal?.throwIfAborted();
-      const size = await removeOrphan(options, key, context);
-      if (size === null) continue;
-      report.removedOrphans++;
-      report.removedOrphanBytes += size;
-      options.onRemoved?.({ cid: key, size, orphan: true });
-    }
-    await yieldToEventLoop();
-  };
-  for await (const key of store.list()) {
-    keys.push(key);
-    if (keys.length >= PAGE_SIZE) await judge();
-  }
-  await judge();
+  const keys = new Batcher<string>({
+    size: PAGE_SIZE,
+    flush: async (batch) => {
+      const stored = new Set(await lifecycle.storedAmong(batch));
+      for (const key of batch) {
+        if (stored.has(key)) continue;
+        signal?.throwIfAborted();
+        const size = await removeOrphan(options, key, context);
+        if (size === null) continue;
+        report.removedOrphans++;
+        report.removedOrphanBytes += size;
+        options.onRemoved?.({ cid: key, size, orphan: true });
+      }
+      await yieldToEventLoop();
+    },
+  });
+  for await (const key of store.list()) await keys.add(key);
+  await keys.flush();
 }
 
 /** The orphan's size if it is removed (would be, in a dry run); null if it stays. */

@@ -39,6 +39,7 @@
 import type { PieceRecord } from "../db/records.ts";
 import type { RowSource, RowTarget, WriteCounts } from "../db/row_copy.ts";
 import type { PieceStore } from "../driver/driver.ts";
+import { Batcher } from "./batcher.ts";
 import { copyPiece } from "./piece_copy.ts";
 import { eachPiece, forEachConcurrently } from "./piece_pages.ts";
 import { copyTables } from "./table_copy.ts";
@@ -198,24 +199,21 @@ async function copyPieces(
   summary: MigrationSummary,
 ): Promise<void> {
   const target = options.targetDatabase?.rowTarget ?? null;
-  const ready: PieceRecord[] = [];
-  const flush = async () => {
-    const rows = ready.splice(0);
-    if (target !== null && rows.length > 0) {
-      addCounts(summary, "pieces", await target.writePieces(rows));
-    }
-  };
+  const ready = new Batcher<PieceRecord>({
+    size: chunkRows,
+    flush: async (rows) => {
+      if (target !== null) addCounts(summary, "pieces", await target.writePieces(rows));
+    },
+  });
   await forEachConcurrently(
     eachPiece(options.source, chunkRows),
     { concurrency: options.concurrency ?? DEFAULT_MIGRATE_CONCURRENCY },
     async (piece) => {
       const row = await migratePiece(piece, options, summary);
-      if (row === null) return;
-      ready.push(row);
-      if (ready.length >= chunkRows) await flush();
+      if (row !== null) await ready.add(row);
     },
   );
-  await flush();
+  await ready.flush();
 }
 
 /** Moves one piece's bytes; returns the row to write for it, or null to leave it behind. */

@@ -23,23 +23,8 @@ export type { CidSource, PieceCid, PieceCidOptions } from "./piece_cid.ts";
 export { NetworkError, StorageError, VerificationError } from "./errors.ts";
 export type { VerificationFailure } from "./errors.ts";
 export { MANIFEST_CONTENT_TYPE } from "./types.ts";
-export type {
-  ByteSource,
-  DownloadInfo,
-  DownloadOptions,
-  DownloadProgress,
-  IncrementalSha256,
-  Manifest,
-  ResumeStore,
-  RetryOptions,
-  StorageClientOptions,
-  UploadedPiece,
-  UploadOptions,
-  UploadPhase,
-  UploadProgress,
-  UploadResult,
-  UploadSource,
-} from "./types.ts";
+// types.ts holds the public shapes and nothing else: all of it is the SDK's surface.
+export type * from "./types.ts";
 export type * from "./api_types.ts";
 export { parseManifest, serializeManifest } from "./manifest.ts";
 export { DEFAULT_PIECE_SIZE, planPieces } from "./upload.ts";

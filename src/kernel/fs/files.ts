@@ -28,23 +28,29 @@ export async function syncDirectory(path: string): Promise<void> {
 }
 
 /** Whether a path exists (false only for "not found"; other errors are thrown). */
-export async function pathExists(path: string | URL): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
+export function pathExists(path: string | URL): Promise<boolean> {
+  return succeededUnless(() => Deno.stat(path), Deno.errors.NotFound);
 }
 
 /** Creates one directory level; false when it was already there. */
-export async function mkdirIfMissing(path: string): Promise<boolean> {
+export function mkdirIfMissing(path: string): Promise<boolean> {
+  return succeededUnless(() => Deno.mkdir(path), Deno.errors.AlreadyExists);
+}
+
+/**
+ * Runs one step: true when it succeeds, false when it fails with the one
+ * error its caller counts as an answer (not found, already there), so that
+ * error is told apart from every other, which is thrown.
+ */
+async function succeededUnless(
+  step: () => Promise<unknown>,
+  answer: abstract new (...args: never[]) => Error,
+): Promise<boolean> {
   try {
-    await Deno.mkdir(path);
+    await step();
     return true;
   } catch (error) {
-    if (error instanceof Deno.errors.AlreadyExists) return false;
+    if (error instanceof answer) return false;
     throw error;
   }
 }
