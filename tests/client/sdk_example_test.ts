@@ -24,7 +24,7 @@ Deno.test("docs: the SDK example runs from any directory with the permission fla
   const doc = await Deno.readTextFile(`${ROOT}/docs/client.md`);
   const script = blockAfter(doc, "## The SDK", "ts");
   const command = blockAfter(doc, "## The SDK", "sh").replace(/\\\n\s*/g, "").trim();
-  assertOk(script.includes("/path/to/storage-service/src/client/mod.ts"));
+  assertOk(script.includes("/path/to/storage-service/src/client/sdk/mod.ts"));
   assertOk(command.startsWith("npx -y deno@2.9.6 run "), command);
 
   await using server = await startTestServer();
