@@ -51,7 +51,7 @@ import {
   RETRIEVAL_PATH,
 } from "./retrieval/mod.ts";
 import type { Retrieval } from "./retrieval/mod.ts";
-import { createIpfsHandler, getIpfsDoc, IPFS_PATH } from "./ipfs/ipfs.ts";
+import { createIpfsHandler, IPFS_PATH } from "./ipfs/ipfs.ts";
 import type { RouteDoc } from "./docs/route_doc.ts";
 import type { Handler, Route } from "./pipeline/router.ts";
 import {
@@ -80,6 +80,7 @@ import {
   signInWithWalletDoc,
 } from "./account/wallet.ts";
 import { createWebHandlers, getFaviconDoc, getWebAssetDoc, getWebPageDoc } from "./service/web.ts";
+import { getIpfsDoc } from "./docs/ipfs_docs.ts";
 
 /** The long-lived objects handlers use; all constructed by server/services.ts. */
 export interface RouteServices {
