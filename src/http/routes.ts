@@ -30,12 +30,12 @@ import {
   extendDealDoc,
 } from "./account/deals.ts";
 import { createDealCreateHandler, createDealDoc } from "./upload/deal_create.ts";
-import { deprecationsHandler, listDeprecationsDoc } from "./pipeline/deprecation.ts";
+import { deprecationsHandler } from "./pipeline/deprecation.ts";
 import { createFilesHandler, listFilesDoc } from "./account/files.ts";
-import { createHealthHandler, getHealthDoc } from "./service/health.ts";
+import { createHealthHandler } from "./service/health.ts";
 import { createLimitsHandler, getLimitsDoc } from "./account/limits.ts";
-import { createMetricsHandler, getMetricsDoc } from "./service/metrics.ts";
-import { createOpenApiHandler, getOpenApiDoc } from "./docs/openapi.ts";
+import { createMetricsHandler } from "./service/metrics.ts";
+import { createOpenApiHandler } from "./docs/openapi.ts";
 import {
   computePieceCidDoc,
   createComputePieceCidHandler,
@@ -79,8 +79,17 @@ import {
   getWalletNonceDoc,
   signInWithWalletDoc,
 } from "./account/wallet.ts";
-import { createWebHandlers, getFaviconDoc, getWebAssetDoc, getWebPageDoc } from "./service/web.ts";
+import { createWebHandlers } from "./service/web.ts";
 import { getIpfsDoc } from "./docs/ipfs_docs.ts";
+import {
+  getFaviconDoc,
+  getHealthDoc,
+  getMetricsDoc,
+  getOpenApiDoc,
+  getWebAssetDoc,
+  getWebPageDoc,
+  listDeprecationsDoc,
+} from "./docs/service_docs.ts";
 
 /** The long-lived objects handlers use; all constructed by server/services.ts. */
 export interface RouteServices {
