@@ -23,17 +23,12 @@ import type { PieceStore } from "../driver/driver.ts";
 import type { WalletChain } from "../wallet/chain.ts";
 import type { BlockSource } from "../ipfs/blocks.ts";
 import type { DatabaseHealth, GcHealth } from "../kernel/wire.ts";
-import {
-  createDeleteDealHandler,
-  createExtendDealHandler,
-  deleteDealDoc,
-  extendDealDoc,
-} from "./account/deals.ts";
+import { createDeleteDealHandler, createExtendDealHandler } from "./account/deals.ts";
 import { createDealCreateHandler, createDealDoc } from "./upload/deal_create.ts";
 import { deprecationsHandler } from "./pipeline/deprecation.ts";
-import { createFilesHandler, listFilesDoc } from "./account/files.ts";
+import { createFilesHandler } from "./account/files.ts";
 import { createHealthHandler } from "./service/health.ts";
-import { createLimitsHandler, getLimitsDoc } from "./account/limits.ts";
+import { createLimitsHandler } from "./account/limits.ts";
 import { createMetricsHandler } from "./service/metrics.ts";
 import { createOpenApiHandler } from "./docs/openapi.ts";
 import {
@@ -54,32 +49,30 @@ import type { Retrieval } from "./retrieval/mod.ts";
 import { createIpfsHandler, IPFS_PATH } from "./ipfs/ipfs.ts";
 import type { RouteDoc } from "./docs/route_doc.ts";
 import type { Handler, Route } from "./pipeline/router.ts";
-import {
-  createSignupHandler,
-  createSignupVerifyHandler,
-  signupDoc,
-  verifySignupDoc,
-} from "./account/signup.ts";
+import { createSignupHandler, createSignupVerifyHandler } from "./account/signup.ts";
 import type { SignupDeps } from "./account/signup.ts";
-import {
-  createRevokeHandler,
-  createTokenListHandler,
-  listTokensDoc,
-  revokeTokenDoc,
-} from "./account/tokens.ts";
+import { createRevokeHandler, createTokenListHandler } from "./account/tokens.ts";
 import type { UploadDrain } from "./pipeline/upload_drain.ts";
 import { createUploadHandler, uploadDoc } from "./upload/upload.ts";
 import { createTusHandlers, TUS_PATH, tusDocs } from "./tus/tus.ts";
 import { tusDiscoveryHeaders } from "./tus/tus_protocol.ts";
 import type { ResumableUploads } from "../uploads/resumable.ts";
-import { createUsageHandler, getUsageDoc } from "./account/usage.ts";
-import {
-  createWalletNonceHandler,
-  createWalletSignInHandler,
-  getWalletNonceDoc,
-  signInWithWalletDoc,
-} from "./account/wallet.ts";
+import { createUsageHandler } from "./account/usage.ts";
+import { createWalletNonceHandler, createWalletSignInHandler } from "./account/wallet.ts";
 import { createWebHandlers } from "./service/web.ts";
+import {
+  deleteDealDoc,
+  extendDealDoc,
+  getLimitsDoc,
+  getUsageDoc,
+  getWalletNonceDoc,
+  listFilesDoc,
+  listTokensDoc,
+  revokeTokenDoc,
+  signInWithWalletDoc,
+  signupDoc,
+  verifySignupDoc,
+} from "./docs/account_docs.ts";
 import { getIpfsDoc } from "./docs/ipfs_docs.ts";
 import {
   getFaviconDoc,
