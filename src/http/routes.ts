@@ -23,19 +23,14 @@ import type { PieceStore } from "../driver/driver.ts";
 import type { WalletChain } from "../wallet/chain.ts";
 import type { BlockSource } from "../ipfs/blocks.ts";
 import type { DatabaseHealth, GcHealth } from "../kernel/wire.ts";
-import {
-  createDeleteDealHandler,
-  createExtendDealHandler,
-  deleteDealDoc,
-  extendDealDoc,
-} from "./account/deals.ts";
+import { createDeleteDealHandler, createExtendDealHandler } from "./account/deals.ts";
 import { createDealCreateHandler, createDealDoc } from "./upload/deal_create.ts";
-import { deprecationsHandler, listDeprecationsDoc } from "./pipeline/deprecation.ts";
-import { createFilesHandler, listFilesDoc } from "./account/files.ts";
-import { createHealthHandler, getHealthDoc } from "./service/health.ts";
-import { createLimitsHandler, getLimitsDoc } from "./account/limits.ts";
-import { createMetricsHandler, getMetricsDoc } from "./service/metrics.ts";
-import { createOpenApiHandler, getOpenApiDoc } from "./docs/openapi.ts";
+import { deprecationsHandler } from "./pipeline/deprecation.ts";
+import { createFilesHandler } from "./account/files.ts";
+import { createHealthHandler } from "./service/health.ts";
+import { createLimitsHandler } from "./account/limits.ts";
+import { createMetricsHandler } from "./service/metrics.ts";
+import { createOpenApiHandler } from "./docs/openapi.ts";
 import {
   computePieceCidDoc,
   createComputePieceCidHandler,
@@ -51,35 +46,43 @@ import {
   RETRIEVAL_PATH,
 } from "./retrieval/mod.ts";
 import type { Retrieval } from "./retrieval/mod.ts";
-import { createIpfsHandler, getIpfsDoc, IPFS_PATH } from "./ipfs/ipfs.ts";
+import { createIpfsHandler, IPFS_PATH } from "./ipfs/ipfs.ts";
 import type { RouteDoc } from "./docs/route_doc.ts";
 import type { Handler, Route } from "./pipeline/router.ts";
-import {
-  createSignupHandler,
-  createSignupVerifyHandler,
-  signupDoc,
-  verifySignupDoc,
-} from "./account/signup.ts";
+import { createSignupHandler, createSignupVerifyHandler } from "./account/signup.ts";
 import type { SignupDeps } from "./account/signup.ts";
-import {
-  createRevokeHandler,
-  createTokenListHandler,
-  listTokensDoc,
-  revokeTokenDoc,
-} from "./account/tokens.ts";
+import { createRevokeHandler, createTokenListHandler } from "./account/tokens.ts";
 import type { UploadDrain } from "./pipeline/upload_drain.ts";
 import { createUploadHandler, uploadDoc } from "./upload/upload.ts";
 import { createTusHandlers, TUS_PATH, tusDocs } from "./tus/tus.ts";
 import { tusDiscoveryHeaders } from "./tus/tus_protocol.ts";
 import type { ResumableUploads } from "../uploads/resumable.ts";
-import { createUsageHandler, getUsageDoc } from "./account/usage.ts";
+import { createUsageHandler } from "./account/usage.ts";
+import { createWalletNonceHandler, createWalletSignInHandler } from "./account/wallet.ts";
+import { createWebHandlers } from "./service/web.ts";
 import {
-  createWalletNonceHandler,
-  createWalletSignInHandler,
+  deleteDealDoc,
+  extendDealDoc,
+  getLimitsDoc,
+  getUsageDoc,
   getWalletNonceDoc,
+  listFilesDoc,
+  listTokensDoc,
+  revokeTokenDoc,
   signInWithWalletDoc,
-} from "./account/wallet.ts";
-import { createWebHandlers, getFaviconDoc, getWebAssetDoc, getWebPageDoc } from "./service/web.ts";
+  signupDoc,
+  verifySignupDoc,
+} from "./docs/account_docs.ts";
+import { getIpfsDoc } from "./docs/ipfs_docs.ts";
+import {
+  getFaviconDoc,
+  getHealthDoc,
+  getMetricsDoc,
+  getOpenApiDoc,
+  getWebAssetDoc,
+  getWebPageDoc,
+  listDeprecationsDoc,
+} from "./docs/service_docs.ts";
 
 /** The long-lived objects handlers use; all constructed by server/services.ts. */
 export interface RouteServices {

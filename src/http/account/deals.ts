@@ -28,9 +28,6 @@ import { dealView } from "./deal_view.ts";
 import type { RequestContext } from "../pipeline/context.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
-import { TOKEN_ERRORS } from "../docs/route_doc.ts";
-import type { ParameterDoc, RouteDoc } from "../docs/route_doc.ts";
-import { stringSchema } from "../docs/schemas/json_schema.ts";
 
 export interface DealDeps {
   records: CatalogRecords;
@@ -39,39 +36,6 @@ export interface DealDeps {
   clock: Clock;
   baseUrl: string;
 }
-
-const DEAL_ID_PARAMETER: ParameterDoc = {
-  name: "dealId",
-  in: "path",
-  description: "dealId of an upload",
-  schema: stringSchema,
-};
-
-export const extendDealDoc: RouteDoc = {
-  operationId: "extendDeal",
-  summary: "Extend a deal's term by one term of its tier",
-  description: "Another user's deal, a sponsored deal and an unknown id are all 404. A " +
-    "deleted deal, or one whose piece was removed after it expired, is 410.",
-  auth: "token",
-  scope: "pin",
-  parameters: [DEAL_ID_PARAMETER],
-  responses: [{ status: 200, description: "The extended deal", body: { json: "Deal" } }],
-  errors: [...TOKEN_ERRORS, "insufficient_scope", "not_found", "gone"],
-};
-
-export const deleteDealDoc: RouteDoc = {
-  operationId: "deleteDeal",
-  summary: "End a deal now (its state becomes deleted)",
-  description: "The quota the upload used is not given back. Once no deal keeps the piece, " +
-    "it is removed after the server's grace period; copies made elsewhere (caches, " +
-    "storage providers) may remain. Deleting a deleted deal returns it unchanged. Another " +
-    "user's deal, a sponsored deal and an unknown id are all 404.",
-  auth: "token",
-  scope: "pin",
-  parameters: [DEAL_ID_PARAMETER],
-  responses: [{ status: 200, description: "The deleted deal", body: { json: "Deal" } }],
-  errors: [...TOKEN_ERRORS, "insufficient_scope", "not_found"],
-};
 
 export function createExtendDealHandler(deps: DealDeps): Handler {
   return async (_request, context) => {

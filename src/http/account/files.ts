@@ -15,54 +15,19 @@ import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
 import { DEAL_STATES } from "../../kernel/wire.ts";
 import type { DealState, FilesPage } from "../../kernel/wire.ts";
-import { CID_SCHEMA, TOKEN_ERRORS } from "../docs/route_doc.ts";
 import { normalizeCid } from "../../kernel/cid_format.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
-import { enumOf, integerSchema, stringSchema } from "../docs/schemas/json_schema.ts";
 
-const DEFAULT_LIMIT = 100;
-const MAX_LIMIT = 1000;
+/**
+ * Files a page lists unless ?limit= says otherwise, and the most ?limit= may
+ * ask for; the API document states both (src/http/docs/account_docs.ts).
+ */
+export const FILES_PER_PAGE = { byDefault: 100, atMost: 1000 } as const;
 
 export interface FilesDeps {
   records: CatalogRecords;
   baseUrl: string;
   clock: Clock;
 }
-
-export const listFilesDoc: RouteDoc = {
-  operationId: "listFiles",
-  summary: "List the caller's uploads, newest first",
-  auth: "token",
-  scope: "list",
-  parameters: [
-    {
-      name: "limit",
-      in: "query",
-      description: "Files per page",
-      schema: { ...integerSchema, minimum: 1, maximum: 1000, default: 100 },
-    },
-    {
-      name: "cursor",
-      in: "query",
-      description: "nextCursor of the previous page",
-      schema: stringSchema,
-    },
-    {
-      name: "state",
-      in: "query",
-      description: "Only deals in this state now (default: every deal)",
-      schema: enumOf(DEAL_STATES),
-    },
-    {
-      name: "cid",
-      in: "query",
-      description: "Only the uploads (deals) of this cid: does the caller own one already?",
-      schema: CID_SCHEMA,
-    },
-  ],
-  responses: [{ status: 200, description: "One page", body: { json: "FilesPage" } }],
-  errors: [...TOKEN_ERRORS, "insufficient_scope", "invalid_request", "invalid_cid"],
-};
 
 export function createFilesHandler(deps: FilesDeps): Handler {
   return async (_request, context) => {
@@ -92,10 +57,13 @@ export function createFilesHandler(deps: FilesDeps): Handler {
 }
 
 function parseLimit(raw: string | null): number {
-  if (raw === null) return DEFAULT_LIMIT;
+  if (raw === null) return FILES_PER_PAGE.byDefault;
   const n = /^\d{1,4}$/.test(raw) ? Number(raw) : NaN;
-  if (!(n >= 1 && n <= MAX_LIMIT)) {
-    throw new ApiError("invalid_request", `limit must be a whole number from 1 to ${MAX_LIMIT}`);
+  if (!(n >= 1 && n <= FILES_PER_PAGE.atMost)) {
+    throw new ApiError(
+      "invalid_request",
+      `limit must be a whole number from 1 to ${FILES_PER_PAGE.atMost}`,
+    );
   }
   return n;
 }

@@ -17,9 +17,6 @@ import type { UploadPolicies, UploadPolicy } from "../../limits/tiers.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
 import type { Limits, TierInfo, WalletLimits } from "../../kernel/wire.ts";
-import { TOKEN_ERRORS } from "../docs/route_doc.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
-import { integerSchema } from "../docs/schemas/json_schema.ts";
 
 export interface LimitsDeps {
   config: Config;
@@ -27,20 +24,6 @@ export interface LimitsDeps {
   ledger: CapLedger;
   clock: Clock;
 }
-
-export const getLimitsDoc: RouteDoc = {
-  operationId: "getLimits",
-  summary: "The caller's tier, caps and what is left today",
-  auth: "optional",
-  parameters: [{
-    name: "size",
-    in: "query",
-    description: "Also answer whether an upload of this many bytes would be accepted now",
-    schema: { ...integerSchema, minimum: 1 },
-  }],
-  responses: [{ status: 200, description: "The caller's limits", body: { json: "Limits" } }],
-  errors: [...TOKEN_ERRORS, "invalid_request", "wallet_unavailable"],
-};
 
 export function createLimitsHandler(deps: LimitsDeps): Handler {
   const tiers = tiersOf(deps.config);

@@ -22,8 +22,6 @@ import type { WindowLimit } from "../../limits/window_limit.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
 import type { SignupVerificationSent } from "../../kernel/wire.ts";
-import { JSON_BODY_ERRORS } from "../docs/route_doc.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
 
 export interface SignupDeps {
   mode: SignupMode;
@@ -36,56 +34,6 @@ export interface SignupDeps {
   /** Tokens need a database that survives restarts. */
   databaseIsPersistent: boolean;
 }
-
-export const signupDoc: RouteDoc = {
-  operationId: "signup",
-  summary: "Mint a token for an e-mail address (or mail a code to, under --signup verify)",
-  description: "Depends on the server's signup mode. open: 201 with the token. verify: " +
-    "202, and a one-time code is mailed to the address; POST /api/auth/signup/verify " +
-    "exchanges it for the token. closed: 403 signup_closed. The same e-mail always gets " +
-    "the same userId. Limited per client IP per hour (429 with Retry-After).",
-  auth: "public",
-  requestBody: { description: "Who the token is for", body: { json: "SignupRequest" } },
-  responses: [{
-    status: 201,
-    description: "Created (--signup open); the token is in this answer only",
-    body: { json: "SignupResult" },
-  }, {
-    status: 202,
-    description: "A code was mailed to the address (--signup verify)",
-    body: { json: "SignupVerificationSent" },
-  }],
-  errors: [
-    ...JSON_BODY_ERRORS,
-    "invalid_email",
-    "invalid_label",
-    "invalid_scopes",
-    "invalid_quota",
-    "signup_closed",
-    "rate_limited",
-    "mail_unavailable",
-    "storage_offline",
-  ],
-};
-
-export const verifySignupDoc: RouteDoc = {
-  operationId: "verifySignup",
-  summary: "Exchange a mailed signup code for the token (--signup verify)",
-  description: "A code works once, for 15 minutes and at most 5 wrong tries, from the client " +
-    "(IP address, IPv6 /64) that asked for it; that client's next signup for the address " +
-    "replaces it with a fresh code and fresh tries, and nobody else's signups or tries touch it.",
-  auth: "public",
-  requestBody: {
-    description: "The address and its code",
-    body: { json: "SignupVerifyRequest" },
-  },
-  responses: [{
-    status: 201,
-    description: "Created; the token is in this answer only",
-    body: { json: "SignupResult" },
-  }],
-  errors: [...JSON_BODY_ERRORS, "invalid_request", "invalid_code", "signup_closed"],
-};
 
 export function createSignupHandler(deps: SignupDeps): Handler {
   return async (request, context) => {

@@ -17,44 +17,11 @@ import { requireScope, requireTokenCaller, requireTokenScope } from "../../auth/
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
 import type { RevokeResult, TokenInfo, TokenList } from "../../kernel/wire.ts";
-import { JSON_BODY_ERRORS, TOKEN_ERRORS } from "../docs/route_doc.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
 
 export interface RevokeDeps {
   tokenRecords: TokenRecords;
   clock: Clock;
 }
-
-export const revokeTokenDoc: RouteDoc = {
-  operationId: "revokeToken",
-  summary: "Revoke a token by its jti",
-  description: "A token may always revoke itself; revoking another token of the same " +
-    "user needs the `list` scope. Another user's jti and an unknown one are both 404. " +
-    "Revoking again answers the first revocation's time.",
-  auth: "token",
-  requestBody: { description: "The token to revoke", body: { json: "RevokeRequest" } },
-  responses: [{ status: 200, description: "Revoked", body: { json: "RevokeResult" } }],
-  errors: [
-    ...TOKEN_ERRORS,
-    ...JSON_BODY_ERRORS,
-    "invalid_request",
-    "insufficient_scope",
-    "not_found",
-  ],
-};
-
-export const listTokensDoc: RouteDoc = {
-  operationId: "listTokens",
-  summary: "List the caller's tokens (metadata only)",
-  auth: "token",
-  scope: "list",
-  responses: [{
-    status: 200,
-    description: "Every token of the caller's user, newest first",
-    body: { json: "TokenList" },
-  }],
-  errors: [...TOKEN_ERRORS, "insufficient_scope"],
-};
 
 export function createRevokeHandler(deps: RevokeDeps): Handler {
   return async (_request, context) => {

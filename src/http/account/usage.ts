@@ -13,12 +13,12 @@ import type { UploadPolicies } from "../../limits/tiers.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
 import type { Usage, UsageDay } from "../../kernel/wire.ts";
-import { TOKEN_ERRORS } from "../docs/route_doc.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
-import { dateSchema } from "../docs/schemas/json_schema.ts";
 
-const MAX_DAYS = 366;
-const DEFAULT_DAYS = 30;
+/**
+ * Days a report covers unless ?from= says otherwise, and the most a range
+ * may cover; the API document states both (src/http/docs/account_docs.ts).
+ */
+export const USAGE_DAYS = { byDefault: 30, atMost: 366 } as const;
 
 export interface UsageDeps {
   records: CatalogRecords;
@@ -27,40 +27,20 @@ export interface UsageDeps {
   policies: UploadPolicies;
 }
 
-export const getUsageDoc: RouteDoc = {
-  operationId: "getUsage",
-  summary: "The caller's uploads per UTC day and today's quota",
-  auth: "token",
-  scope: "list",
-  parameters: [
-    {
-      name: "from",
-      in: "query",
-      description: "First day (UTC); default: 29 days before `to`",
-      schema: dateSchema,
-    },
-    {
-      name: "to",
-      in: "query",
-      description: "Last day (UTC); default: today. At most 366 days in all",
-      schema: dateSchema,
-    },
-  ],
-  responses: [{ status: 200, description: "Usage per day", body: { json: "Usage" } }],
-  errors: [...TOKEN_ERRORS, "insufficient_scope", "invalid_request", "wallet_unavailable"],
-};
-
 export function createUsageHandler(deps: UsageDeps): Handler {
   return async (_request, context) => {
     const caller = requireTokenScope(await context.caller(), "list");
     const today = utcDay(deps.clock.now());
     const to = parseDay(context.url.searchParams.get("to"), "to") ?? today;
     const from = parseDay(context.url.searchParams.get("from"), "from") ??
-      utcDay(Date.parse(to) - (DEFAULT_DAYS - 1) * DAY_MS);
+      utcDay(Date.parse(to) - (USAGE_DAYS.byDefault - 1) * DAY_MS);
     const span = (Date.parse(to) - Date.parse(from)) / DAY_MS + 1;
     if (span < 1) throw new ApiError("invalid_request", "from must not be after to");
-    if (span > MAX_DAYS) {
-      throw new ApiError("invalid_request", `The range may cover at most ${MAX_DAYS} days`);
+    if (span > USAGE_DAYS.atMost) {
+      throw new ApiError(
+        "invalid_request",
+        `The range may cover at most ${USAGE_DAYS.atMost} days`,
+      );
     }
     const policy = await deps.policies.policyFor(caller);
     const rows = new Map(

@@ -15,8 +15,6 @@ import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
 import type { WalletNonce } from "../../kernel/wire.ts";
 import { requirePersistentTokens } from "./signup.ts";
-import { JSON_BODY_ERRORS } from "../docs/route_doc.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
 
 export interface WalletDeps {
   /** null: this server has no wallet tier. */
@@ -24,45 +22,6 @@ export interface WalletDeps {
   nonceLimit: WindowLimit;
   databaseIsPersistent: boolean;
 }
-
-export const getWalletNonceDoc: RouteDoc = {
-  operationId: "getWalletNonce",
-  summary: "A single-use nonce for a Sign-In with Ethereum message (wallet tier)",
-  description: "Valid for 10 minutes, for one sign-in; limited per client IP per hour " +
-    "(429 with Retry-After). 503 wallet_unavailable when this server has no wallet tier.",
-  auth: "public",
-  responses: [{ status: 200, description: "A new nonce", body: { json: "WalletNonce" } }],
-  errors: ["rate_limited", "wallet_unavailable", "storage_offline"],
-};
-
-export const signInWithWalletDoc: RouteDoc = {
-  operationId: "signInWithWallet",
-  summary: "Exchange a signed EIP-4361 message for a 24-hour wallet token",
-  description: "The message must name this server (domain = host of the base URL, uri = " +
-    "the base URL), its chain id, a nonce from GET /api/auth/wallet/nonce, and an " +
-    "expirationTime at most 10 minutes ahead; the signature is the address's " +
-    "personal_sign of it (contract wallets: ERC-1271/ERC-6492). Any mismatch is 401 " +
-    "invalid_signature, and the nonce is spent by the first try that names it. " +
-    "Uploads with the token are in the wallet tier: the daily cap is the address's " +
-    "USDC balance × the server's bytes per USDC.",
-  auth: "public",
-  requestBody: {
-    description: "The signed message",
-    body: { json: "WalletSignInRequest" },
-  },
-  responses: [{
-    status: 201,
-    description: "Signed in; the token is in this answer only",
-    body: { json: "WalletSignInResult" },
-  }],
-  errors: [
-    ...JSON_BODY_ERRORS,
-    "invalid_request",
-    "invalid_signature",
-    "wallet_unavailable",
-    "storage_offline",
-  ],
-};
 
 export function createWalletNonceHandler(deps: WalletDeps): Handler {
   return async (request, context) => {

@@ -294,18 +294,6 @@ function responsesOf(doc: RouteDoc, { head }: { head: boolean }): Json {
   return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => Number(a) - Number(b)));
 }
 
-export const getOpenApiDoc: RouteDoc = {
-  operationId: "getOpenApi",
-  summary: "This API as an OpenAPI 3.1 document",
-  auth: "public",
-  responses: [{
-    status: 200,
-    description: "This document",
-    body: { json: "OpenApiDocument" },
-  }],
-  errors: [],
-};
-
 /**
  * The handler of GET /openapi.json. `routes` is the route table itself; the
  * document is built at the first request, when the table (this row included)

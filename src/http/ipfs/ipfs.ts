@@ -24,74 +24,11 @@ import type { GatewayAnswer } from "./negotiation.ts";
 import { matchesEtag } from "../retrieval/piece_answer.ts";
 import { apiErrorOfStoreFailure } from "../../uploads/store_errors.ts";
 import type { Handler } from "../pipeline/router.ts";
-import { IF_NONE_MATCH_PARAMETER } from "../docs/route_doc.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
-import type { HeaderUse } from "../docs/schemas/headers.ts";
-import { stringSchema } from "../docs/schemas/json_schema.ts";
 
 export const IPFS_PATH = "/ipfs/:cid";
 
 /** Immutable for a year less a bit, as the path gateway specification asks. */
 const IMMUTABLE = "public, max-age=29030400, immutable";
-
-const GATEWAY_HEADERS: HeaderUse = {
-  "Content-Type": "always",
-  "Content-Disposition": "always",
-  ETag: "always",
-  "X-Content-Type-Options": "always",
-  "X-Ipfs-Roots": "always",
-  "X-Ipfs-Path": "always",
-  Vary: "always",
-  "Content-Location": "sometimes",
-};
-
-export const getIpfsDoc: RouteDoc = {
-  operationId: "getIpfs",
-  summary: "Trustless IPFS gateway: a block or a CAR of a DAG the service holds (public)",
-  description: "As the IPFS trustless gateway specification says: " +
-    "Accept: application/vnd.ipld.raw (or ?format=raw) answers the block itself; " +
-    "Accept: application/vnd.ipld.car (or ?format=car) answers a CARv1 of the DAG under the " +
-    "cid (dag-scope=block, entity or all, the default), depth first, each block once " +
-    "(Content-Type application/vnd.ipld.car; version=1; order=dfs; dups=n). ?format wins " +
-    "over Accept. Blocks are those of CAR uploads, and raw uploads under their sha2-256 cid.",
-  auth: "public",
-  parameters: [
-    {
-      name: "cid",
-      in: "path",
-      description: "A CIDv1 (base32 or base36) or a CIDv0 (Qm…); blocks match by multihash",
-      schema: stringSchema,
-    },
-    {
-      name: "format",
-      in: "query",
-      description: "raw or car; wins over Accept",
-      schema: { ...stringSchema, enum: ["raw", "car"] },
-    },
-    {
-      name: "dag-scope",
-      in: "query",
-      description: "For a CAR: block, entity or all (default all)",
-      schema: { ...stringSchema, enum: ["block", "entity", "all"] },
-    },
-    IF_NONE_MATCH_PARAMETER,
-  ],
-  responses: [
-    {
-      status: 200,
-      description: "The raw block, or a CAR stream (cut short if a block below the root is " +
-        "not held: clients check a CAR for completeness)",
-      body: { binary: true },
-      headers: GATEWAY_HEADERS,
-    },
-    {
-      status: 304,
-      description: "Not modified: If-None-Match named this answer's ETag",
-      headers: { ETag: "always", "X-Ipfs-Roots": "always" },
-    },
-  ],
-  errors: ["invalid_cid", "invalid_request", "not_found", "not_acceptable"],
-};
 
 export function createIpfsHandler(deps: { blocks: BlockSource }): Handler {
   return async (request, context) => {

@@ -6,7 +6,6 @@
 import { jsonResponse } from "./json.ts";
 import type { Handler } from "./router.ts";
 import type { Deprecations } from "../../kernel/wire.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
 
 /** 2026-01-01T00:00:00Z: when the query-string token form was announced as deprecated. */
 const QUERY_TOKEN_DEPRECATED_AT = 1767225600;
@@ -19,18 +18,6 @@ export function applyDeprecationHeaders(headers: Headers, baseUrl: string): void
   headers.set("deprecation", `@${QUERY_TOKEN_DEPRECATED_AT}`);
   headers.set("link", `<${baseUrl}/docs/deprecations>; rel="deprecation"; type="application/json"`);
 }
-
-export const listDeprecationsDoc: RouteDoc = {
-  operationId: "listDeprecations",
-  summary: "Features that will be removed, and what to use instead",
-  auth: "public",
-  responses: [{
-    status: 200,
-    description: "The deprecations",
-    body: { json: "Deprecations" },
-  }],
-  errors: [],
-};
 
 export const deprecationsHandler: Handler = () =>
   jsonResponse(200, DEPRECATIONS, { "cache-control": "public, max-age=3600" });

@@ -11,7 +11,6 @@ import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
 import type { DatabaseHealth, GcHealth, Health, WalletHealth } from "../../kernel/wire.ts";
 import type { WalletChain } from "../../wallet/chain.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
 
 export interface HealthDeps {
   store: PieceStore;
@@ -23,17 +22,6 @@ export interface HealthDeps {
   /** Garbage collection: the interval, the grace period, the last sweep. */
   gc: { health(): Promise<GcHealth> };
 }
-
-export const getHealthDoc: RouteDoc = {
-  operationId: "getHealth",
-  summary: "Whether storage and database can be used",
-  auth: "public",
-  responses: [
-    { status: 200, description: "Healthy", body: { json: "Health" } },
-    { status: 503, description: "Degraded (see the body)", body: { json: "Health" } },
-  ],
-  errors: [],
-};
 
 export function createHealthHandler(deps: HealthDeps): Handler {
   return async () => {

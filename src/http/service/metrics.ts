@@ -15,7 +15,6 @@ import { ApiError } from "../../kernel/errors.ts";
 import { EXPOSITION_CONTENT_TYPE } from "../../metrics/exposition.ts";
 import type { ServiceMetrics } from "../../metrics/service_metrics.ts";
 import type { Handler } from "../pipeline/router.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
 
 export interface MetricsHandlerDeps {
   /** null: the server runs with --metrics false. */
@@ -23,25 +22,6 @@ export interface MetricsHandlerDeps {
   /** The --metrics-token; null: /metrics is public. */
   token: string | null;
 }
-
-export const getMetricsDoc: RouteDoc = {
-  operationId: "getMetrics",
-  summary: "This server's counters and gauges in the Prometheus text format",
-  description: "Text exposition format 0.0.4 (Content-Type: text/plain; version=0.0.4; " +
-    "charset=utf-8): requests, latency and bytes by route, uploads by tier and outcome, " +
-    "cap refusals, verification failures, and gauges read at scrape time. 404 " +
-    "not_found when the server runs with --metrics false. With --metrics-token it needs " +
-    "Authorization: Bearer <that token> (not a pk_live_ token); 401 invalid_token " +
-    "otherwise.",
-  auth: "public",
-  responses: [{
-    status: 200,
-    description: "The metrics",
-    body: { text: "text/plain" },
-    headers: { "Content-Type": "always", "Cache-Control": "always" },
-  }],
-  errors: ["invalid_token", "not_found"],
-};
 
 export function createMetricsHandler(deps: MetricsHandlerDeps): Handler {
   const expected = deps.token === null ? null : digestOf(deps.token);

@@ -17,8 +17,6 @@ import { ApiError } from "../../kernel/errors.ts";
 import { hashWorkerSource } from "../../kernel/piece_cid/worker_source.ts";
 import { WEB_ASSETS } from "../../client/web/assets.gen.ts";
 import type { Handler } from "../pipeline/router.ts";
-import type { ParameterDoc, RouteDoc, SuccessDoc } from "../docs/route_doc.ts";
-import { stringSchema } from "../docs/schemas/json_schema.ts";
 
 /**
  * The page's policy for a page loaded from these origins. Scripts, styles
@@ -85,64 +83,6 @@ function appFiles(): Map<string, Asset> {
   files.set("hash-worker.js", assetOf("text/javascript; charset=utf-8", hashWorkerSource()));
   return files;
 }
-
-/** The web page's files revalidate by ETag. */
-const WEB_IF_NONE_MATCH: ParameterDoc = {
-  name: "If-None-Match",
-  in: "header",
-  description: "The ETag of an earlier answer: a match answers 304 without a body",
-  schema: stringSchema,
-};
-const WEB_RESPONSES: SuccessDoc[] = [
-  {
-    status: 200,
-    description: "The file",
-    body: { binary: true },
-    headers: { "X-Content-Type-Options": "always" },
-  },
-  {
-    status: 304,
-    description: "Not modified: If-None-Match named this file's ETag",
-    headers: { "X-Content-Type-Options": "always" },
-  },
-];
-
-export const getWebPageDoc: RouteDoc = {
-  operationId: "getWebPage",
-  summary: "The web page: upload, files, tokens and usage in a browser",
-  description: "HTML under a strict Content-Security-Policy; everything it loads comes " +
-    "from /app/ on this server.",
-  auth: "public",
-  parameters: [WEB_IF_NONE_MATCH],
-  responses: WEB_RESPONSES,
-  errors: [],
-};
-
-export const getWebAssetDoc: RouteDoc = {
-  operationId: "getWebAsset",
-  summary: "A file of the web page (app.js, app.css, favicon.svg, hash-worker.js)",
-  auth: "public",
-  parameters: [
-    {
-      name: "file",
-      in: "path",
-      description: "app.js, app.css, favicon.svg or hash-worker.js",
-      schema: stringSchema,
-    },
-    WEB_IF_NONE_MATCH,
-  ],
-  responses: WEB_RESPONSES,
-  errors: ["not_found"],
-};
-
-export const getFaviconDoc: RouteDoc = {
-  operationId: "getFavicon",
-  summary: "The site's icon (the page's /app/favicon.svg), where browsers look for it",
-  auth: "public",
-  parameters: [WEB_IF_NONE_MATCH],
-  responses: WEB_RESPONSES,
-  errors: [],
-};
 
 export function createWebHandlers(
   baseUrl: string,
