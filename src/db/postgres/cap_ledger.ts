@@ -22,7 +22,7 @@
  */
 import type { Clock } from "../../kernel/clock.ts";
 import { utcDay } from "../../kernel/clock.ts";
-import { capStatusOf } from "../../limits/daily_caps.ts";
+import { capStatusOf } from "../../domain/cap_ledger.ts";
 import type {
   CapLedger,
   CapStatus,
@@ -30,7 +30,7 @@ import type {
   Reservation,
   ReserveOptions,
   ReserveResult,
-} from "../../limits/daily_caps.ts";
+} from "../../domain/cap_ledger.ts";
 import type { Sql } from "./connection.ts";
 
 export interface PostgresCapLedgerOptions {

@@ -6,7 +6,7 @@
  */
 import type { Sql } from "./connection.ts";
 import { indexBlocks } from "./block_records.ts";
-import { ResumableUploadMovedError } from "../records.ts";
+import { ResumableUploadMovedError } from "../../domain/catalog_records.ts";
 import type {
   CatalogRecords,
   DealRecord,
@@ -14,7 +14,7 @@ import type {
   PieceRecord,
   RecordUploadInput,
   UsageRecord,
-} from "../records.ts";
+} from "../../domain/catalog_records.ts";
 import { recordListing } from "./lifecycle_records.ts";
 
 /**
