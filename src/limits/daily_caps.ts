@@ -11,14 +11,7 @@
 import { utcDay } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
 import { capStatusOf } from "../domain/cap_ledger.ts";
-import type {
-  CapLedger,
-  CapStatus,
-  HeldReservation,
-  Reservation,
-  ReserveOptions,
-  ReserveResult,
-} from "../domain/cap_ledger.ts";
+import type * as Caps from "../domain/cap_ledger.ts";
 
 export interface DailyCapLedgerOptions {
   clock: Clock;
@@ -29,21 +22,21 @@ export interface DailyCapLedgerOptions {
   usedBytes(subject: string, day: string): number;
 }
 
-export class DailyCapLedger implements CapLedger {
+export class DailyCapLedger implements Caps.CapLedger {
   readonly #options: DailyCapLedgerOptions;
   readonly #reserved = new Map<string, number>();
   /** Lasting reservations by id, so holding one again never counts it twice. */
-  readonly #lasting = new Map<string, Reservation>();
+  readonly #lasting = new Map<string, Caps.Reservation>();
 
   constructor(options: DailyCapLedgerOptions) {
     this.#options = options;
   }
 
-  async status(subject: string, capBytes: number): Promise<CapStatus> {
+  async status(subject: string, capBytes: number): Promise<Caps.CapStatus> {
     return this.#statusNow(subject, capBytes);
   }
 
-  #statusNow(subject: string, capBytes: number): CapStatus {
+  #statusNow(subject: string, capBytes: number): Caps.CapStatus {
     const now = this.#options.clock.now();
     const day = utcDay(now);
     return capStatusOf({
@@ -62,8 +55,8 @@ export class DailyCapLedger implements CapLedger {
     subject: string,
     bytes: number,
     capBytes: number,
-    options: ReserveOptions = {},
-  ): Promise<ReserveResult> {
+    options: Caps.ReserveOptions = {},
+  ): Promise<Caps.ReserveResult> {
     const status = this.#statusNow(subject, capBytes);
     if (status.usedBytes + status.reservedBytes + bytes > capBytes) return { ok: false, status };
     const reservation = this.#hold({ id: crypto.randomUUID(), subject, day: status.day, bytes });
@@ -77,7 +70,7 @@ export class DailyCapLedger implements CapLedger {
    * A lasting reservation, held again: after a restart, the resumable uploads'
    * records name what this process's memory lost (resumable/ does that at start).
    */
-  holdAgain(held: HeldReservation): Reservation {
+  holdAgain(held: Caps.HeldReservation): Caps.Reservation {
     const known = this.#lasting.get(held.id);
     if (known) return known;
     const reservation = this.#hold(held);
@@ -86,7 +79,7 @@ export class DailyCapLedger implements CapLedger {
   }
 
   /** Counts the bytes as reserved; the handle gives them back once. */
-  #hold(held: HeldReservation): Reservation {
+  #hold(held: Caps.HeldReservation): Caps.Reservation {
     const key = keyOf(held.subject, held.day);
     this.#reserved.set(key, (this.#reserved.get(key) ?? 0) + held.bytes);
     let released = false;
