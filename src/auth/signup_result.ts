@@ -3,7 +3,7 @@
  * by the operator's `token mint`: the token (shown this once, never stored),
  * who it is for, and the jti needed to revoke it later.
  */
-import type { TokenRecord } from "../domain/vocabulary.ts";
+import type { TokenRecord } from "../domain/auth_records.ts";
 import type { SignupResult } from "../kernel/wire.ts";
 
 /** A freshly minted token, as TokenService.mint returns it. */

@@ -16,7 +16,7 @@ import { Buffer } from "node:buffer";
 import { createHash, timingSafeEqual } from "node:crypto";
 import { toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
-import type { SignupCodeRecords } from "../domain/vocabulary.ts";
+import type { SignupCodeRecords } from "../domain/auth_records.ts";
 import { ApiError } from "../kernel/errors.ts";
 import { MailUnavailableError } from "../mail/mailer.ts";
 import type { Mailer } from "../mail/mailer.ts";

@@ -17,7 +17,7 @@ import { createHash } from "node:crypto";
 import { ApiError } from "../kernel/errors.ts";
 import type { Clock } from "../kernel/clock.ts";
 import { toRfc3339 } from "../kernel/clock.ts";
-import type { TokenRecord, TokenRecords } from "../domain/vocabulary.ts";
+import type { TokenRecord, TokenRecords } from "../domain/auth_records.ts";
 import type { TokenCaller } from "./caller.ts";
 import { SCOPES } from "../domain/vocabulary.ts";
 import type { Scope } from "../domain/vocabulary.ts";

@@ -17,7 +17,7 @@ import type { Address, Hex } from "viem";
 import { parseSiweMessage } from "viem/siwe";
 import type { Clock } from "../kernel/clock.ts";
 import { toRfc3339 } from "../kernel/clock.ts";
-import type { WalletNonceRecords } from "../domain/vocabulary.ts";
+import type { WalletNonceRecords } from "../domain/auth_records.ts";
 import { ApiError } from "../kernel/errors.ts";
 import { siweLayoutProblem } from "./siwe_layout.ts";
 import type { TokenService } from "./tokens.ts";

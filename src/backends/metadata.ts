@@ -1,8 +1,8 @@
 /**
  * Everything the service keeps besides the bytes, behind one object the
- * composition root builds: the records (db/records.ts), the daily-cap ledger,
- * the per-cid commit locks, the turn of garbage-collection sweeps, and the
- * database's health. Two backends:
+ * composition root builds: the records, the daily-cap ledger, the per-cid
+ * commit locks, the turn of garbage-collection sweeps (their ports are all
+ * declared in domain/), and the database's health. Two backends:
  *
  * - SQLite in the data directory (the default): one process owns it, so cap
  *   reservations, cid locks and the sweep turn live in that process's memory.
@@ -11,15 +11,14 @@
  *   (db/postgres/).
  */
 import type { Clock } from "../kernel/clock.ts";
+import type { BlockRecords, CatalogRecords } from "../domain/catalog_records.ts";
+import type { LifecycleRecords } from "../domain/lifecycle_records.ts";
+import type { ResumableUploadRecords } from "../domain/resumable_upload_records.ts";
 import type {
-  BlockRecords,
-  CatalogRecords,
-  LifecycleRecords,
-  ResumableUploadRecords,
   SignupCodeRecords,
   TokenRecords,
   WalletNonceRecords,
-} from "../db/records.ts";
+} from "../domain/auth_records.ts";
 import type { Database } from "../db/sqlite/database.ts";
 import { SqliteBlockRecords } from "../db/sqlite/block_records.ts";
 import { SqliteCatalogRecords } from "../db/sqlite/catalog_records.ts";
@@ -30,11 +29,10 @@ import { SqliteWalletNonceRecords } from "../db/sqlite/wallet_nonce_records.ts";
 import { SqliteResumableUploadRecords } from "../db/sqlite/resumable_upload_records.ts";
 import type { PostgresDatabase } from "../db/postgres/postgres_database.ts";
 import { DailyCapLedger } from "../limits/daily_caps.ts";
-import type { CapLedger } from "../limits/daily_caps.ts";
+import type { CapLedger } from "../domain/cap_ledger.ts";
 import { LocalCidLocks } from "../catalog/cid_locks.ts";
-import type { CidLocks } from "../catalog/cid_locks.ts";
+import type { CidLocks, SweepTurn } from "../domain/locks.ts";
 import { LocalSweepTurn } from "../catalog/sweep_turn.ts";
-import type { SweepTurn } from "../catalog/sweep_turn.ts";
 import type { DatabaseHealth } from "../kernel/wire.ts";
 
 export type MetadataBackend = "sqlite" | "postgres";

@@ -48,11 +48,11 @@ import type {
   PieceRecord,
   RecordUploadInput,
   SettledReservation,
-} from "../db/records.ts";
+} from "../domain/catalog_records.ts";
 import type { Tier } from "../domain/vocabulary.ts";
 import type { PieceStore, StagedPiece } from "../driver/driver.ts";
 import type { PieceDigests } from "./digests.ts";
-import type { CidLocks } from "./cid_locks.ts";
+import type { CidLocks } from "../domain/locks.ts";
 import { isManifestType } from "../kernel/manifest_format.ts";
 import { manifestListingOf } from "./manifest_listing.ts";
 
@@ -77,7 +77,7 @@ export interface AcceptUploadInput {
   /** The counter this upload is charged to, e.g. "ip:v4:1.2.3.4" or "user:<sub>". */
   usageSubject: string;
   usageDay: string;
-  /** The cap reservation the deal's commit settles (db/records.ts: SettledReservation). */
+  /** The cap reservation the deal's commit settles (domain/catalog_records.ts: SettledReservation). */
   reservation?: SettledReservation | null;
   /** The blocks of a CAR upload, indexed with the deal (ipfs/car_upload.ts). */
   blocks?: BlockLocations | null;

@@ -9,7 +9,7 @@
  * piece at a time, and recorded. Pieces still waiting when the process stops
  * are found again at start-up (`resume`).
  */
-import type { CatalogRecords, PieceRecord } from "../db/records.ts";
+import type { CatalogRecords, PieceRecord } from "../domain/catalog_records.ts";
 import type { Logger } from "../kernel/log.ts";
 import type { PieceStore } from "../driver/driver.ts";
 

@@ -6,14 +6,15 @@
  * re-check sees (the piece stays); one that comes after finds the piece
  * removed and stores its bytes again (catalog.ts).
  *
- * The order survives a crash at any point (db/records.ts: LifecycleRecords):
+ * The order survives a crash at any point (domain/lifecycle_records.ts: LifecycleRecords):
  * the piece is marked as being removed (retrieval answers 410 from then on)
  * before its bytes are deleted, and marked removed only after. So no row of a
  * stored piece ever names missing bytes, and bytes are never left behind
  * unnamed: a mark left unfinished is found by the next sweep (resume).
  */
-import type { CatalogRecords, LifecycleRecords, RemovalMark } from "../db/records.ts";
-import type { CidLocks } from "./cid_locks.ts";
+import type { CatalogRecords } from "../domain/catalog_records.ts";
+import type { LifecycleRecords, RemovalMark } from "../domain/lifecycle_records.ts";
+import type { CidLocks } from "../domain/locks.ts";
 import type { PieceStore } from "../driver/driver.ts";
 
 export interface PieceRemovalOptions {

@@ -20,7 +20,7 @@
  * reservations in flight), and the last garbage-collection sweep (the
  * target's own is what it shows).
  */
-import type { PieceRecord } from "./records.ts";
+import type { PieceRecord } from "../domain/catalog_records.ts";
 
 /** The tables copied after the pieces, in the order they are copied. */
 export const COPIED_TABLES = ["deals", "usage", "tokens", "corruptMarks", "blocks"] as const;

@@ -11,13 +11,13 @@
  * Blocks are looked up by multihash, as IPFS clients do: CIDv0 (`Qm…`) and
  * CIDv1 of any codec name the same bytes when their multihash is the same.
  * A block counts only while a piece holding it is stored and not marked
- * corrupt (the index query's rule, db/records.ts BlockRecords); a removal
+ * corrupt (the index query's rule, domain/catalog_records.ts BlockRecords); a removal
  * (garbage collection) takes its piece's index rows with it, and a raw
  * piece that is being removed or was removed is no block either.
  */
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
-import type { BlockRecords } from "../db/records.ts";
+import type { BlockRecords } from "../domain/catalog_records.ts";
 import type { PieceCatalog } from "../catalog/catalog.ts";
 import type { PieceStore } from "../driver/driver.ts";
 import { IDENTITY_MULTIHASH, SHA2_256_MULTIHASH } from "./multihash.ts";

@@ -1,87 +1,18 @@
 // deno-lint-ignore-file require-await -- CapLedger is async for shared databases; this one answers from memory at once.
 /**
- * Daily caps with reservations. Before an upload reads a byte, its declared
- * length is reserved against the subject's cap for the current UTC day:
- * used (the persistent counter) + reserved (uploads in flight) + length must
- * fit. Parallel uploads therefore cannot jointly exceed a cap. A failed
- * upload releases its reservation; a successful one releases it after the
- * bytes were added to the persistent counter in the deal's transaction.
- *
- * `CapLedger` is what uploads see. This file's DailyCapLedger keeps the
- * reservations in one process's memory: right for the single-box default,
- * where one process owns the data directory (if it dies, the uploads its
- * reservations stood for died with it). Instances that share a Postgres
- * database reserve in the database instead (db/postgres/cap_ledger.ts).
+ * The daily-cap ledger of the single-box default, in one process's memory
+ * (the port, and why caps are reserved at all: domain/cap_ledger.ts). Right
+ * where one process owns the data directory: if it dies, the uploads its
+ * reservations stood for died with it, and the resumable uploads' records
+ * name their lasting reservations so a restart holds them again. Instances
+ * that share a Postgres database reserve in the database instead
+ * (db/postgres/cap_ledger.ts).
  */
-import { nextUtcMidnight, utcDay } from "../kernel/clock.ts";
+import { utcDay } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
 import { releaseOnce } from "./release_once.ts";
-
-export interface Reservation {
-  /** Names the reservation to the commit that settles it (db/records.ts: recordUpload). */
-  readonly id: string;
-  readonly subject: string;
-  readonly day: string;
-  readonly bytes: number;
-  /** Gives the reserved bytes back. Idempotent; never rejects. */
-  release(): Promise<void>;
-  /**
-   * The deal's commit moved the bytes into the persistent counter: the
-   * reservation is gone with it (a later release does nothing). Synchronous,
-   * so nobody sees the bytes counted twice in between.
-   */
-  markSettled(): void;
-}
-
-export interface CapStatus {
-  capBytes: number;
-  usedBytes: number;
-  reservedBytes: number;
-  remainingBytes: number;
-  /** Seconds until the cap resets at 00:00 UTC (at least 1). */
-  resetSeconds: number;
-  day: string;
-}
-
-export type ReserveResult =
-  | { ok: true; reservation: Reservation; status: CapStatus }
-  | { ok: false; status: CapStatus };
-
-/** A reservation made earlier, as a resumable upload's record names it. */
-export interface HeldReservation {
-  id: string;
-  subject: string;
-  day: string;
-  bytes: number;
-}
-
-export interface ReserveOptions {
-  /**
-   * The reservation outlives the request and this process: a resumable
-   * upload's, held until the upload finishes, ends or expires, and found
-   * again with `holdAgain` (default: it lasts as long as the upload request).
-   */
-  lasting?: boolean;
-}
-
-export interface CapLedger {
-  /** The cap status of a subject right now, reservations included. */
-  status(subject: string, capBytes: number): Promise<CapStatus>;
-  /** Reserves bytes if they fit under the cap, atomically with the check. */
-  reserve(
-    subject: string,
-    bytes: number,
-    capBytes: number,
-    options?: ReserveOptions,
-  ): Promise<ReserveResult>;
-  /**
-   * The reservation a lasting `reserve` made (in this process or another, before
-   * a restart or after), to release or settle. Holding it again is idempotent.
-   */
-  holdAgain(held: HeldReservation): Reservation;
-  /** Bytes currently reserved by uploads in flight (all subjects). */
-  reservedTotal(): Promise<number>;
-}
+import { capStatusOf } from "../domain/cap_ledger.ts";
+import type * as Caps from "../domain/cap_ledger.ts";
 
 export interface DailyCapLedgerOptions {
   clock: Clock;
@@ -92,21 +23,21 @@ export interface DailyCapLedgerOptions {
   usedBytes(subject: string, day: string): number;
 }
 
-export class DailyCapLedger implements CapLedger {
+export class DailyCapLedger implements Caps.CapLedger {
   readonly #options: DailyCapLedgerOptions;
   readonly #reserved = new Map<string, number>();
   /** Lasting reservations by id, so holding one again never counts it twice. */
-  readonly #lasting = new Map<string, Reservation>();
+  readonly #lasting = new Map<string, Caps.Reservation>();
 
   constructor(options: DailyCapLedgerOptions) {
     this.#options = options;
   }
 
-  async status(subject: string, capBytes: number): Promise<CapStatus> {
+  async status(subject: string, capBytes: number): Promise<Caps.CapStatus> {
     return this.#statusNow(subject, capBytes);
   }
 
-  #statusNow(subject: string, capBytes: number): CapStatus {
+  #statusNow(subject: string, capBytes: number): Caps.CapStatus {
     const now = this.#options.clock.now();
     const day = utcDay(now);
     return capStatusOf({
@@ -125,8 +56,8 @@ export class DailyCapLedger implements CapLedger {
     subject: string,
     bytes: number,
     capBytes: number,
-    options: ReserveOptions = {},
-  ): Promise<ReserveResult> {
+    options: Caps.ReserveOptions = {},
+  ): Promise<Caps.ReserveResult> {
     const status = this.#statusNow(subject, capBytes);
     if (status.usedBytes + status.reservedBytes + bytes > capBytes) return { ok: false, status };
     const reservation = this.#hold({ id: crypto.randomUUID(), subject, day: status.day, bytes });
@@ -140,7 +71,7 @@ export class DailyCapLedger implements CapLedger {
    * A lasting reservation, held again: after a restart, the resumable uploads'
    * records name what this process's memory lost (resumable/ does that at start).
    */
-  holdAgain(held: HeldReservation): Reservation {
+  holdAgain(held: Caps.HeldReservation): Caps.Reservation {
     const known = this.#lasting.get(held.id);
     if (known) return known;
     const reservation = this.#hold(held);
@@ -149,7 +80,7 @@ export class DailyCapLedger implements CapLedger {
   }
 
   /** Counts the bytes as reserved; the handle gives them back once. */
-  #hold(held: HeldReservation): Reservation {
+  #hold(held: Caps.HeldReservation): Caps.Reservation {
     const key = keyOf(held.subject, held.day);
     this.#reserved.set(key, (this.#reserved.get(key) ?? 0) + held.bytes);
     const releaseNow = releaseOnce(() => {
@@ -171,21 +102,6 @@ export class DailyCapLedger implements CapLedger {
     for (const bytes of this.#reserved.values()) total += bytes;
     return total;
   }
-}
-
-/** A cap's status at `now` (ms) from its counters; every ledger answers through this. */
-export function capStatusOf(
-  input: { now: number; capBytes: number; usedBytes: number; reservedBytes: number },
-): CapStatus {
-  const { now, capBytes, usedBytes, reservedBytes } = input;
-  return {
-    capBytes,
-    usedBytes,
-    reservedBytes,
-    remainingBytes: Math.max(0, capBytes - usedBytes - reservedBytes),
-    resetSeconds: Math.max(1, Math.ceil((nextUtcMidnight(now) - now) / 1000)),
-    day: utcDay(now),
-  };
 }
 
 function keyOf(subject: string, day: string): string {

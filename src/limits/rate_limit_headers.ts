@@ -3,7 +3,7 @@
  * (draft-ietf-httpapi-ratelimit-headers): the policy names the quota in bytes
  * per day, RateLimit says what is left and in how many seconds it resets.
  */
-import type { CapStatus } from "./daily_caps.ts";
+import type { CapStatus } from "../domain/cap_ledger.ts";
 
 export function rateLimitHeaders(status: CapStatus): Record<string, string> {
   return {

@@ -2,7 +2,7 @@
  * A garbage-collection sweep: the bytes of pieces no deal wants any more go,
  * so the disk (or the bill) stops growing with every upload ever made. A
  * piece goes once every deal on it, and on any manifest listing it, ended at
- * least the grace period ago (db/records.ts: LifecycleRecords). In order:
+ * least the grace period ago (domain/lifecycle_records.ts: LifecycleRecords). In order:
  *
  *   1. manifests uploaded before their listings were kept are read, so their
  *      deals keep what they list before anything is judged;
@@ -23,7 +23,7 @@
  */
 import { DAY_MS, toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
-import type { LifecycleRecords, SweepPageRow } from "../db/records.ts";
+import type { LifecycleRecords, SweepPageRow } from "../domain/lifecycle_records.ts";
 import type { PieceStore } from "../driver/driver.ts";
 import { manifestListingOf } from "../catalog/manifest_listing.ts";
 import type { PieceRemoval } from "../catalog/piece_removal.ts";

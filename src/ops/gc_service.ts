@@ -9,11 +9,11 @@
  */
 import { DAY_MS, toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
-import type { LifecycleRecords } from "../db/records.ts";
+import type { LifecycleRecords } from "../domain/lifecycle_records.ts";
 import type { Logger } from "../kernel/log.ts";
 import type { PieceStore } from "../driver/driver.ts";
 import type { PieceRemoval } from "../catalog/piece_removal.ts";
-import type { SweepTurn } from "../catalog/sweep_turn.ts";
+import type { SweepTurn } from "../domain/locks.ts";
 import type { GcHealth } from "../kernel/wire.ts";
 import { sweepPieces } from "./gc.ts";
 import type { RemovedPiece, SweepReport } from "./gc.ts";

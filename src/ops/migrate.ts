@@ -36,7 +36,7 @@
  * Not copied: signup codes and wallet sign-in nonces. Both live minutes; a
  * pending signup asks for a new code, a wallet signs a new nonce.
  */
-import type { PieceRecord } from "../db/records.ts";
+import type { PieceRecord } from "../domain/catalog_records.ts";
 import type { RowSource, RowTarget, WriteCounts } from "../db/row_copy.ts";
 import type { PieceStore } from "../driver/driver.ts";
 import { Batcher } from "./batcher.ts";

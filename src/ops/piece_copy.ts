@@ -11,7 +11,7 @@
  * piece's outcome, named for the operator; a store that is gone or full
  * stops the copy (thrown), since every later piece would fail the same way.
  */
-import type { PieceRecord } from "../db/records.ts";
+import type { PieceRecord } from "../domain/catalog_records.ts";
 import { StoreError } from "../driver/driver.ts";
 import type { PieceStore } from "../driver/driver.ts";
 

@@ -4,7 +4,7 @@
  * a catalog of millions never sits in memory, shared by N workers that stop
  * together at the first error.
  */
-import type { CatalogRecords, PieceRecord } from "../db/records.ts";
+import type { CatalogRecords, PieceRecord } from "../domain/catalog_records.ts";
 
 /**
  * Every piece, a page of `pageSize` rows at a time, in cid order. An async

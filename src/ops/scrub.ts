@@ -23,7 +23,7 @@
 import { createHash } from "node:crypto";
 import { toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
-import type { CatalogRecords, PieceRecord } from "../db/records.ts";
+import type { CatalogRecords, PieceRecord } from "../domain/catalog_records.ts";
 import { parseCid } from "../kernel/piece_cid/cid_codec.ts";
 import type { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
 import { createCidVerifier } from "../kernel/piece_cid/verify.ts";

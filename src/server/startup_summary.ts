@@ -14,7 +14,7 @@ import { whereOf } from "../db/postgres/connection.ts";
 import type { Config, TierConfig } from "../config/mod.ts";
 import type { Logger } from "../kernel/log.ts";
 import type { CertificateSummary } from "../net/tls_files.ts";
-import type { SweepRecord } from "../db/records.ts";
+import type { SweepRecord } from "../domain/lifecycle_records.ts";
 import { VERSION } from "../kernel/version.ts";
 
 export interface StartupSummary {

@@ -20,7 +20,7 @@ import { createHash } from "node:crypto";
 import type { Hash } from "node:crypto";
 import { parseCid } from "../kernel/piece_cid/cid_codec.ts";
 import type { ParsedCid } from "../kernel/piece_cid/cid_codec.ts";
-import type { ResumableUploadRecord } from "../db/records.ts";
+import type { ResumableUploadRecord } from "../domain/resumable_upload_records.ts";
 import type { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
 import { createCidVerifier } from "../kernel/piece_cid/verify.ts";
 import type { CidVerifier } from "../kernel/piece_cid/verify.ts";

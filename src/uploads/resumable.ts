@@ -6,7 +6,7 @@
  *
  * Where each part of an upload lives, so any instance can continue it:
  *   - its record (terms, offset, the store's description of its bytes) in the
- *     database (db/records.ts: ResumableUploadRecords);
+ *     database (domain/resumable_upload_records.ts: ResumableUploadRecords);
  *   - its bytes in the store's partial area (driver.ts: PartialStore);
  *   - its cap reservation in the ledger, lasting (a data directory's ledger is
  *     in memory: `holdReservationsAgain` re-holds them at start);
@@ -29,9 +29,13 @@
  */
 import { toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
-import { ResumableUploadMovedError } from "../db/records.ts";
-import type { DealRecord, ResumableUploadRecord, ResumableUploadRecords } from "../db/records.ts";
-import type { CapLedger, Reservation } from "../limits/daily_caps.ts";
+import { ResumableUploadMovedError } from "../domain/catalog_records.ts";
+import type { DealRecord } from "../domain/catalog_records.ts";
+import type {
+  ResumableUploadRecord,
+  ResumableUploadRecords,
+} from "../domain/resumable_upload_records.ts";
+import type { CapLedger, Reservation } from "../domain/cap_ledger.ts";
 import { RESUMABLE_EXPIRY_MS, ResumableError } from "./resumable_outcomes.ts";
 import type { AppendInput, AppendOutcome, CreateResumableInput } from "./resumable_outcomes.ts";
 import type { Logger } from "../kernel/log.ts";

@@ -4,8 +4,9 @@
  * failures, which the tus handlers (http/tus/tus.ts) turn into answers.
  */
 import { DAY_MS } from "../kernel/clock.ts";
-import type { DealRecord, ResumableUploadRecord } from "../db/records.ts";
-import type { Reservation } from "../limits/daily_caps.ts";
+import type { DealRecord } from "../domain/catalog_records.ts";
+import type { ResumableUploadRecord } from "../domain/resumable_upload_records.ts";
+import type { Reservation } from "../domain/cap_ledger.ts";
 import type { StoreError } from "../driver/driver.ts";
 import type { MinBodyRate } from "../kernel/streams/read_watchdog.ts";
 

@@ -8,10 +8,9 @@
 import { formatUnits } from "viem";
 import { normalizeCid } from "../kernel/cid_format.ts";
 import type { Config } from "../config/mod.ts";
-import type { DealRecord } from "../db/records.ts";
+import type { DealRecord } from "../domain/catalog_records.ts";
 import { ApiError } from "../kernel/errors.ts";
-import type { CapLedger, Reservation, ReserveOptions } from "../limits/daily_caps.ts";
-import type { CapStatus } from "../limits/daily_caps.ts";
+import type { CapLedger, CapStatus, Reservation, ReserveOptions } from "../domain/cap_ledger.ts";
 import { capUnitsOf } from "../limits/tiers.ts";
 import type { UploadPolicy, WalletCapBalance } from "../limits/tiers.ts";
 import type { Caller, TokenCaller } from "../auth/caller.ts";

@@ -8,7 +8,7 @@
  */
 import { assertEquals } from "../helpers/assert.ts";
 import type { MetadataFixture } from "./metadata_conformance.ts";
-import type { DealRecord, PieceRecord } from "../../src/db/records.ts";
+import type { DealRecord, PieceRecord } from "../../src/domain/catalog_records.ts";
 import type { Metadata } from "../../src/backends/metadata.ts";
 
 const DAY = "2026-11-21";

@@ -7,8 +7,8 @@
 import { assertEquals, assertOk, assertRejects } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import type { Metadata } from "../../src/backends/metadata.ts";
-import type { DealRecord, PieceRecord } from "../../src/db/records.ts";
-import type { TokenRecord } from "../../src/domain/vocabulary.ts";
+import type { DealRecord, PieceRecord } from "../../src/domain/catalog_records.ts";
+import type { TokenRecord } from "../../src/domain/auth_records.ts";
 import { runLifecycleConformance } from "./lifecycle_conformance.ts";
 
 export interface MetadataFixture extends AsyncDisposable {

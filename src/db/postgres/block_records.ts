@@ -6,7 +6,7 @@
  * trips, not one per block.
  */
 import type { Sql, TransactionSql } from "./connection.ts";
-import type { BlockLocations, BlockRecords, StoredBlock } from "../records.ts";
+import type { BlockLocations, BlockRecords, StoredBlock } from "../../domain/catalog_records.ts";
 
 /** Rows per INSERT: bounded so one statement's parameters stay small. */
 const ROWS_PER_INSERT = 5000;

@@ -22,7 +22,7 @@
  */
 import type { Clock } from "../../kernel/clock.ts";
 import { utcDay } from "../../kernel/clock.ts";
-import { capStatusOf } from "../../limits/daily_caps.ts";
+import { capStatusOf } from "../../domain/cap_ledger.ts";
 import type {
   CapLedger,
   CapStatus,
@@ -30,7 +30,7 @@ import type {
   Reservation,
   ReserveOptions,
   ReserveResult,
-} from "../../limits/daily_caps.ts";
+} from "../../domain/cap_ledger.ts";
 import type { Sql } from "./connection.ts";
 
 export interface PostgresCapLedgerOptions {
@@ -96,24 +96,20 @@ export class PostgresCapLedger implements CapLedger {
       reservedBytes: counters.reserved,
     });
     if (!counters.ok) return { ok: false, status };
-    let released: Promise<void> | null = null;
-    const reservation: Reservation = {
-      id,
-      subject,
-      day,
-      bytes,
-      release: () => released ??= this.#release(id),
-      // recordUpload deleted the row in the deal's transaction.
-      markSettled: () => void (released ??= Promise.resolve()),
-    };
-    return { ok: true, reservation, status };
+    return { ok: true, reservation: this.#handleOn({ id, subject, day, bytes }), status };
   }
 
   holdAgain(held: HeldReservation): Reservation {
+    return this.#handleOn(held);
+  }
+
+  /** A handle on a reservation's row: released once, however often it is asked to be. */
+  #handleOn(held: HeldReservation): Reservation {
     let released: Promise<void> | null = null;
     return {
       ...held,
       release: () => released ??= this.#release(held.id),
+      // recordUpload deleted the row in the deal's transaction.
       markSettled: () => void (released ??= Promise.resolve()),
     };
   }

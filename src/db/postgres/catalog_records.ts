@@ -6,15 +6,8 @@
  */
 import type { Sql } from "./connection.ts";
 import { indexBlocks } from "./block_records.ts";
-import { ResumableUploadMovedError } from "../records.ts";
-import type {
-  CatalogRecords,
-  DealRecord,
-  ListDealsOptions,
-  PieceRecord,
-  RecordUploadInput,
-  UsageRecord,
-} from "../records.ts";
+import { ResumableUploadMovedError } from "../../domain/catalog_records.ts";
+import type * as Records from "../../domain/catalog_records.ts";
 import { recordListing } from "./lifecycle_records.ts";
 
 /**
@@ -36,14 +29,17 @@ const STATE_CONDITIONS: Record<"active" | "expired", (now: string) => string> = 
   expired: (now) => `deleted_at IS NULL AND term_ends_at COLLATE "C" <= ${now}`,
 };
 
-export class PostgresCatalogRecords implements CatalogRecords {
+export class PostgresCatalogRecords implements Records.CatalogRecords {
   readonly #sql: Sql;
 
   constructor(sql: Sql) {
     this.#sql = sql;
   }
 
-  async listDeals(ownerSub: string, options: ListDealsOptions): Promise<DealRecord[]> {
+  async listDeals(
+    ownerSub: string,
+    options: Records.ListDealsOptions,
+  ): Promise<Records.DealRecord[]> {
     // Deal ids are time-ordered and unique: "id < cursor" pages newest-first without gaps; a
     // state filter only skips rows of the walk.
     const params: unknown[] = [ownerSub];
@@ -68,12 +64,12 @@ export class PostgresCatalogRecords implements CatalogRecords {
        ORDER BY id DESC LIMIT $${params.length}`,
       params,
     );
-    return rows as unknown as DealRecord[];
+    return rows as unknown as Records.DealRecord[];
   }
 
-  async getDeal(id: string): Promise<DealRecord | null> {
+  async getDeal(id: string): Promise<Records.DealRecord | null> {
     const [row] = await this.#sql.unsafe(`SELECT ${DEAL_COLUMNS} FROM deals WHERE id = $1`, [id]);
-    return (row as unknown as DealRecord | undefined) ?? null;
+    return (row as unknown as Records.DealRecord | undefined) ?? null;
   }
 
   async extendDeal(id: string, addDays: number, termEndsAt: string): Promise<void> {
@@ -88,7 +84,7 @@ export class PostgresCatalogRecords implements CatalogRecords {
     );
   }
 
-  async usageBetween(subject: string, from: string, to: string): Promise<UsageRecord[]> {
+  async usageBetween(subject: string, from: string, to: string): Promise<Records.UsageRecord[]> {
     // A reservation makes a row before any upload lands: such rows are not usage.
     const rows = await this.#sql`SELECT day, bytes, uploads FROM usage_daily
       WHERE subject = ${subject} AND day >= ${from} AND day <= ${to} AND uploads > 0
@@ -101,9 +97,9 @@ export class PostgresCatalogRecords implements CatalogRecords {
     }));
   }
 
-  async getPiece(cid: string): Promise<PieceRecord | null> {
+  async getPiece(cid: string): Promise<Records.PieceRecord | null> {
     const [row] = await this.#sql.unsafe(`SELECT ${PIECE_COLUMNS} WHERE p.cid = $1`, [cid]);
-    return (row as unknown as PieceRecord | undefined) ?? null;
+    return (row as unknown as Records.PieceRecord | undefined) ?? null;
   }
 
   async setPieceSha256(cid: string, sha256: string): Promise<void> {
@@ -115,12 +111,12 @@ export class PostgresCatalogRecords implements CatalogRecords {
     return rows.map((row) => row.cid as string);
   }
 
-  async piecesAfter(afterCid: string, limit: number): Promise<PieceRecord[]> {
+  async piecesAfter(afterCid: string, limit: number): Promise<Records.PieceRecord[]> {
     const rows = await this.#sql.unsafe(
       `SELECT ${PIECE_COLUMNS} WHERE p.cid > $1 ORDER BY p.cid LIMIT $2`,
       [afterCid, limit],
     );
-    return rows as unknown as PieceRecord[];
+    return rows as unknown as Records.PieceRecord[];
   }
 
   async markPieceCorrupt(cid: string, at: string, problem: string): Promise<boolean> {
@@ -160,7 +156,7 @@ export class PostgresCatalogRecords implements CatalogRecords {
     return row ? Number(row.bytes) : 0;
   }
 
-  async recordUpload(input: RecordUploadInput): Promise<void> {
+  async recordUpload(input: Records.RecordUploadInput): Promise<void> {
     await this.#sql.begin(async (tx) => {
       const p = input.newPiece;
       if (p) {

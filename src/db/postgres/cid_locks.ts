@@ -1,5 +1,5 @@
 /**
- * Per-cid commit locks across instances (see catalog/cid_locks.ts for why):
+ * Per-cid commit locks across instances (see domain/locks.ts for why):
  * a session-level advisory lock on the cid's 64-bit hash, held on a
  * connection of a pool kept for locks only, so a commit waiting for its lock
  * never starves the queries of the commits that hold one. If an instance
@@ -17,6 +17,7 @@
  * may take a while) is bounded by LOCK_WAIT_MS, then answered 503.
  */
 import { sleep } from "../../kernel/clock.ts";
+import type { CidLocks } from "../../domain/locks.ts";
 import type { Checkout } from "./checkout.ts";
 import type { PostgresPool } from "./connection.ts";
 import { DatabaseUnavailableError } from "./unavailable.ts";
@@ -31,7 +32,7 @@ export interface PostgresCidLocksOptions {
   timeoutMs: number;
 }
 
-export class PostgresCidLocks {
+export class PostgresCidLocks implements CidLocks {
   readonly #options: PostgresCidLocksOptions;
 
   constructor(options: PostgresCidLocksOptions) {

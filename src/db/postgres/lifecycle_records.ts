@@ -1,14 +1,19 @@
 /**
  * The lifecycle's tables in PostgreSQL: the same records and rules as
  * db/sqlite/lifecycle_records.ts (see there, and LifecycleRecords in
- * db/records.ts), shared by every instance. Whether a piece may go is one
- * SQL condition (removable) for the sweep's pages, the backlog and the
- * removal's own re-check. Timestamps are RFC 3339 text, compared bytewise
+ * domain/lifecycle_records.ts), shared by every instance. Whether a piece may
+ * go is one SQL condition (removable) for the sweep's pages, the backlog and
+ * the removal's own re-check. Timestamps are RFC 3339 text, compared bytewise
  * (COLLATE "C"), whatever the server's locale.
  */
 import { MANIFEST_CONTENT_TYPE } from "../../kernel/manifest_format.ts";
 import type { Sql } from "./connection.ts";
-import type { LifecycleRecords, RemovalMark, SweepPageRow, SweepRecord } from "../records.ts";
+import type {
+  LifecycleRecords,
+  RemovalMark,
+  SweepPageRow,
+  SweepRecord,
+} from "../../domain/lifecycle_records.ts";
 
 /**
  * The piece `p` is stored, and no deal on it, nor on a manifest listing it,

@@ -10,6 +10,13 @@
  * connection.ts). Keys that pages are cut by (cids, deal ids, days) compare
  * bytewise (COLLATE "C"), as SQLite's do, whatever the server's locale.
  */
+import {
+  gcSweepsTable,
+  POSTGRES_DDL,
+  resumableUploadsTable,
+  signupCodesTable,
+  tokensTable,
+} from "../shared_tables.ts";
 
 export interface PostgresMigration {
   version: number;
@@ -68,32 +75,10 @@ CREATE TABLE cap_reservations (
 );
 CREATE INDEX cap_reservations_by_instance ON cap_reservations (instance_id);
 
-CREATE TABLE tokens (
-  jti        TEXT COLLATE "C" PRIMARY KEY,
-  sub        TEXT NOT NULL,
-  email      TEXT,
-  wallet     TEXT,
-  label      TEXT NOT NULL,
-  scopes     TEXT NOT NULL,
-  quota_mb   INTEGER,
-  issued_at  TEXT COLLATE "C" NOT NULL,
-  expires_at TEXT NOT NULL,
-  revoked_at TEXT,
-  CHECK ((email IS NULL) <> (wallet IS NULL)),
-  CHECK ((quota_mb IS NULL) = (email IS NULL))
-);
+${tokensTable(POSTGRES_DDL, { name: "tokens" })}
 CREATE INDEX tokens_by_sub ON tokens (sub, issued_at);
 
-CREATE TABLE signup_codes (
-  email      TEXT PRIMARY KEY,
-  code_hash  TEXT NOT NULL,
-  label      TEXT NOT NULL,
-  scopes     TEXT NOT NULL,
-  quota_mb   INTEGER NOT NULL,
-  created_at TEXT NOT NULL,
-  expires_at TEXT NOT NULL,
-  attempts   INTEGER NOT NULL DEFAULT 0
-);
+${signupCodesTable(POSTGRES_DDL, { perClient: false })}
 
 CREATE TABLE wallet_nonces (
   nonce      TEXT PRIMARY KEY,
@@ -119,18 +104,7 @@ CREATE TABLE hmac_key (
 /** As SQLite's migration 8: a pending code per address and client (pending codes are dropped). */
 const SIGNUP_CODES_PER_CLIENT = `
 DROP TABLE signup_codes;
-CREATE TABLE signup_codes (
-  email      TEXT NOT NULL,
-  client_key TEXT NOT NULL,
-  code_hash  TEXT NOT NULL,
-  label      TEXT NOT NULL,
-  scopes     TEXT NOT NULL,
-  quota_mb   INTEGER NOT NULL,
-  created_at TEXT NOT NULL,
-  expires_at TEXT NOT NULL,
-  attempts   INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (email, client_key)
-);
+${signupCodesTable(POSTGRES_DDL, { perClient: true })}
 `;
 
 /** The block index of CAR uploads (SQLite migration 9 has the why). */
@@ -171,14 +145,7 @@ CREATE INDEX manifest_pieces_by_piece ON manifest_pieces (piece_cid, manifest_ci
 CREATE INDEX deals_manifests ON deals (cid)
   WHERE content_type = 'application/vnd.storage-manifest+json';
 
-CREATE TABLE gc_sweeps (
-  id              INTEGER PRIMARY KEY CHECK (id = 1),
-  started_at      TEXT NOT NULL,
-  finished_at     TEXT NOT NULL,
-  removed_pieces  BIGINT NOT NULL,
-  removed_bytes   BIGINT NOT NULL,
-  removed_orphans BIGINT NOT NULL
-);
+${gcSweepsTable(POSTGRES_DDL)}
 `;
 
 /**
@@ -187,28 +154,7 @@ CREATE TABLE gc_sweeps (
  * an instance's death does not release them; the upload's expiry does.
  */
 const RESUMABLE_UPLOADS = `
-CREATE TABLE resumable_uploads (
-  id              TEXT COLLATE "C" PRIMARY KEY,
-  cid             TEXT NOT NULL,
-  length          BIGINT NOT NULL CHECK (length > 0),
-  received        BIGINT NOT NULL DEFAULT 0 CHECK (received >= 0 AND received <= length),
-  content_type    TEXT NOT NULL,
-  filename        TEXT,
-  metadata        TEXT NOT NULL,
-  tier            TEXT NOT NULL CHECK (tier IN ('sponsored', 'token', 'wallet')),
-  usage_subject   TEXT NOT NULL,
-  owner_sub       TEXT,
-  owner           TEXT,
-  term_days       INTEGER NOT NULL,
-  reservation_id  TEXT NOT NULL,
-  reservation_day TEXT NOT NULL,
-  staging         TEXT NOT NULL,
-  created_at      TEXT NOT NULL,
-  expires_ms      BIGINT NOT NULL,
-  deal_id         TEXT,
-  roots           TEXT
-);
-CREATE INDEX resumable_uploads_by_expiry ON resumable_uploads (expires_ms);
+${resumableUploadsTable(POSTGRES_DDL)}
 ALTER TABLE cap_reservations ALTER COLUMN instance_id DROP NOT NULL;
 `;
 

@@ -6,7 +6,10 @@
  * instances appending at once one wins and the other answers 409.
  */
 import type { Sql } from "./connection.ts";
-import type { ResumableUploadRecord, ResumableUploadRecords } from "../records.ts";
+import type {
+  ResumableUploadRecord,
+  ResumableUploadRecords,
+} from "../../domain/resumable_upload_records.ts";
 
 const COLUMNS = `id, cid, length, received, content_type AS "contentType", filename, metadata,
   tier, usage_subject AS "usageSubject", owner_sub AS "ownerSub", owner AS "ownerName",

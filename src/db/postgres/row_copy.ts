@@ -27,7 +27,7 @@ import {
   TABLE_SHAPES,
 } from "../row_copy.ts";
 import type { CopiedTable, RowSource, RowTarget, TableRow, WriteCounts } from "../row_copy.ts";
-import type { PieceRecord } from "../records.ts";
+import type { PieceRecord } from "../../domain/catalog_records.ts";
 
 type Written = readonly Record<string, unknown>[];
 

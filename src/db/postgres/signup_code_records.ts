@@ -1,7 +1,6 @@
 /** Pending signup codes in PostgreSQL: as db/sqlite/signup_code_records.ts. */
 import type { Sql } from "./connection.ts";
-import type { SignupCodeRecord } from "../../domain/vocabulary.ts";
-import type { SignupCodeRecords } from "../records.ts";
+import type { SignupCodeRecord, SignupCodeRecords } from "../../domain/auth_records.ts";
 
 export class PostgresSignupCodeRecords implements SignupCodeRecords {
   readonly #sql: Sql;

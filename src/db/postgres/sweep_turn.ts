@@ -1,12 +1,13 @@
 /**
  * One garbage-collection sweep at a time across every instance and `main.ts
- * gc` sharing the database (see catalog/sweep_turn.ts): a session-level
+ * gc` sharing the database (see domain/locks.ts): a session-level
  * advisory lock, tried without waiting and held on a connection of the lock
  * pool for the whole sweep. A sweeper that dies drops its connection, and
  * PostgreSQL the lock with it, so the next one may start at once; a
  * connection lost under a running sweep aborts `turnLost`, and the sweep
  * stops between two removals (each of which stands on its own).
  */
+import type { SweepTurn, TurnResult } from "../../domain/locks.ts";
 import type { PostgresPool } from "./connection.ts";
 
 /** An arbitrary constant, apart from the migration lock's: the sweep's advisory lock. */
@@ -19,17 +20,14 @@ export interface PostgresSweepTurnOptions {
   timeoutMs: number;
 }
 
-/** catalog/sweep_turn.ts' SweepTurn, over the database (db/ does not import catalog/). */
-export class PostgresSweepTurn {
+export class PostgresSweepTurn implements SweepTurn {
   readonly #options: PostgresSweepTurnOptions;
 
   constructor(options: PostgresSweepTurnOptions) {
     this.#options = options;
   }
 
-  async tryRun<T>(
-    fn: (turnLost: AbortSignal) => Promise<T>,
-  ): Promise<{ ran: true; value: T } | { ran: false }> {
+  async tryRun<T>(fn: (turnLost: AbortSignal) => Promise<T>): Promise<TurnResult<T>> {
     const { locks, timeoutMs } = this.#options;
     const session = await locks.checkout();
     let held = false;

@@ -1,7 +1,6 @@
 /** Token metadata in PostgreSQL: as db/sqlite/token_records.ts, read by every instance. */
 import type { Sql } from "./connection.ts";
-import type { TokenRecord } from "../../domain/vocabulary.ts";
-import type { TokenRecords } from "../records.ts";
+import type { TokenRecord, TokenRecords } from "../../domain/auth_records.ts";
 
 const COLUMNS = `jti, sub, email, wallet, label, scopes, quota_mb AS "quotaMb",
   issued_at AS "issuedAt", expires_at AS "expiresAt", revoked_at AS "revokedAt"`;

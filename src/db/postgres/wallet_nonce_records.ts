@@ -4,7 +4,7 @@
  * message only one sees a row go.
  */
 import type { Sql } from "./connection.ts";
-import type { WalletNonceRecords } from "../records.ts";
+import type { WalletNonceRecords } from "../../domain/auth_records.ts";
 
 export class PostgresWalletNonceRecords implements WalletNonceRecords {
   readonly #sql: Sql;

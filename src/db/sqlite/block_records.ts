@@ -6,7 +6,7 @@
  */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { BlockLocations, BlockRecords, StoredBlock } from "../records.ts";
+import type { BlockLocations, BlockRecords, StoredBlock } from "../../domain/catalog_records.ts";
 
 export class SqliteBlockRecords implements BlockRecords {
   readonly #find: StatementSync;

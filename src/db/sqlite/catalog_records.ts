@@ -10,7 +10,7 @@ import type { StatementSync } from "node:sqlite";
 import { transaction } from "./database.ts";
 import type { Database } from "./database.ts";
 import { SqliteBlockRecords } from "./block_records.ts";
-import { ResumableUploadMovedError } from "../records.ts";
+import { ResumableUploadMovedError } from "../../domain/catalog_records.ts";
 import type {
   CatalogRecords,
   DealFilter,
@@ -19,7 +19,7 @@ import type {
   PieceRecord,
   RecordUploadInput,
   UsageRecord,
-} from "../records.ts";
+} from "../../domain/catalog_records.ts";
 import { ManifestListingStatements } from "./manifest_listing.ts";
 
 export class SqliteCatalogRecords implements CatalogRecords {

@@ -1,17 +1,22 @@
 // deno-lint-ignore-file require-await -- the interface is async for networked databases; node:sqlite answers at once, and `async` still turns a throw into a rejection.
 /**
- * The lifecycle's tables in SQLite (see LifecycleRecords in db/records.ts for
- * the rule and the three steps of a removal): removed_pieces, manifest_pieces
- * and the last sweep. Whether a piece may go is one SQL condition (REMOVABLE),
- * used by the sweep's pages, the backlog and the removal's own re-check, so
- * the three can never disagree.
+ * The lifecycle's tables in SQLite (see LifecycleRecords in
+ * domain/lifecycle_records.ts for the rule and the three steps of a removal):
+ * removed_pieces, manifest_pieces and the last sweep. Whether a piece may go
+ * is one SQL condition (REMOVABLE), used by the sweep's pages, the backlog
+ * and the removal's own re-check, so the three can never disagree.
  */
 import type { StatementSync } from "node:sqlite";
 import { MANIFEST_CONTENT_TYPE } from "../../kernel/manifest_format.ts";
 import { transaction } from "./database.ts";
 import type { Database } from "./database.ts";
 import { ManifestListingStatements } from "./manifest_listing.ts";
-import type { LifecycleRecords, RemovalMark, SweepPageRow, SweepRecord } from "../records.ts";
+import type {
+  LifecycleRecords,
+  RemovalMark,
+  SweepPageRow,
+  SweepRecord,
+} from "../../domain/lifecycle_records.ts";
 
 /** A deal `d` that still wants its piece: it had not ended by $endedBy. */
 const LIVE_DEAL = "d.term_ends_at > $endedBy AND (d.deleted_at IS NULL OR d.deleted_at > $endedBy)";

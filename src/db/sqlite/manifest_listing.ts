@@ -1,6 +1,6 @@
 /**
  * What a manifest lists, kept so that its deal keeps those pieces (see
- * LifecycleRecords in db/records.ts): one row per listed cid, and one naming
+ * LifecycleRecords in domain/lifecycle_records.ts): one row per listed cid, and one naming
  * the manifest itself, which marks the listing as recorded even for bytes
  * typed as a manifest that list nothing readable. Written inside the caller's
  * transaction: an upload's (with its deal) or a sweep's catch-up.

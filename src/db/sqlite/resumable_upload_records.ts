@@ -1,8 +1,11 @@
-// deno-lint-ignore-file require-await -- async interface (db/records.ts) over node:sqlite's synchronous answers.
+// deno-lint-ignore-file require-await -- async interface (domain/) over node:sqlite's synchronous answers.
 /** Resumable (tus) uploads in a data directory's database (migration 11 says what a row is). */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { ResumableUploadRecord, ResumableUploadRecords } from "../records.ts";
+import type {
+  ResumableUploadRecord,
+  ResumableUploadRecords,
+} from "../../domain/resumable_upload_records.ts";
 
 /** The columns as the record's fields, for every SELECT. */
 export const RESUMABLE_COLUMNS = `id, cid, length, received, content_type AS contentType, filename,

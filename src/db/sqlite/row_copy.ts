@@ -11,7 +11,7 @@ import { transaction } from "./database.ts";
 import type { Database } from "./database.ts";
 import { keyOf, pageQuery, PIECE_COLUMNS, pieceRowOf, TABLE_SHAPES } from "../row_copy.ts";
 import type { CopiedTable, RowSource, RowTarget, TableRow, WriteCounts } from "../row_copy.ts";
-import type { PieceRecord } from "../records.ts";
+import type { PieceRecord } from "../../domain/catalog_records.ts";
 
 export class SqliteRowSource implements RowSource {
   readonly #db: Database;

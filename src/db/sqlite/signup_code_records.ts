@@ -1,9 +1,8 @@
-// deno-lint-ignore-file require-await -- async interface (db/records.ts) over node:sqlite's synchronous answers.
+// deno-lint-ignore-file require-await -- async interface (domain/) over node:sqlite's synchronous answers.
 /** Pending signup codes (`--signup verify`): one per e-mail address and client. */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { SignupCodeRecord } from "../../domain/vocabulary.ts";
-import type { SignupCodeRecords } from "../records.ts";
+import type { SignupCodeRecord, SignupCodeRecords } from "../../domain/auth_records.ts";
 
 interface SignupCodeRow extends Omit<SignupCodeRecord, "scopes"> {
   scopes: string;

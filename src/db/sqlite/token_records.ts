@@ -1,9 +1,8 @@
-// deno-lint-ignore-file require-await -- async interface (db/records.ts) over node:sqlite's synchronous answers.
+// deno-lint-ignore-file require-await -- async interface (domain/) over node:sqlite's synchronous answers.
 /** Token metadata rows: insert at signup, revocation state on every request. */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { TokenRecord } from "../../domain/vocabulary.ts";
-import type { TokenRecords } from "../records.ts";
+import type { TokenRecord, TokenRecords } from "../../domain/auth_records.ts";
 
 interface TokenRow extends Omit<TokenRecord, "scopes"> {
   scopes: string;

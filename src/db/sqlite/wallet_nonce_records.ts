@@ -1,4 +1,4 @@
-// deno-lint-ignore-file require-await -- async interface (db/records.ts) over node:sqlite's synchronous answers.
+// deno-lint-ignore-file require-await -- async interface (domain/) over node:sqlite's synchronous answers.
 /**
  * Sign-in nonces of the wallet tier. A nonce is handed out once, lives ten
  * minutes and is spent by the sign-in that uses it: consuming is one DELETE,
@@ -7,7 +7,7 @@
  */
 import type { StatementSync } from "node:sqlite";
 import type { Database } from "./database.ts";
-import type { WalletNonceRecords } from "../records.ts";
+import type { WalletNonceRecords } from "../../domain/auth_records.ts";
 
 export class SqliteWalletNonceRecords implements WalletNonceRecords {
   readonly #insert: StatementSync;

@@ -1,5 +1,5 @@
 /** How a deal is shown to its owner, in /api/files and by deal extension and deletion. */
-import type { DealRecord } from "../../db/records.ts";
+import type { DealRecord } from "../../domain/catalog_records.ts";
 import type { Deal, DealState } from "../../kernel/wire.ts";
 
 export function dealView(deal: DealRecord, options: { baseUrl: string; now: number }): Deal {

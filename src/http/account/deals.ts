@@ -22,7 +22,7 @@ import { requireTokenScope } from "../../auth/scopes.ts";
 import { addDays, DAY_MS, toRfc3339 } from "../../kernel/clock.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Config } from "../../config/mod.ts";
-import type { CatalogRecords, DealRecord } from "../../db/records.ts";
+import type { CatalogRecords, DealRecord } from "../../domain/catalog_records.ts";
 import type { PieceCatalog } from "../../catalog/catalog.ts";
 import { dealView } from "./deal_view.ts";
 import type { RequestContext } from "../pipeline/context.ts";

@@ -9,7 +9,7 @@ import { toRfc3339 } from "../../kernel/clock.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { ApiError } from "../../kernel/errors.ts";
 import { requireTokenScope } from "../../auth/scopes.ts";
-import type { CatalogRecords } from "../../db/records.ts";
+import type { CatalogRecords } from "../../domain/catalog_records.ts";
 import { dealView } from "./deal_view.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";

@@ -12,7 +12,7 @@ import { ApiError } from "../../kernel/errors.ts";
 import { toRfc3339 } from "../../kernel/clock.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Config } from "../../config/mod.ts";
-import type { CapLedger } from "../../limits/daily_caps.ts";
+import type { CapLedger } from "../../domain/cap_ledger.ts";
 import type { UploadPolicies, UploadPolicy } from "../../limits/tiers.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";

@@ -12,7 +12,7 @@
 import { ApiError } from "../../kernel/errors.ts";
 import { toRfc3339 } from "../../kernel/clock.ts";
 import type { Clock } from "../../kernel/clock.ts";
-import type { TokenRecords } from "../../db/records.ts";
+import type { TokenRecords } from "../../domain/auth_records.ts";
 import { requireScope, requireTokenCaller, requireTokenScope } from "../../auth/scopes.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";

@@ -10,7 +10,7 @@
  * service, never through nginx's offload: they span several files.
  */
 import { ApiError } from "../../kernel/errors.ts";
-import type { PieceRecord } from "../../db/records.ts";
+import type { PieceRecord } from "../../domain/catalog_records.ts";
 import type { Logger } from "../../kernel/log.ts";
 import {
   isManifestType,

@@ -8,7 +8,7 @@
  * store, which reads only the range asked for.
  */
 import { ApiError } from "../../kernel/errors.ts";
-import type { PieceRecord } from "../../db/records.ts";
+import type { PieceRecord } from "../../domain/catalog_records.ts";
 import type { RequestContext } from "../pipeline/context.ts";
 import { offloadable } from "./offload.ts";
 import { contentRangeOf, decideRange, unsatisfiedRangeOf } from "./range_request.ts";

@@ -14,7 +14,7 @@
  * quoted ETag (the cid asked for), nosniff.
  */
 import { ApiError } from "../../kernel/errors.ts";
-import type { PieceRecord } from "../../db/records.ts";
+import type { PieceRecord } from "../../domain/catalog_records.ts";
 import { normalizeCid } from "../../kernel/cid_format.ts";
 import { parseCid, pieceCidV1 } from "../../kernel/piece_cid/cid_codec.ts";
 import type { RequestContext } from "../pipeline/context.ts";

@@ -21,7 +21,7 @@
  */
 import { normalizeCid } from "../../kernel/cid_format.ts";
 import { ApiError } from "../../kernel/errors.ts";
-import type { PieceRecord } from "../../db/records.ts";
+import type { PieceRecord } from "../../domain/catalog_records.ts";
 import { contentDisposition } from "../../uploads/type_and_name.ts";
 import { applyCorsHeaders } from "../pipeline/cors.ts";
 import type { RequestContext } from "../pipeline/context.ts";

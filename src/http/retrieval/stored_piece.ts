@@ -8,7 +8,7 @@
  * a split file's stream opens.
  */
 import { ApiError } from "../../kernel/errors.ts";
-import type { PieceRecord } from "../../db/records.ts";
+import type { PieceRecord } from "../../domain/catalog_records.ts";
 import type { Logger } from "../../kernel/log.ts";
 import type { PieceCatalog } from "../../catalog/catalog.ts";
 import { StoreError } from "../../driver/driver.ts";

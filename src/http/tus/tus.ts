@@ -18,9 +18,9 @@
 import type { Caller } from "../../auth/caller.ts";
 import { requireScope } from "../../auth/scopes.ts";
 import type { Config } from "../../config/mod.ts";
-import type { ResumableUploadRecord } from "../../db/records.ts";
+import type { ResumableUploadRecord } from "../../domain/resumable_upload_records.ts";
 import { ApiError } from "../../kernel/errors.ts";
-import type { CapLedger } from "../../limits/daily_caps.ts";
+import type { CapLedger } from "../../domain/cap_ledger.ts";
 import type { UploadPolicies } from "../../limits/tiers.ts";
 import { usageSubjectOf } from "../../limits/tiers.ts";
 import { notAdmitted } from "../../limits/upload_admission.ts";

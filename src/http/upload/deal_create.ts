@@ -10,7 +10,7 @@
 import { normalizeCid } from "../../kernel/cid_format.ts";
 import { requireScope } from "../../auth/scopes.ts";
 import { ApiError } from "../../kernel/errors.ts";
-import type { CapLedger } from "../../limits/daily_caps.ts";
+import type { CapLedger } from "../../domain/cap_ledger.ts";
 import type { UploadPolicies } from "../../limits/tiers.ts";
 import type { PieceCatalog } from "../../catalog/catalog.ts";
 import type { Config } from "../../config/mod.ts";

@@ -11,7 +11,7 @@ import type { PieceCatalog } from "../../catalog/catalog.ts";
 import type { PieceStore } from "../../driver/driver.ts";
 import type { HashWorkerPool } from "../../kernel/piece_cid/pool.ts";
 import type { Config } from "../../config/mod.ts";
-import type { CapLedger } from "../../limits/daily_caps.ts";
+import type { CapLedger } from "../../domain/cap_ledger.ts";
 import { notAdmitted } from "../../limits/upload_admission.ts";
 import type { UploadAdmission } from "../../limits/upload_admission.ts";
 import type { UploadPolicies } from "../../limits/tiers.ts";

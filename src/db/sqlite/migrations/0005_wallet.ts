@@ -6,21 +6,10 @@
  * be an address too, so its column loses the `email` from its name. Sign-in
  * nonces live here so that a nonce stays single-use across a restart.
  */
+import { SQLITE_DDL, tokensTable } from "../../shared_tables.ts";
+
 export const sql = `
-CREATE TABLE tokens_rebuilt (
-  jti        TEXT PRIMARY KEY,
-  sub        TEXT NOT NULL,
-  email      TEXT,
-  wallet     TEXT,
-  label      TEXT NOT NULL,
-  scopes     TEXT NOT NULL,
-  quota_mb   INTEGER,
-  issued_at  TEXT NOT NULL,
-  expires_at TEXT NOT NULL,
-  revoked_at TEXT,
-  CHECK ((email IS NULL) <> (wallet IS NULL)),
-  CHECK ((quota_mb IS NULL) = (email IS NULL))
-) STRICT;
+${tokensTable(SQLITE_DDL, { name: "tokens_rebuilt" })}
 
 INSERT INTO tokens_rebuilt (jti, sub, email, label, scopes, quota_mb, issued_at, expires_at,
                             revoked_at)

@@ -5,18 +5,9 @@
  * codes live 15 minutes; those in flight at the upgrade are dropped, and their
  * people sign up again.
  */
+import { signupCodesTable, SQLITE_DDL } from "../../shared_tables.ts";
+
 export const sql = `
 DROP TABLE signup_codes;
-CREATE TABLE signup_codes (
-  email      TEXT NOT NULL,
-  client_key TEXT NOT NULL,
-  code_hash  TEXT NOT NULL,
-  label      TEXT NOT NULL,
-  scopes     TEXT NOT NULL,
-  quota_mb   INTEGER NOT NULL,
-  created_at TEXT NOT NULL,
-  expires_at TEXT NOT NULL,
-  attempts   INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (email, client_key)
-) STRICT;
+${signupCodesTable(SQLITE_DDL, { perClient: true })}
 `;

@@ -12,6 +12,8 @@
  * it as read (one uploaded before this migration is read by the next sweep:
  * deals_manifests finds them). gc_sweeps keeps the last sweep for /healthz.
  */
+import { gcSweepsTable, SQLITE_DDL } from "../../shared_tables.ts";
+
 export const sql = `
 ALTER TABLE deals ADD COLUMN deleted_at TEXT;
 
@@ -33,12 +35,5 @@ CREATE INDEX manifest_pieces_by_piece ON manifest_pieces (piece_cid, manifest_ci
 CREATE INDEX deals_manifests ON deals (cid)
   WHERE content_type = 'application/vnd.storage-manifest+json';
 
-CREATE TABLE gc_sweeps (
-  id              INTEGER PRIMARY KEY CHECK (id = 1),
-  started_at      TEXT NOT NULL,
-  finished_at     TEXT NOT NULL,
-  removed_pieces  INTEGER NOT NULL,
-  removed_bytes   INTEGER NOT NULL,
-  removed_orphans INTEGER NOT NULL
-) STRICT;
+${gcSweepsTable(SQLITE_DDL)}
 `;

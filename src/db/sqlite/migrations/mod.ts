@@ -1,6 +1,8 @@
 /**
  * The numbered migrations, oldest first. A migration is never edited once it
  * has shipped; a change to the schema is a new file with the next number.
+ * Tables PostgreSQL creates alike come from src/db/shared_tables.ts; every
+ * migration's text is pinned by tests/db/migration_text_test.ts.
  */
 import { sql as initial } from "./0001_initial.ts";
 import { sql as tokens } from "./0002_tokens.ts";

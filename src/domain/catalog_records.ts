@@ -1,18 +1,18 @@
 /**
- * What the service keeps besides the bytes, as interfaces every metadata
- * backend implements: SQLite (db/sqlite/, the single-box default) and
- * PostgreSQL (db/postgres/, shared by N instances). Both pass the same
- * conformance suite (tests/conformance/metadata_conformance.ts).
+ * The catalog's records, as the ports every metadata backend implements:
+ * pieces (bytes under a cid), deals (who stored what, for how long), daily
+ * usage counters and the block index of CAR uploads. They are declared here,
+ * not beside an implementation, because the catalog, the upload pipeline and
+ * the handlers use them while db/sqlite/ (the single-box default) and
+ * db/postgres/ (shared by N instances) implement them, and db/ stands on
+ * domain/ and the kernel alone. Both backends pass one conformance suite
+ * (tests/conformance/metadata_conformance.ts).
  *
  * Every method is async because a shared database is across a network. The
  * SQLite implementation answers synchronously underneath, which is what lets
  * its in-memory cap ledger stay exact (limits/daily_caps.ts).
  */
-import type { DealState, Tier } from "../domain/vocabulary.ts";
-
-// The records auth/ keeps through (tokens, signup codes, sign-in nonces) are declared in
-// domain/vocabulary.ts, which both auth/ and db/ import; named here too, beside the catalog's.
-export type { SignupCodeRecords, TokenRecords, WalletNonceRecords } from "../domain/vocabulary.ts";
+import type { DealState, Tier } from "./vocabulary.ts";
 
 export interface PieceRecord {
   cid: string;
@@ -131,7 +131,7 @@ export class ResumableUploadMovedError extends Error {
   }
 }
 
-/** What recordUpload needs of a cap reservation (limits/daily_caps.ts: Reservation). */
+/** What recordUpload needs of a cap reservation (domain/cap_ledger.ts: Reservation is one). */
 export interface SettledReservation {
   readonly id: string;
   /** Called right after the commit, in the same synchronous step: forget it, release nothing. */
@@ -187,137 +187,4 @@ export interface CatalogRecords {
   usedBytes(subject: string, day: string): Promise<number>;
   /** Inserts the piece (if new), the deal and the usage increment atomically. */
   recordUpload(input: RecordUploadInput): Promise<void>;
-}
-
-/**
- * What garbage collection keeps (catalog/piece_removal.ts, ops/gc.ts). A
- * piece may go once every deal on it, and every deal on a manifest listing
- * it, ended at or before `endedBy` (now less the grace period); a deal ends
- * at its termEndsAt, or when it was deleted if that came first. A piece
- * without any deal is left alone: nothing says how long it was wanted.
- *
- * Removal is crash-safe in three steps: beginRemovals marks the piece (re-
- * checking the rule in its transaction; retrieval answers 410 from then on),
- * then its bytes are deleted, then finishRemovals marks it removed. A sweep
- * that dies between them leaves marks that unfinishedRemovals finds again.
- */
-export interface LifecycleRecords {
-  /**
-   * Up to `limit` pieces after `afterCid` in cid order, each with whether it
-   * may be removed (a removed one may not): a sweep's page. Pages are cut by
-   * pieces read, not by pieces found, so each page costs the same.
-   */
-  sweepPage(afterCid: string, endedBy: string, limit: number): Promise<SweepPageRow[]>;
-  /**
-   * Marks each of `cids` as being removed if it still may be, in one
-   * transaction with that check: the marks of those marked; a cid a deal
-   * wants again, without a row, or marked already is left out. A marked
-   * piece's indexed blocks (BlockRecords) go in the same transaction: a
-   * block lives while its piece does, and /ipfs/ never reads a removing one.
-   */
-  beginRemovals(cids: readonly string[], endedBy: string, at: string): Promise<RemovalMark[]>;
-  /** Whether a removal mark is still unfinished (a re-upload deletes it). */
-  isRemovalPending(mark: number): Promise<boolean>;
-  /** Marks removals finished (the bytes are gone); marks a re-upload deleted are skipped. */
-  finishRemovals(marks: readonly number[], at: string): Promise<void>;
-  /** Removals begun and not finished (a sweep died in between), oldest first. */
-  unfinishedRemovals(): Promise<RemovalMark[]>;
-  /**
-   * Removal marks made after `mark` (0 for all), oldest first, at most 1000:
-   * a server polls them to stop answering removed pieces from memory.
-   */
-  removalMarksAfter(mark: number): Promise<RemovalMark[]>;
-  /** The newest removal mark (0 when none): where a poller starting now begins. */
-  lastRemovalMark(): Promise<number>;
-  /** Those of `cids` that name a stored piece (a row, not removed): the rest are orphans. */
-  storedAmong(cids: readonly string[]): Promise<string[]>;
-  /** Pieces (and their bytes) that may be removed now but are not yet: the backlog. */
-  removalBacklog(endedBy: string): Promise<{ pieces: number; bytes: number }>;
-  /**
-   * Up to `limit` stored pieces with a deal typed as a manifest whose listing
-   * is not recorded (uploaded before the listings were), for a sweep to read.
-   */
-  unlistedManifests(limit: number): Promise<string[]>;
-  /** Records what a manifest lists (the manifest itself too, which marks it as read). */
-  recordManifestListing(manifestCid: string, pieceCids: readonly string[]): Promise<void>;
-  /** The last sweep that finished, or null. */
-  lastSweep(): Promise<SweepRecord | null>;
-  recordSweep(sweep: SweepRecord): Promise<void>;
-}
-
-/** A removal's number (it orders removals for pollers) and its piece. */
-export interface RemovalMark {
-  mark: number;
-  cid: string;
-}
-
-export interface SweepPageRow {
-  cid: string;
-  size: number;
-  removable: boolean;
-}
-
-/** A finished sweep, as /healthz and the start-up summary show the last one. */
-export interface SweepRecord {
-  startedAt: string;
-  finishedAt: string;
-  removedPieces: number;
-  removedBytes: number;
-  removedOrphans: number;
-}
-
-/**
- * A resumable (tus) upload: its terms, fixed when it was created, and how far
- * it got. The bytes themselves are the store's (driver.ts: PartialStore).
- */
-export interface ResumableUploadRecord {
-  /** 32 hex digits: the last segment of its URL. */
-  id: string;
-  cid: string;
-  /** Upload-Length: the bytes the upload will have. */
-  length: number;
-  /** Bytes received and stored so far (Upload-Offset). */
-  received: number;
-  contentType: string;
-  filename: string | null;
-  /** The Upload-Metadata header as created, which HEAD answers with. */
-  metadata: string;
-  tier: Tier;
-  /** Who may continue or end it, and whose counter it is charged to: "user:<sub>", "ip:<client>". */
-  usageSubject: string;
-  ownerSub: string | null;
-  ownerName: string | null;
-  termDays: number;
-  /** The cap reservation of its length, held until it finishes, ends or expires. */
-  reservationId: string;
-  reservationDay: string;
-  /** The store's description of the partial bytes (JSON; PartialStore says what). */
-  staging: string;
-  createdAt: string;
-  /** When it is removed: 24 h after its last byte (a finished one: after it finished). */
-  expiresMs: number;
-  /** The deal its last byte made; null until then. */
-  dealId: string | null;
-  /** A finished CAR upload's roots, for its result; null otherwise. */
-  roots: string[] | null;
-}
-
-/** Resumable uploads in flight (and finished ones, for a day, for their result). */
-export interface ResumableUploadRecords {
-  insert(record: ResumableUploadRecord): Promise<void>;
-  get(id: string): Promise<ResumableUploadRecord | null>;
-  /**
-   * Records appended bytes, only while `received` is still `fromBytes`: of two
-   * writers that appended at the same offset, one wins and the other is told.
-   */
-  advance(
-    id: string,
-    update: { fromBytes: number; received: number; staging: string; expiresMs: number },
-  ): Promise<boolean>;
-  /** Removes an upload; false when it was gone already. */
-  delete(id: string): Promise<boolean>;
-  /** Up to `limit` uploads whose expiresMs is before nowMs, oldest first. */
-  expiredBefore(nowMs: number, limit: number): Promise<ResumableUploadRecord[]>;
-  /** Uploads still waiting for bytes, up to `limit` with ids after `afterId` (id order). */
-  unfinishedAfter(afterId: string, limit: number): Promise<ResumableUploadRecord[]>;
 }

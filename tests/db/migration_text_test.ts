@@ -1,0 +1,53 @@
+/**
+ * A shipped migration never changes: existing databases were migrated with
+ * its text, and a fresh one must end up with the same schema. Some migrations
+ * of both dialects are built from shared table definitions
+ * (src/db/shared_tables.ts), so an edit there would change shipped migrations
+ * without touching their files; this pins each migration's text by its
+ * SHA-256. A new migration adds its line here; an old line never changes.
+ */
+import { assertEquals } from "../helpers/assert.ts";
+import { MIGRATIONS } from "../../src/db/sqlite/migrations/mod.ts";
+import { POSTGRES_MIGRATIONS } from "../../src/db/postgres/migrations.ts";
+
+const SQLITE_SHA256: Record<number, string> = {
+  1: "8c354f80ca7fa49515b5f73dc1aaf73780c71bb42cef7e3cb6efee42414033c9",
+  2: "bb69c57f86b1b8f63fc30b7ac5f0093887f8a6a6e8f3bbf7fcd561cc6c610662",
+  3: "6cfec31a1932e4f5cee3ae4872e7feae4be0ca0d3df2635d79bcda07a5f18f04",
+  4: "8432d7b4fc3ad90559badc5e622f05d56ee1acb23e5f780403e163ec3aa68f85",
+  5: "0e22395b072ea97b5de17512c4e19c12358fe0d9de9d41b892a4371f26070637",
+  6: "779df1891cb6cdfbae17de61d4bd205cbb3d0954001d613cbe91c79e5ea6b853",
+  7: "106a02137babb83bd3e0108922bb64a7aac9eaeed29b07c3efba4961d14bdd6a",
+  8: "12b12b24922776ca02cd1d12190c124774e470b9a5e92355772ec8e0c18c6f99",
+  9: "5144739e58147f96e9d7d472116f089a4302d6fb0db9f0639185fe7b87b5a8c8",
+  10: "e4bdd01b0108568f04789199346eb4e3e0a602665605c246939920690ec73bab",
+  11: "d1b3139413c619c7cbdcede2fe0098c4a29d1ade2b67c9ba139822a51e5a51f7",
+};
+
+const POSTGRES_SHA256: Record<number, string> = {
+  1: "1903819c6f7f81578f9950cecb893cc450becbf23d2b2a710ce80196571d7722",
+  2: "ca9967985cc7121a9726b7dd83886a5c460a6ca82589768c877b027b8b4256a4",
+  3: "bf4d71ce57926fde8a35d700e21eca7e6225ad04c4f3f31bf152dbe63f46fd3a",
+  4: "770ff4e9e6050f467cfa3dd1d1fb7ffebd1788ff2bb86c6d4695222dad93dd59",
+  5: "9ff25db577830facf7684b1957b6ab6231d828c587fae0bb9a744415c83de3fe",
+};
+
+async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** Each migration's digest by version, to compare with a pinned table as a whole. */
+async function digestsOf(migrations: readonly { version: number; sql: string }[]) {
+  const digests: Record<number, string> = {};
+  for (const { version, sql } of migrations) digests[version] = await sha256Hex(sql);
+  return digests;
+}
+
+Deno.test("migrations: the text of every shipped SQLite migration is as it shipped", async () => {
+  assertEquals(await digestsOf(MIGRATIONS), SQLITE_SHA256);
+});
+
+Deno.test("migrations: the text of every shipped PostgreSQL migration is as it shipped", async () => {
+  assertEquals(await digestsOf(POSTGRES_MIGRATIONS), POSTGRES_SHA256);
+});
