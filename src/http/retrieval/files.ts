@@ -20,7 +20,7 @@ import {
 } from "../../kernel/manifest_format.ts";
 import type { Manifest } from "../../kernel/manifest_format.ts";
 import type { RequestContext } from "../pipeline/context.ts";
-import { contentDisposition } from "../../uploads/type_and_name.ts";
+import { contentDisposition } from "./content_disposition.ts";
 import { isServableType } from "../../uploads/manifest_check.ts";
 import { fileStream, openPart, partsOf } from "./file_stream.ts";
 import { applyRange, matchesEtag, notModified } from "./piece_answer.ts";

@@ -22,7 +22,7 @@
 import { normalizeCid } from "../../kernel/cid_format.ts";
 import { ApiError } from "../../kernel/errors.ts";
 import type { PieceRecord } from "../../db/records.ts";
-import { contentDisposition } from "../../uploads/type_and_name.ts";
+import { contentDisposition } from "./content_disposition.ts";
 import { applyCorsHeaders } from "../pipeline/cors.ts";
 import type { RequestContext } from "../pipeline/context.ts";
 import { CachedPiece } from "./small_piece_cache.ts";
