@@ -28,21 +28,8 @@ import { answerPieceRoute, cidParam } from "./pieces.ts";
 import { decideRange } from "./range_request.ts";
 import { findServablePiece, mustExist } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
-import { CID_PARAM, retrievalDoc } from "../docs/retrieval_docs.ts";
 
 export const FILE_PATH = "/f/:cid";
-
-export const getFileDoc = retrievalDoc({
-  operationId: "getFile",
-  summary: "Retrieve a whole file, split or not (public)",
-  description: "For a manifest (a piece stored with Content-Type " +
-    "application/vnd.storage-manifest+json), the file it describes: its pieces in order as one " +
-    'body, with the manifest\'s type, name and total length, ETag "<cid>.file", and byte ranges ' +
-    "across piece boundaries. A piece that fails while the body streams cuts the answer off " +
-    "(never a short or wrong file that looks whole). Any other cid answers as GET /p/{cid}.",
-  param: CID_PARAM,
-  whole: "The whole file",
-});
 
 export async function answerFileRoute(
   request: Request,

@@ -11,9 +11,10 @@ import { answerPieceGateway } from "./piece_gateway.ts";
 import { answerPieceRoute, cidParam, fastPathOf } from "./pieces.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
 
-export { FILE_PATH, getFileDoc } from "./files.ts";
-export { getGatewayPieceDoc, PIECE_GATEWAY_PATH } from "./piece_gateway.ts";
-export { getPieceDoc, RETRIEVAL_PATH } from "./pieces.ts";
+export { FILE_PATH } from "./files.ts";
+export { PIECE_GATEWAY_PATH } from "./piece_gateway.ts";
+export { RETRIEVAL_PATH } from "./pieces.ts";
+export { getFileDoc, getGatewayPieceDoc, getPieceDoc } from "../docs/retrieval_docs.ts";
 export type { PieceOffload } from "./offload.ts";
 export type { RetrievalDeps } from "./stored_piece.ts";
 export { SmallPieceCache } from "./small_piece_cache.ts";

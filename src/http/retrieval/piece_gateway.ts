@@ -21,23 +21,8 @@ import type { RequestContext } from "../pipeline/context.ts";
 import { answerPiece } from "./piece_answer.ts";
 import { findServablePiece } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
-import { retrievalDoc } from "../docs/retrieval_docs.ts";
 
 export const PIECE_GATEWAY_PATH = "/piece/:pieceCid";
-
-export const getGatewayPieceDoc = retrievalDoc({
-  operationId: "getGatewayPiece",
-  summary: "Retrieve a piece by its PieceCID, as the IPFS piece gateway spec says (public)",
-  description: "The URL a Filecoin storage provider pulls a staged piece from. By PieceCIDv2; " +
-    "by PieceCIDv1 when the piece was uploaded under that v1 (a v1 carries no size). Always " +
-    "application/octet-stream, Content-Disposition attachment named by the cid, immutable " +
-    "caching. Other cids are 400 invalid_cid.",
-  param: {
-    name: "pieceCid",
-    description: "A PieceCIDv2 (bafkzcib…) or PieceCIDv1 (baga6ea4seaq…)",
-  },
-  whole: "The piece's bytes",
-});
 
 /** The spec's cache lifetime for immutable pieces (48 weeks). */
 const PIECE_CACHE_CONTROL = "public, max-age=29030400, immutable";

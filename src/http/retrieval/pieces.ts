@@ -30,18 +30,8 @@ import { answerPiece, applyRange, matchesEtag, notModified, sliceOf } from "./pi
 import { decideRange } from "./range_request.ts";
 import { findServablePiece, mustExist, stillServable } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
-import { CID_PARAM, retrievalDoc } from "../docs/retrieval_docs.ts";
 
 export const RETRIEVAL_PATH = "/p/:cid";
-
-export const getPieceDoc = retrievalDoc({
-  operationId: "getPiece",
-  summary: "Retrieve a piece's bytes (public)",
-  description: "The bytes stored under the cid, whole or one byte range of them. A split " +
-    "file's manifest is served as its own bytes here; GET /f/{cid} serves the file it describes.",
-  param: CID_PARAM,
-  whole: "The stored bytes, with the Content-Type given at upload",
-});
 
 /** The cid of a retrieval path, canonical; 400 invalid_cid when it is not one. */
 export function cidParam(context: RequestContext): string {
