@@ -9,7 +9,6 @@
  * hand out /f/ links for everything. The bytes always come through the
  * service, never through nginx's offload: they span several files.
  */
-import { ApiError } from "../../kernel/errors.ts";
 import type { PieceRecord } from "../../db/records.ts";
 import type { Logger } from "../../kernel/log.ts";
 import {
@@ -20,13 +19,14 @@ import {
 } from "../../kernel/manifest_format.ts";
 import type { Manifest } from "../../kernel/manifest_format.ts";
 import type { RequestContext } from "../pipeline/context.ts";
-import { contentDisposition } from "./content_disposition.ts";
 import { isServableType } from "../../uploads/manifest_check.ts";
+import { bytesHeaders } from "./bytes_headers.ts";
+import { contentDisposition } from "./content_disposition.ts";
 import { fileStream, openPart, partsOf } from "./file_stream.ts";
 import { applyRange, matchesEtag, notModified } from "./piece_answer.ts";
 import { answerPieceRoute, cidParam } from "./pieces.ts";
 import { decideRange } from "./range_request.ts";
-import { findServablePiece, mustExist } from "./stored_piece.ts";
+import { findServablePiece, wholePiece } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
 
 export const FILE_PATH = "/f/:cid";
@@ -79,17 +79,10 @@ export async function answerFileRoute(
 async function manifestOf(
   deps: RetrievalDeps,
   piece: PieceRecord,
-  cachedBytes: Uint8Array | undefined,
+  cachedBytes: Uint8Array<ArrayBuffer> | undefined,
 ): Promise<Manifest | null> {
   if (piece.size > MAX_MANIFEST_BYTES) return null;
-  let bytes = cachedBytes;
-  if (bytes === undefined) {
-    const opened = await mustExist(deps, piece.cid, () => deps.store.open(piece.cid));
-    bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
-  }
-  if (bytes.byteLength !== piece.size) {
-    throw new ApiError("internal_error", `Piece ${piece.cid} has ${bytes.byteLength} bytes stored`);
-  }
+  const bytes = await wholePiece(deps, piece, cachedBytes);
   try {
     return readManifest(bytes);
   } catch (error) {
@@ -100,20 +93,16 @@ async function manifestOf(
 }
 
 function fileHeaders(cid: string, manifest: Manifest, source: string): Headers {
-  return new Headers({
+  return bytesHeaders({
     // Checked at upload; a manifest stored before that was checked is served as bytes.
-    "content-type": isServableType(manifest.contentType)
+    contentType: isServableType(manifest.contentType)
       ? manifest.contentType
       : "application/octet-stream",
-    "content-length": String(manifest.size),
-    "content-disposition": contentDisposition(manifest.name),
-    "cache-control": "public, max-age=3600",
-    "etag": `"${cid}.file"`,
-    "accept-ranges": "bytes",
-    "x-service-piece-cid": cid,
-    "x-service-source": source,
-    "x-content-type-options": "nosniff",
-    "content-security-policy": "sandbox",
+    size: manifest.size,
+    contentDisposition: contentDisposition(manifest.name),
+    etag: `"${cid}.file"`,
+    pieceCid: cid,
+    source,
   });
 }
 

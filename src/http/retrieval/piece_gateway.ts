@@ -21,6 +21,7 @@ import type { RequestContext } from "../pipeline/context.ts";
 import { answerPiece } from "./piece_answer.ts";
 import { findServablePiece } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
+import { bytesHeaders } from "./bytes_headers.ts";
 
 export const PIECE_GATEWAY_PATH = "/piece/:pieceCid";
 
@@ -57,16 +58,13 @@ export async function answerPieceGateway(
 }
 
 function gatewayHeaders(asked: string, piece: PieceRecord, source: string): Headers {
-  return new Headers({
-    "content-type": "application/octet-stream",
-    "content-length": String(piece.size),
-    "content-disposition": `attachment; filename="${asked}"`,
-    "cache-control": PIECE_CACHE_CONTROL,
-    "etag": `"${asked}"`,
-    "accept-ranges": "bytes",
-    "x-service-piece-cid": piece.cid,
-    "x-service-source": source,
-    "x-content-type-options": "nosniff",
-    "content-security-policy": "sandbox",
+  return bytesHeaders({
+    contentType: "application/octet-stream",
+    size: piece.size,
+    contentDisposition: `attachment; filename="${asked}"`,
+    cacheControl: PIECE_CACHE_CONTROL,
+    etag: `"${asked}"`,
+    pieceCid: piece.cid,
+    source,
   });
 }

@@ -22,13 +22,14 @@
 import { normalizeCid } from "../../kernel/cid_format.ts";
 import { ApiError } from "../../kernel/errors.ts";
 import type { PieceRecord } from "../../db/records.ts";
+import { bytesHeaders } from "./bytes_headers.ts";
 import { contentDisposition } from "./content_disposition.ts";
 import { applyCorsHeaders } from "../pipeline/cors.ts";
 import type { RequestContext } from "../pipeline/context.ts";
 import { CachedPiece } from "./small_piece_cache.ts";
 import { answerPiece, applyRange, matchesEtag, notModified, sliceOf } from "./piece_answer.ts";
 import { decideRange } from "./range_request.ts";
-import { findServablePiece, mustExist, stillServable } from "./stored_piece.ts";
+import { findServablePiece, stillServable, wholePiece } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
 
 export const RETRIEVAL_PATH = "/p/:cid";
@@ -71,7 +72,7 @@ export async function answerPieceRoute(
       offload: options.offload,
     });
   }
-  const bytes = await readSmallPiece(deps, piece);
+  const bytes = await wholePiece(deps, piece);
   // Marked or removed while its bytes were read: answer them this once (as a stream would
   // have), but never from the cache.
   if (stillServable(await deps.catalog.getPiece(cid))) {
@@ -116,31 +117,14 @@ export function fastPathOf(deps: RetrievalDeps): (request: Request) => Response 
   };
 }
 
-/** The whole of a small piece, read to be cached; 500 when the store holds another size. */
-async function readSmallPiece(
-  deps: RetrievalDeps,
-  piece: PieceRecord,
-): Promise<Uint8Array<ArrayBuffer>> {
-  const opened = await mustExist(deps, piece.cid, () => deps.store.open(piece.cid));
-  const bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
-  if (bytes.byteLength !== piece.size) {
-    throw new ApiError("internal_error", `Piece ${piece.cid} has ${bytes.byteLength} bytes stored`);
-  }
-  return bytes;
-}
-
 /** The headers of a 200 from /p/ (and from /f/ for a piece that is not a manifest). */
 export function pieceHeaders(piece: PieceRecord, source: string): Headers {
-  return new Headers({
-    "content-type": piece.contentType,
-    "content-length": String(piece.size),
-    "content-disposition": contentDisposition(piece.filename),
-    "cache-control": "public, max-age=3600",
-    "etag": `"${piece.cid}"`,
-    "accept-ranges": "bytes",
-    "x-service-piece-cid": piece.cid,
-    "x-service-source": source,
-    "x-content-type-options": "nosniff",
-    "content-security-policy": "sandbox",
+  return bytesHeaders({
+    contentType: piece.contentType,
+    size: piece.size,
+    contentDisposition: contentDisposition(piece.filename),
+    etag: `"${piece.cid}"`,
+    pieceCid: piece.cid,
+    source,
   });
 }

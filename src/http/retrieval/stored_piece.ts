@@ -78,6 +78,27 @@ export async function mustExist<T>(
   return result;
 }
 
+/**
+ * The whole of a small piece in memory (a manifest, or a piece to be cached):
+ * the bytes memory holds already if given, else read from the store; 500
+ * when they are not the size the catalog lists.
+ */
+export async function wholePiece(
+  deps: RetrievalDeps,
+  piece: PieceRecord,
+  held?: Uint8Array<ArrayBuffer>,
+): Promise<Uint8Array<ArrayBuffer>> {
+  let bytes = held;
+  if (bytes === undefined) {
+    const opened = await mustExist(deps, piece.cid, () => deps.store.open(piece.cid));
+    bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
+  }
+  if (bytes.byteLength !== piece.size) {
+    throw new ApiError("internal_error", `Piece ${piece.cid} has ${bytes.byteLength} bytes stored`);
+  }
+  return bytes;
+}
+
 /** Whether a piece read just now may still be served (and so cached). */
 export function stillServable(piece: PieceRecord | null): boolean {
   return piece !== null && piece.corruptAt === null && piece.removedAt === null;
