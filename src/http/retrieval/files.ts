@@ -21,11 +21,10 @@ import type { Manifest } from "../../kernel/manifest_format.ts";
 import type { RequestContext } from "../pipeline/context.ts";
 import { isServableType } from "../../uploads/manifest_check.ts";
 import { bytesHeaders } from "./bytes_headers.ts";
+import { decideAnswer, notModified, rangeOf, setRangeHeaders } from "./conditional_answer.ts";
 import { contentDisposition } from "./content_disposition.ts";
 import { fileStream, openPart, partsOf } from "./file_stream.ts";
-import { applyRange, matchesEtag, notModified } from "./piece_answer.ts";
 import { answerPieceRoute, cidParam } from "./pieces.ts";
-import { decideRange } from "./range_request.ts";
 import { findServablePiece, wholePiece } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
 
@@ -51,17 +50,28 @@ export async function answerFileRoute(
   if (manifest === null) {
     return await answerPieceRoute(request, context, deps, { cid, offload: false });
   }
-  const etag = `"${cid}.file"`;
+  return await answerManifest(request, context, deps, { cid, manifest });
+}
+
+/** The file a manifest describes: its pieces' bytes, in order, as one answer. */
+async function answerManifest(
+  request: Request,
+  context: RequestContext,
+  deps: RetrievalDeps,
+  file: { cid: string; manifest: Manifest },
+): Promise<Response> {
+  const { cid, manifest } = file;
   const headers = fileHeaders(cid, manifest, deps.store.source);
-  if (matchesEtag(request.headers.get("if-none-match"), etag)) return notModified(headers);
-  const decision = decideRange(request.headers, manifest.size, etag);
-  const { status, length } = applyRange(decision, headers, manifest.size, context);
+  const answer = decideAnswer(request, context, { etag: `"${cid}.file"`, size: manifest.size });
+  if (answer.status === 304) return notModified(headers);
+  setRangeHeaders(headers, answer);
+  const { status } = answer;
   if (request.method === "HEAD") return new Response(null, { status, headers });
-  const offset = decision.kind === "partial" ? decision.offset : 0;
-  const parts = partsOf(manifest, { offset, length });
+  const range = rangeOf(answer, manifest.size);
+  const parts = partsOf(manifest, range);
   // Opened before the head is sent, so a file whose first piece is unavailable gets a status.
   const first = await openPart(deps, parts[0]);
-  context.logFields.bytesOut = length;
+  context.logFields.bytesOut = range.length;
   context.logFields.pieces = parts.length;
   const body = fileStream({
     deps,

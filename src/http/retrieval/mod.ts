@@ -2,8 +2,9 @@
  * Retrieval's one home: the handlers of GET (and so HEAD) /p/{cid},
  * /f/{cid} and /piece/{pieceCid}, the pipeline's fast path for cached
  * pieces, and the hook that evicts a piece whose bytes failed verification.
- * All three routes go through the same lookup (stored_piece.ts) and, for one
- * piece, the same answer (piece_answer.ts).
+ * All three routes go through the same lookup (stored_piece.ts) and the same
+ * conditional answer (conditional_answer.ts: 304, 206, 416 or 200), and, for
+ * one piece, the same way to its bytes (piece_answer.ts).
  */
 import type { Handler } from "../pipeline/router.ts";
 import { answerFileRoute } from "./files.ts";
