@@ -48,7 +48,7 @@ export async function answerFileRoute(
     ? await manifestOf(deps, piece, cached?.bytes)
     : null;
   if (manifest === null) {
-    return await answerPieceRoute(request, context, deps, { cid, offload: false });
+    return await answerPieceRoute(request, context, deps, { cid, offload: false, piece });
   }
   return await answerManifest(request, context, deps, { cid, manifest });
 }

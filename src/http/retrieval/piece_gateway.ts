@@ -19,7 +19,7 @@ import { normalizeCid } from "../../kernel/cid_format.ts";
 import { parseCid, pieceCidV1 } from "../../kernel/piece_cid/cid_codec.ts";
 import type { RequestContext } from "../pipeline/context.ts";
 import { answerPiece } from "./piece_answer.ts";
-import { findServablePiece } from "./stored_piece.ts";
+import { servablePiece } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
 import { bytesHeaders } from "./bytes_headers.ts";
 
@@ -40,13 +40,14 @@ export async function answerPieceGateway(
   ) {
     throw new ApiError("invalid_cid", "The piece gateway takes a PieceCIDv2 or PieceCIDv1");
   }
-  let stored = asked;
-  if (parsed.kind === "piece_v2" && await deps.catalog.getPiece(asked) === null) {
+  let [stored, row] = [asked, await deps.catalog.getPiece(asked)];
+  if (parsed.kind === "piece_v2" && row === null) {
     // Stored under the v1 of the same root, with the size this v2 fixes: the same bytes.
     const v1 = pieceCidV1(parsed.root);
-    if ((await deps.catalog.getPiece(v1))?.size === parsed.payloadSize) stored = v1;
+    const underV1 = await deps.catalog.getPiece(v1);
+    if (underV1?.size === parsed.payloadSize) [stored, row] = [v1, underV1];
   }
-  const piece = await findServablePiece(deps, stored);
+  const piece = await servablePiece(deps, stored, row);
   const cached = request.method === "GET" ? deps.cache.get(piece.cid) : undefined;
   return await answerPiece(request, context, deps, {
     piece,

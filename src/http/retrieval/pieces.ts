@@ -46,6 +46,8 @@ export interface PieceRouteOptions {
   cid: string;
   /** False for /f/, which never hands a piece to nginx. */
   offload: boolean;
+  /** The servable piece, when the caller has looked it up already (/f/): never twice. */
+  piece?: PieceRecord;
 }
 
 /** The /p/ answer for a cid (and /f/'s for a piece that is not a manifest). */
@@ -60,7 +62,7 @@ export async function answerPieceRoute(
   // HEAD takes the catalog path below: cached answers carry no Content-Length to copy.
   const cached = request.method === "GET" ? deps.cache.get(cid) : undefined;
   if (cached && deps.reachability.reachable) return answerFromCache(request, context, cached, etag);
-  const piece = await findServablePiece(deps, cid);
+  const piece = options.piece ?? await findServablePiece(deps, cid);
   const headers = pieceHeaders(piece, deps.store.source);
   const plainGet = request.method === "GET" && !request.headers.has("if-none-match");
   const bytes = plainGet && deps.cache.accepts(piece.size)

@@ -31,7 +31,18 @@ export interface RetrievalDeps {
 
 /** The piece stored under cid, if it may be served; ApiError (404, 410, 503) otherwise. */
 export async function findServablePiece(deps: RetrievalDeps, cid: string): Promise<PieceRecord> {
-  const piece = await deps.catalog.getPiece(cid);
+  return await servablePiece(deps, cid, await deps.catalog.getPiece(cid));
+}
+
+/**
+ * The catalog's row for cid (null: none), looked up by the caller already, if
+ * it may be served; ApiError (404, 410, 503) otherwise.
+ */
+export async function servablePiece(
+  deps: RetrievalDeps,
+  cid: string,
+  piece: PieceRecord | null,
+): Promise<PieceRecord> {
   if (piece === null) {
     // Tell "not stored" from "cannot look": the store says offline if it is.
     await deps.store.stat(cid).catch((error) => {
