@@ -3,7 +3,8 @@
  * /openapi.json, built from one description of a retrieval answer: 200 with
  * the bytes, 206 with a range of them, 304 for a matching If-None-Match, and
  * the errors every retrieval can answer (416 with `Content-Range: bytes *\/size`).
- * Each route's file exports its own doc, made here.
+ * The three routes' docs are here together, in the words that tell them
+ * apart; the handlers are in http/retrieval/.
  */
 import type { ErrorCode } from "../../kernel/errors.ts";
 import { CID_DESCRIPTION, CID_SCHEMA, IF_NONE_MATCH_PARAMETER } from "./route_doc.ts";
@@ -45,7 +46,7 @@ export interface RetrievalDocOptions {
   whole: string;
 }
 
-export function retrievalDoc(options: RetrievalDocOptions): RouteDoc {
+function retrievalDoc(options: RetrievalDocOptions): RouteDoc {
   return {
     operationId: options.operationId,
     summary: options.summary,
@@ -100,4 +101,42 @@ export function retrievalDoc(options: RetrievalDocOptions): RouteDoc {
 }
 
 /** The cid parameter of /p/ and /f/. */
-export const CID_PARAM = { name: "cid", description: CID_DESCRIPTION };
+const CID_PARAM = { name: "cid", description: CID_DESCRIPTION };
+
+/** GET /p/{cid}. */
+export const getPieceDoc = retrievalDoc({
+  operationId: "getPiece",
+  summary: "Retrieve a piece's bytes (public)",
+  description: "The bytes stored under the cid, whole or one byte range of them. A split " +
+    "file's manifest is served as its own bytes here; GET /f/{cid} serves the file it describes.",
+  param: CID_PARAM,
+  whole: "The stored bytes, with the Content-Type given at upload",
+});
+
+/** GET /f/{cid}. */
+export const getFileDoc = retrievalDoc({
+  operationId: "getFile",
+  summary: "Retrieve a whole file, split or not (public)",
+  description: "For a manifest (a piece stored with Content-Type " +
+    "application/vnd.storage-manifest+json), the file it describes: its pieces in order as one " +
+    'body, with the manifest\'s type, name and total length, ETag "<cid>.file", and byte ranges ' +
+    "across piece boundaries. A piece that fails while the body streams cuts the answer off " +
+    "(never a short or wrong file that looks whole). Any other cid answers as GET /p/{cid}.",
+  param: CID_PARAM,
+  whole: "The whole file",
+});
+
+/** GET /piece/{pieceCid}. */
+export const getGatewayPieceDoc = retrievalDoc({
+  operationId: "getGatewayPiece",
+  summary: "Retrieve a piece by its PieceCID, as the IPFS piece gateway spec says (public)",
+  description: "The URL a Filecoin storage provider pulls a staged piece from. By PieceCIDv2; " +
+    "by PieceCIDv1 when the piece was uploaded under that v1 (a v1 carries no size). Always " +
+    "application/octet-stream, Content-Disposition attachment named by the cid, immutable " +
+    "caching. Other cids are 400 invalid_cid.",
+  param: {
+    name: "pieceCid",
+    description: "A PieceCIDv2 (bafkzcib…) or PieceCIDv1 (baga6ea4seaq…)",
+  },
+  whole: "The piece's bytes",
+});

@@ -21,7 +21,7 @@ import { carChunks } from "../../ipfs/car_write.ts";
 import { walkDag } from "../../ipfs/dag_walk.ts";
 import { CAR_RESPONSE_TYPE, negotiate, RAW_BLOCK_TYPE } from "./negotiation.ts";
 import type { GatewayAnswer } from "./negotiation.ts";
-import { matchesEtag } from "../retrieval/piece_answer.ts";
+import { matchesEtag } from "../retrieval/conditional_answer.ts";
 import { apiErrorOfStoreFailure } from "../../uploads/store_errors.ts";
 import type { Handler } from "../pipeline/router.ts";
 

@@ -9,7 +9,6 @@
  * hand out /f/ links for everything. The bytes always come through the
  * service, never through nginx's offload: they span several files.
  */
-import { ApiError } from "../../kernel/errors.ts";
 import type { PieceRecord } from "../../domain/catalog_records.ts";
 import type { Logger } from "../../kernel/log.ts";
 import {
@@ -20,29 +19,16 @@ import {
 } from "../../kernel/manifest_format.ts";
 import type { Manifest } from "../../kernel/manifest_format.ts";
 import type { RequestContext } from "../pipeline/context.ts";
-import { contentDisposition } from "../../uploads/type_and_name.ts";
 import { isServableType } from "../../uploads/manifest_check.ts";
+import { bytesHeaders } from "./bytes_headers.ts";
+import { decideAnswer, notModified, rangeOf, setRangeHeaders } from "./conditional_answer.ts";
+import { contentDisposition } from "./content_disposition.ts";
 import { fileStream, openPart, partsOf } from "./file_stream.ts";
-import { applyRange, matchesEtag, notModified } from "./piece_answer.ts";
 import { answerPieceRoute, cidParam } from "./pieces.ts";
-import { decideRange } from "./range_request.ts";
-import { findServablePiece, mustExist } from "./stored_piece.ts";
+import { findServablePiece, wholePiece } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
-import { CID_PARAM, retrievalDoc } from "../docs/retrieval_docs.ts";
 
 export const FILE_PATH = "/f/:cid";
-
-export const getFileDoc = retrievalDoc({
-  operationId: "getFile",
-  summary: "Retrieve a whole file, split or not (public)",
-  description: "For a manifest (a piece stored with Content-Type " +
-    "application/vnd.storage-manifest+json), the file it describes: its pieces in order as one " +
-    'body, with the manifest\'s type, name and total length, ETag "<cid>.file", and byte ranges ' +
-    "across piece boundaries. A piece that fails while the body streams cuts the answer off " +
-    "(never a short or wrong file that looks whole). Any other cid answers as GET /p/{cid}.",
-  param: CID_PARAM,
-  whole: "The whole file",
-});
 
 export async function answerFileRoute(
   request: Request,
@@ -62,19 +48,30 @@ export async function answerFileRoute(
     ? await manifestOf(deps, piece, cached?.bytes)
     : null;
   if (manifest === null) {
-    return await answerPieceRoute(request, context, deps, { cid, offload: false });
+    return await answerPieceRoute(request, context, deps, { cid, offload: false, piece });
   }
-  const etag = `"${cid}.file"`;
+  return await answerManifest(request, context, deps, { cid, manifest });
+}
+
+/** The file a manifest describes: its pieces' bytes, in order, as one answer. */
+async function answerManifest(
+  request: Request,
+  context: RequestContext,
+  deps: RetrievalDeps,
+  file: { cid: string; manifest: Manifest },
+): Promise<Response> {
+  const { cid, manifest } = file;
   const headers = fileHeaders(cid, manifest, deps.store.source);
-  if (matchesEtag(request.headers.get("if-none-match"), etag)) return notModified(headers);
-  const decision = decideRange(request.headers, manifest.size, etag);
-  const { status, length } = applyRange(decision, headers, manifest.size, context);
+  const answer = decideAnswer(request, context, { etag: `"${cid}.file"`, size: manifest.size });
+  if (answer.status === 304) return notModified(headers);
+  setRangeHeaders(headers, answer);
+  const { status } = answer;
   if (request.method === "HEAD") return new Response(null, { status, headers });
-  const offset = decision.kind === "partial" ? decision.offset : 0;
-  const parts = partsOf(manifest, { offset, length });
+  const range = rangeOf(answer, manifest.size);
+  const parts = partsOf(manifest, range);
   // Opened before the head is sent, so a file whose first piece is unavailable gets a status.
   const first = await openPart(deps, parts[0]);
-  context.logFields.bytesOut = length;
+  context.logFields.bytesOut = range.length;
   context.logFields.pieces = parts.length;
   const body = fileStream({
     deps,
@@ -92,17 +89,10 @@ export async function answerFileRoute(
 async function manifestOf(
   deps: RetrievalDeps,
   piece: PieceRecord,
-  cachedBytes: Uint8Array | undefined,
+  cachedBytes: Uint8Array<ArrayBuffer> | undefined,
 ): Promise<Manifest | null> {
   if (piece.size > MAX_MANIFEST_BYTES) return null;
-  let bytes = cachedBytes;
-  if (bytes === undefined) {
-    const opened = await mustExist(deps, piece.cid, () => deps.store.open(piece.cid));
-    bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
-  }
-  if (bytes.byteLength !== piece.size) {
-    throw new ApiError("internal_error", `Piece ${piece.cid} has ${bytes.byteLength} bytes stored`);
-  }
+  const bytes = await wholePiece(deps, piece, cachedBytes);
   try {
     return readManifest(bytes);
   } catch (error) {
@@ -113,20 +103,16 @@ async function manifestOf(
 }
 
 function fileHeaders(cid: string, manifest: Manifest, source: string): Headers {
-  return new Headers({
+  return bytesHeaders({
     // Checked at upload; a manifest stored before that was checked is served as bytes.
-    "content-type": isServableType(manifest.contentType)
+    contentType: isServableType(manifest.contentType)
       ? manifest.contentType
       : "application/octet-stream",
-    "content-length": String(manifest.size),
-    "content-disposition": contentDisposition(manifest.name),
-    "cache-control": "public, max-age=3600",
-    "etag": `"${cid}.file"`,
-    "accept-ranges": "bytes",
-    "x-service-piece-cid": cid,
-    "x-service-source": source,
-    "x-content-type-options": "nosniff",
-    "content-security-policy": "sandbox",
+    size: manifest.size,
+    contentDisposition: contentDisposition(manifest.name),
+    etag: `"${cid}.file"`,
+    pieceCid: cid,
+    source,
   });
 }
 

@@ -2,8 +2,9 @@
  * Retrieval's one home: the handlers of GET (and so HEAD) /p/{cid},
  * /f/{cid} and /piece/{pieceCid}, the pipeline's fast path for cached
  * pieces, and the hook that evicts a piece whose bytes failed verification.
- * All three routes go through the same lookup (stored_piece.ts) and, for one
- * piece, the same answer (piece_answer.ts).
+ * All three routes go through the same lookup (stored_piece.ts) and the same
+ * conditional answer (conditional_answer.ts: 304, 206, 416 or 200), and, for
+ * one piece, the same way to its bytes (piece_answer.ts).
  */
 import type { Handler } from "../pipeline/router.ts";
 import { answerFileRoute } from "./files.ts";
@@ -11,9 +12,10 @@ import { answerPieceGateway } from "./piece_gateway.ts";
 import { answerPieceRoute, cidParam, fastPathOf } from "./pieces.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
 
-export { FILE_PATH, getFileDoc } from "./files.ts";
-export { getGatewayPieceDoc, PIECE_GATEWAY_PATH } from "./piece_gateway.ts";
-export { getPieceDoc, RETRIEVAL_PATH } from "./pieces.ts";
+export { FILE_PATH } from "./files.ts";
+export { PIECE_GATEWAY_PATH } from "./piece_gateway.ts";
+export { RETRIEVAL_PATH } from "./pieces.ts";
+export { getFileDoc, getGatewayPieceDoc, getPieceDoc } from "../docs/retrieval_docs.ts";
 export type { PieceOffload } from "./offload.ts";
 export type { RetrievalDeps } from "./stored_piece.ts";
 export { SmallPieceCache } from "./small_piece_cache.ts";

@@ -13,13 +13,13 @@
  * ranges, a failed If-Range, a malformed header) or refuses (416) is
  * answered by the service, so nginx never decides differently.
  */
-import type { RangeDecision } from "./range_request.ts";
+import type { BytesAnswer } from "./conditional_answer.ts";
 
 export interface PieceOffload {
   /** The X-Accel-Redirect value for the piece stored under key; null to send it ourselves. */
   redirectFor(key: string): string | null;
 }
 
-export function offloadable(decision: RangeDecision): boolean {
-  return decision.kind === "partial" || (decision.kind === "whole" && !decision.ignoredRange);
+export function offloadable(answer: BytesAnswer): boolean {
+  return answer.status === 206 || !answer.ignoredRange;
 }

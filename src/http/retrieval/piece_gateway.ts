@@ -19,25 +19,11 @@ import { normalizeCid } from "../../kernel/cid_format.ts";
 import { parseCid, pieceCidV1 } from "../../kernel/piece_cid/cid_codec.ts";
 import type { RequestContext } from "../pipeline/context.ts";
 import { answerPiece } from "./piece_answer.ts";
-import { findServablePiece } from "./stored_piece.ts";
+import { servablePiece } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
-import { retrievalDoc } from "../docs/retrieval_docs.ts";
+import { bytesHeaders } from "./bytes_headers.ts";
 
 export const PIECE_GATEWAY_PATH = "/piece/:pieceCid";
-
-export const getGatewayPieceDoc = retrievalDoc({
-  operationId: "getGatewayPiece",
-  summary: "Retrieve a piece by its PieceCID, as the IPFS piece gateway spec says (public)",
-  description: "The URL a Filecoin storage provider pulls a staged piece from. By PieceCIDv2; " +
-    "by PieceCIDv1 when the piece was uploaded under that v1 (a v1 carries no size). Always " +
-    "application/octet-stream, Content-Disposition attachment named by the cid, immutable " +
-    "caching. Other cids are 400 invalid_cid.",
-  param: {
-    name: "pieceCid",
-    description: "A PieceCIDv2 (bafkzcib…) or PieceCIDv1 (baga6ea4seaq…)",
-  },
-  whole: "The piece's bytes",
-});
 
 /** The spec's cache lifetime for immutable pieces (48 weeks). */
 const PIECE_CACHE_CONTROL = "public, max-age=29030400, immutable";
@@ -54,13 +40,14 @@ export async function answerPieceGateway(
   ) {
     throw new ApiError("invalid_cid", "The piece gateway takes a PieceCIDv2 or PieceCIDv1");
   }
-  let stored = asked;
-  if (parsed.kind === "piece_v2" && await deps.catalog.getPiece(asked) === null) {
+  let [stored, row] = [asked, await deps.catalog.getPiece(asked)];
+  if (parsed.kind === "piece_v2" && row === null) {
     // Stored under the v1 of the same root, with the size this v2 fixes: the same bytes.
     const v1 = pieceCidV1(parsed.root);
-    if ((await deps.catalog.getPiece(v1))?.size === parsed.payloadSize) stored = v1;
+    const underV1 = await deps.catalog.getPiece(v1);
+    if (underV1?.size === parsed.payloadSize) [stored, row] = [v1, underV1];
   }
-  const piece = await findServablePiece(deps, stored);
+  const piece = await servablePiece(deps, stored, row);
   const cached = request.method === "GET" ? deps.cache.get(piece.cid) : undefined;
   return await answerPiece(request, context, deps, {
     piece,
@@ -72,16 +59,13 @@ export async function answerPieceGateway(
 }
 
 function gatewayHeaders(asked: string, piece: PieceRecord, source: string): Headers {
-  return new Headers({
-    "content-type": "application/octet-stream",
-    "content-length": String(piece.size),
-    "content-disposition": `attachment; filename="${asked}"`,
-    "cache-control": PIECE_CACHE_CONTROL,
-    "etag": `"${asked}"`,
-    "accept-ranges": "bytes",
-    "x-service-piece-cid": piece.cid,
-    "x-service-source": source,
-    "x-content-type-options": "nosniff",
-    "content-security-policy": "sandbox",
+  return bytesHeaders({
+    contentType: "application/octet-stream",
+    size: piece.size,
+    contentDisposition: `attachment; filename="${asked}"`,
+    cacheControl: PIECE_CACHE_CONTROL,
+    etag: `"${asked}"`,
+    pieceCid: piece.cid,
+    source,
   });
 }

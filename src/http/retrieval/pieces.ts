@@ -2,10 +2,11 @@
  * GET and HEAD /p/{cid} — public retrieval, streamed from the store.
  *
  * The straight line: cid format → small-piece cache → the servable piece
- * (stored_piece.ts) → the answer (piece_answer.ts: 304, ranges, HEAD, the
- * bytes from memory, nginx or the store). Pieces are immutable, so the cid
- * is a perfect strong ETag. Content-Type is echoed verbatim from the upload,
- * so nosniff and a sandbox CSP keep uploaded HTML from running on our origin.
+ * (stored_piece.ts) → the answer (conditional_answer.ts: 304, ranges;
+ * piece_answer.ts: HEAD, the bytes from memory, nginx or the store). Pieces
+ * are immutable, so the cid is a perfect strong ETag. Content-Type is echoed
+ * verbatim from the upload, so nosniff and a sandbox CSP keep uploaded HTML
+ * from running on our origin.
  *
  * The fast path the pipeline tries first answers a plain GET of a cached
  * piece synchronously (no URL object, no Promise, no header edits); it
@@ -22,26 +23,17 @@
 import { normalizeCid } from "../../kernel/cid_format.ts";
 import { ApiError } from "../../kernel/errors.ts";
 import type { PieceRecord } from "../../domain/catalog_records.ts";
-import { contentDisposition } from "../../uploads/type_and_name.ts";
 import { applyCorsHeaders } from "../pipeline/cors.ts";
 import type { RequestContext } from "../pipeline/context.ts";
+import { bytesHeaders } from "./bytes_headers.ts";
+import { decideAnswer, notModified, setRangeHeaders } from "./conditional_answer.ts";
+import { contentDisposition } from "./content_disposition.ts";
 import { CachedPiece } from "./small_piece_cache.ts";
-import { answerPiece, applyRange, matchesEtag, notModified, sliceOf } from "./piece_answer.ts";
-import { decideRange } from "./range_request.ts";
-import { findServablePiece, mustExist, stillServable } from "./stored_piece.ts";
+import { answerPiece, sliceOf } from "./piece_answer.ts";
+import { findServablePiece, stillServable, wholePiece } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
-import { CID_PARAM, retrievalDoc } from "../docs/retrieval_docs.ts";
 
 export const RETRIEVAL_PATH = "/p/:cid";
-
-export const getPieceDoc = retrievalDoc({
-  operationId: "getPiece",
-  summary: "Retrieve a piece's bytes (public)",
-  description: "The bytes stored under the cid, whole or one byte range of them. A split " +
-    "file's manifest is served as its own bytes here; GET /f/{cid} serves the file it describes.",
-  param: CID_PARAM,
-  whole: "The stored bytes, with the Content-Type given at upload",
-});
 
 /** The cid of a retrieval path, canonical; 400 invalid_cid when it is not one. */
 export function cidParam(context: RequestContext): string {
@@ -50,53 +42,54 @@ export function cidParam(context: RequestContext): string {
   return cid;
 }
 
-/** The /p/ answer for a cid; `offload` false for /f/, which never hands a piece to nginx. */
+export interface PieceRouteOptions {
+  cid: string;
+  /** False for /f/, which never hands a piece to nginx. */
+  offload: boolean;
+  /** The servable piece, when the caller has looked it up already (/f/): never twice. */
+  piece?: PieceRecord;
+}
+
+/** The /p/ answer for a cid (and /f/'s for a piece that is not a manifest). */
 export async function answerPieceRoute(
   request: Request,
   context: RequestContext,
   deps: RetrievalDeps,
-  options: { cid: string; offload: boolean },
+  options: PieceRouteOptions,
 ): Promise<Response> {
   const { cid } = options;
   const etag = `"${cid}"`;
   // HEAD takes the catalog path below: cached answers carry no Content-Length to copy.
   const cached = request.method === "GET" ? deps.cache.get(cid) : undefined;
-  if (cached && deps.reachability.reachable) {
-    if (matchesEtag(request.headers.get("if-none-match"), etag)) return notModified(cached.headers);
-    const decision = decideRange(request.headers, cached.bytes.byteLength, etag);
-    if (decision.kind === "whole" && !decision.ignoredRange) return cached.okResponse();
-    const headers = new Headers(cached.headers as [string, string][]);
-    const { status } = applyRange(decision, headers, cached.bytes.byteLength, context);
-    if (status === 200) return cached.okResponse();
-    return new Response(sliceOf(cached.bytes, decision), { status, headers });
-  }
-  const piece = await findServablePiece(deps, cid);
+  if (cached && deps.reachability.reachable) return answerFromCache(request, context, cached, etag);
+  const piece = options.piece ?? await findServablePiece(deps, cid);
   const headers = pieceHeaders(piece, deps.store.source);
   const plainGet = request.method === "GET" && !request.headers.has("if-none-match");
-  if (!plainGet || !deps.cache.accepts(piece.size)) {
-    return await answerPiece(request, context, deps, {
-      piece,
-      headers,
-      etag,
-      offload: options.offload,
-    });
-  }
-  const bytes = await readSmallPiece(deps, piece);
-  // Marked or removed while its bytes were read: answer them this once (as a stream would
-  // have), but never from the cache.
-  if (stillServable(await deps.catalog.getPiece(cid))) {
-    // Cached answers skip the pipeline's CORS step on the fast path, so they carry it.
-    const cachedHeaders = new Headers(headers);
-    applyCorsHeaders(cachedHeaders);
-    deps.cache.set(cid, new CachedPiece(bytes, [...cachedHeaders]));
-  }
+  const bytes = plainGet && deps.cache.accepts(piece.size)
+    ? await readAndCache(deps, piece, headers)
+    : undefined;
   return await answerPiece(request, context, deps, {
     piece,
     headers,
     etag,
-    offload: false,
+    offload: options.offload,
     bytes,
   });
+}
+
+/** A GET of a cached piece that the fast path declined (a Range, a conditional). */
+function answerFromCache(
+  request: Request,
+  context: RequestContext,
+  cached: CachedPiece,
+  etag: string,
+): Response {
+  const answer = decideAnswer(request, context, { etag, size: cached.bytes.byteLength });
+  if (answer.status === 304) return notModified(cached.headers);
+  if (answer.status === 200) return cached.okResponse();
+  const headers = new Headers(cached.headers as [string, string][]);
+  setRangeHeaders(headers, answer);
+  return new Response(sliceOf(cached.bytes, answer), { status: answer.status, headers });
 }
 
 /** A plain GET of a cached piece, answered synchronously; null to let the handler decide. */
@@ -126,31 +119,35 @@ export function fastPathOf(deps: RetrievalDeps): (request: Request) => Response 
   };
 }
 
-/** The whole of a small piece, read to be cached; 500 when the store holds another size. */
-async function readSmallPiece(
+/**
+ * The whole of a small piece, read to be cached (500 when the store holds
+ * another size), and cached unless it was marked or removed while its bytes
+ * were read: then they are answered this once (as a stream would have
+ * been), but never from the cache.
+ */
+async function readAndCache(
   deps: RetrievalDeps,
   piece: PieceRecord,
+  headers: Headers,
 ): Promise<Uint8Array<ArrayBuffer>> {
-  const opened = await mustExist(deps, piece.cid, () => deps.store.open(piece.cid));
-  const bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
-  if (bytes.byteLength !== piece.size) {
-    throw new ApiError("internal_error", `Piece ${piece.cid} has ${bytes.byteLength} bytes stored`);
+  const bytes = await wholePiece(deps, piece);
+  if (stillServable(await deps.catalog.getPiece(piece.cid))) {
+    // Cached answers skip the pipeline's CORS step on the fast path, so they carry it.
+    const cachedHeaders = new Headers(headers);
+    applyCorsHeaders(cachedHeaders);
+    deps.cache.set(piece.cid, new CachedPiece(bytes, [...cachedHeaders]));
   }
   return bytes;
 }
 
 /** The headers of a 200 from /p/ (and from /f/ for a piece that is not a manifest). */
-export function pieceHeaders(piece: PieceRecord, source: string): Headers {
-  return new Headers({
-    "content-type": piece.contentType,
-    "content-length": String(piece.size),
-    "content-disposition": contentDisposition(piece.filename),
-    "cache-control": "public, max-age=3600",
-    "etag": `"${piece.cid}"`,
-    "accept-ranges": "bytes",
-    "x-service-piece-cid": piece.cid,
-    "x-service-source": source,
-    "x-content-type-options": "nosniff",
-    "content-security-policy": "sandbox",
+function pieceHeaders(piece: PieceRecord, source: string): Headers {
+  return bytesHeaders({
+    contentType: piece.contentType,
+    size: piece.size,
+    contentDisposition: contentDisposition(piece.filename),
+    etag: `"${piece.cid}"`,
+    pieceCid: piece.cid,
+    source,
   });
 }

@@ -31,7 +31,18 @@ export interface RetrievalDeps {
 
 /** The piece stored under cid, if it may be served; ApiError (404, 410, 503) otherwise. */
 export async function findServablePiece(deps: RetrievalDeps, cid: string): Promise<PieceRecord> {
-  const piece = await deps.catalog.getPiece(cid);
+  return await servablePiece(deps, cid, await deps.catalog.getPiece(cid));
+}
+
+/**
+ * The catalog's row for cid (null: none), looked up by the caller already, if
+ * it may be served; ApiError (404, 410, 503) otherwise.
+ */
+export async function servablePiece(
+  deps: RetrievalDeps,
+  cid: string,
+  piece: PieceRecord | null,
+): Promise<PieceRecord> {
   if (piece === null) {
     // Tell "not stored" from "cannot look": the store says offline if it is.
     await deps.store.stat(cid).catch((error) => {
@@ -76,6 +87,27 @@ export async function mustExist<T>(
     throw new ApiError("internal_error", `Piece ${cid} is recorded but its bytes are missing`);
   }
   return result;
+}
+
+/**
+ * The whole of a small piece in memory (a manifest, or a piece to be cached):
+ * the bytes memory holds already if given, else read from the store; 500
+ * when they are not the size the catalog lists.
+ */
+export async function wholePiece(
+  deps: RetrievalDeps,
+  piece: PieceRecord,
+  held?: Uint8Array<ArrayBuffer>,
+): Promise<Uint8Array<ArrayBuffer>> {
+  let bytes = held;
+  if (bytes === undefined) {
+    const opened = await mustExist(deps, piece.cid, () => deps.store.open(piece.cid));
+    bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
+  }
+  if (bytes.byteLength !== piece.size) {
+    throw new ApiError("internal_error", `Piece ${piece.cid} has ${bytes.byteLength} bytes stored`);
+  }
+  return bytes;
 }
 
 /** Whether a piece read just now may still be served (and so cached). */
