@@ -10,7 +10,7 @@ import { assertEquals } from "../helpers/assert.ts";
 import { createRetrieval, SmallPieceCache } from "../../src/http/retrieval/mod.ts";
 import type { RetrievalDeps } from "../../src/http/retrieval/mod.ts";
 import type { RequestContext } from "../../src/http/pipeline/context.ts";
-import type { PieceRecord } from "../../src/db/records.ts";
+import type { PieceRecord } from "../../src/domain/catalog_records.ts";
 import type { PieceCatalog } from "../../src/catalog/catalog.ts";
 import type { PieceStore } from "../../src/driver/driver.ts";
 import { silentLogger } from "../../src/kernel/log.ts";
