@@ -29,19 +29,20 @@ import {
   deleteDealDoc,
   extendDealDoc,
 } from "./account/deals.ts";
-import { createDealCreateHandler, createDealDoc } from "./upload/deal_create.ts";
+import { createDealCreateHandler } from "./upload/deal_create.ts";
 import { deprecationsHandler, listDeprecationsDoc } from "./pipeline/deprecation.ts";
 import { createFilesHandler, listFilesDoc } from "./account/files.ts";
 import { createHealthHandler, getHealthDoc } from "./service/health.ts";
 import { createLimitsHandler, getLimitsDoc } from "./account/limits.ts";
 import { createMetricsHandler, getMetricsDoc } from "./service/metrics.ts";
 import { createOpenApiHandler, getOpenApiDoc } from "./docs/openapi.ts";
+import { createComputePieceCidHandler, createPieceCidsInfoHandler } from "./upload/piece_cids.ts";
 import {
   computePieceCidDoc,
-  createComputePieceCidHandler,
-  createPieceCidsInfoHandler,
+  createDealDoc,
   describePieceCidsDoc,
-} from "./upload/piece_cids.ts";
+  uploadDoc,
+} from "./docs/upload_docs.ts";
 import {
   FILE_PATH,
   getFileDoc,
@@ -68,7 +69,7 @@ import {
   revokeTokenDoc,
 } from "./account/tokens.ts";
 import type { UploadDrain } from "./pipeline/upload_drain.ts";
-import { createUploadHandler, uploadDoc } from "./upload/upload.ts";
+import { createUploadHandler } from "./upload/upload.ts";
 import { createTusHandlers, TUS_PATH, tusDocs } from "./tus/tus.ts";
 import { tusDiscoveryHeaders } from "./tus/tus_protocol.ts";
 import type { ResumableUploads } from "../uploads/resumable.ts";

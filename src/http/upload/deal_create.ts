@@ -5,7 +5,8 @@
  * cap and the daily cap, the RateLimit fields, POST /api/upload's result).
  * Clients ask for it instead of skipping a piece someone else stored, so a
  * signed-in user owns a deal (and a row in /api/files) for every file they
- * uploaded. A cid nobody stored is 404: send its bytes.
+ * uploaded. A cid nobody stored is 404: send its bytes. Its doc is
+ * http/docs/upload_docs.ts's createDealDoc.
  */
 import { normalizeCid } from "../../kernel/cid_format.ts";
 import { requireScope } from "../../auth/scopes.ts";
@@ -17,9 +18,6 @@ import type { Config } from "../../config/mod.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import { rateLimitHeaders } from "../../limits/rate_limit_headers.ts";
 import type { Handler } from "../pipeline/router.ts";
-import { JSON_BODY_ERRORS, TOKEN_ERRORS } from "../docs/route_doc.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
-import { RATE_LIMIT_HEADERS } from "./upload.ts";
 import { checkFileCap, dealOwnerOf, reserveUpload, uploadResultOf } from "../../uploads/terms.ts";
 
 export interface DealCreateDeps {
@@ -29,35 +27,6 @@ export interface DealCreateDeps {
   ledger: CapLedger;
   catalog: PieceCatalog;
 }
-
-export const createDealDoc: RouteDoc = {
-  operationId: "createDeal",
-  summary: "Make a deal on bytes already stored, without sending them",
-  description: "Charged and answered as POST /api/upload of the stored bytes would be: the " +
-    "caller's tier and term, the piece's size against the per-file and daily caps. A cid " +
-    "that is not stored is 404: upload its bytes instead.",
-  auth: "optional",
-  scope: "put",
-  requestBody: { description: "The stored cid", body: { json: "DealRequest" } },
-  responses: [{
-    status: 200,
-    description: "The new deal",
-    body: { json: "UploadResult" },
-    headers: RATE_LIMIT_HEADERS,
-  }],
-  errorHeaders: { 429: RATE_LIMIT_HEADERS },
-  errors: [
-    ...JSON_BODY_ERRORS,
-    "invalid_cid",
-    ...TOKEN_ERRORS,
-    "insufficient_scope",
-    "not_found",
-    "piece_corrupt",
-    "rate_limited",
-    "quota_exceeded",
-    "wallet_unavailable",
-  ],
-};
 
 export function createDealCreateHandler(deps: DealCreateDeps): Handler {
   return async (_request, context) => {
