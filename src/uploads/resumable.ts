@@ -1,8 +1,9 @@
 /**
  * Resumable uploads (tus, http/tus/tus.ts speaks the protocol): an upload's terms
  * are fixed and its length reserved against the daily cap when it is created;
- * each request appends bytes at the recorded offset; the last byte verifies
- * the cid and commits exactly as POST /api/upload does (catalog/catalog.ts).
+ * each request appends bytes at the recorded offset; the last byte finishes
+ * the checks POST /api/upload's body goes through (body_checks.ts: the cid, a
+ * CAR, a manifest) and commits exactly as it does (catalog/catalog.ts).
  *
  * Where each part of an upload lives, so any instance can continue it:
  *   - its record (terms, offset, the store's description of its bytes) in the
@@ -12,7 +13,7 @@
  *     in memory: `holdReservationsAgain` re-holds them at start);
  *   - the cid check's running hash (and a CAR's parser, with the blocks it
  *     found) in this process's memory, rebuilt from the stored bytes when
- *     missing (upload_hashing.ts).
+ *     missing (carried_checks.ts).
  *
  * An upload typed as a CAR is checked block by block as its bytes arrive: a
  * bad block ends it at once (nothing kept); the last byte indexes its blocks.
@@ -38,8 +39,8 @@ import type { Logger } from "../kernel/log.ts";
 import type { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
 import type { PieceCatalog } from "../catalog/catalog.ts";
 import type { PartialState, PieceStore } from "../driver/driver.ts";
-import { finishChecks, termsOf, UploadHashStates } from "./carried_checks.ts";
-import type { UploadHash } from "./carried_checks.ts";
+import type { BodyChecks } from "./body_checks.ts";
+import { CarriedChecks, termsOf } from "./carried_checks.ts";
 import { UploadLocks } from "./upload_locks.ts";
 
 /** How long a request waits for the one before it on the same upload to let go. */
@@ -58,13 +59,14 @@ export interface ResumableUploadsOptions {
 export class ResumableUploads {
   readonly #options: ResumableUploadsOptions;
   readonly #locks = new UploadLocks();
-  readonly #hashes: UploadHashStates;
+  readonly #checks: CarriedChecks;
 
   constructor(options: ResumableUploadsOptions) {
     this.#options = options;
-    this.#hashes = new UploadHashStates({
+    this.#checks = new CarriedChecks({
       pool: options.hashPool,
       partials: options.store.partials,
+      catalog: options.catalog,
     });
   }
 
@@ -210,12 +212,12 @@ export class ResumableUploads {
   ): Promise<AppendOutcome> {
     const { store, records, clock } = this.#options;
     const before = partialOf(upload);
-    let hash: UploadHash | null = null;
+    let checks: BodyChecks | null = null;
     try {
-      hash = await this.#hashes.take(termsOf(upload), before, signal);
+      checks = await this.#checks.take(termsOf(upload), before, signal);
       const appended = await store.partials.append(before, input.body, {
         expectedBytes: input.declaredBytes ?? upload.length - upload.received,
-        onChunk: hash.onChunk,
+        onChunk: checks.onChunk,
         signal,
         idleTimeoutMs: input.idleTimeoutMs,
         minRate: input.minRate,
@@ -224,12 +226,12 @@ export class ResumableUploads {
       if (after.size === upload.length) {
         // What the last append carried over (an S3 tail) is in `after` now.
         await store.partials.release(before, after);
-        const finished = await this.#finish(upload, after, hash, input.checkBeforeCommit);
-        hash = null;
+        const finished = await this.#finish(upload, after, checks);
+        checks = null;
         return finished;
       }
       if (after.size === before.size) {
-        this.#hashes.put(upload.id, hash);
+        this.#checks.put(upload.id, checks);
         return { kind: "partial", upload, cut: appended.cut };
       }
       const update = {
@@ -243,32 +245,36 @@ export class ResumableUploads {
         throw await this.#lostRace(upload);
       }
       await store.partials.release(before, after);
-      this.#hashes.put(upload.id, hash);
+      this.#checks.put(upload.id, checks);
       return { kind: "partial", upload: { ...upload, ...update }, cut: appended.cut };
     } catch (error) {
-      if (hash) this.#hashes.drop(upload.id);
-      const badCar = hash?.car?.problem;
-      if (!badCar) throw error;
+      if (checks) this.#checks.drop(upload.id);
+      const carRefusal = checks?.carRefusal();
+      if (!carRefusal) throw error;
       // A CAR with a bad block can never finish: nothing of it is kept, as for POST /api/upload.
       await this.#remove(upload);
-      throw new ResumableError("invalid_car", `${badCar.message}; nothing was stored`);
+      throw carRefusal;
     }
   }
 
-  /** Checks the cid and commits the deal; a mismatch or a failed commit removes the upload. */
+  /**
+   * Finishes the checks (the cid, a CAR, a manifest read back) and commits the
+   * deal; a failed check or commit removes the upload.
+   */
   async #finish(
     upload: ResumableUploadRecord,
     state: PartialState,
-    hash: UploadHash,
-    check: AppendInput["checkBeforeCommit"],
+    checks: BodyChecks,
   ): Promise<AppendOutcome> {
     const { store, catalog, clock } = this.#options;
-    this.#hashes.drop(upload.id);
-    const staged = store.partials.staged(state, { sha256: hash.sha256?.digest("hex") ?? null });
+    this.#checks.drop(upload.id);
+    const staged = store.partials.staged(state, { sha256: checks.sha256Hex() });
     const reservation = this.#reservationOf(upload);
     try {
-      const checked = await finishChecks(hash, staged);
-      await check?.(upload, store.partials.read(state, { from: 0, to: state.size }));
+      const checked = await checks.finish(
+        staged,
+        () => store.partials.read(state, { from: 0, to: state.size }),
+      );
       const deal = await catalog.acceptUpload({
         cid: upload.cid,
         staged,
@@ -283,12 +289,12 @@ export class ResumableUploads {
         usageSubject: upload.usageSubject,
         usageDay: upload.reservationDay,
         reservation,
-        blocks: checked.car?.blocks,
+        blocks: checked.blocks,
         finishesResumable: {
           id: upload.id,
           fromBytes: upload.received,
           expiresMs: clock.now() + RESUMABLE_EXPIRY_MS,
-          roots: checked.car?.roots ?? null,
+          roots: checked.roots,
         },
       });
       const finished = {
@@ -296,7 +302,7 @@ export class ResumableUploads {
         received: upload.length,
         dealId: deal.id,
         staging: "null",
-        roots: checked.car?.roots ?? null,
+        roots: checked.roots,
       };
       return { kind: "finished", upload: finished, deal };
     } catch (error) {
@@ -313,7 +319,7 @@ export class ResumableUploads {
   async #remove(upload: ResumableUploadRecord): Promise<void> {
     const { records, store, logger } = this.#options;
     const removed = await records.delete(upload.id);
-    this.#hashes.drop(upload.id);
+    this.#checks.drop(upload.id);
     if (!removed) return;
     if (upload.dealId === null) await this.#reservationOf(upload).release();
     await store.partials.remove(upload.id).catch((error) =>

@@ -1,7 +1,8 @@
 /**
- * What the resumable uploads' domain (resumable_uploads.ts) takes and answers:
- * the inputs of a creation and of an append, what an append came to, and its
- * failures, which the tus handlers (http/tus/tus.ts) turn into answers.
+ * What the resumable uploads' domain (resumable.ts) takes and answers: the
+ * inputs of a creation and of an append, what an append came to, and the
+ * failures of its own (the checks' are ApiErrors already), which the tus
+ * handlers (http/tus/tus.ts) turn into answers.
  */
 import { DAY_MS } from "../kernel/clock.ts";
 import type { DealRecord, ResumableUploadRecord } from "../db/records.ts";
@@ -19,11 +20,7 @@ export type ResumableFailure =
   /** The request before it did not let go in time. */
   | "locked"
   /** More bytes than the upload lacks. */
-  | "too_long"
-  /** The last byte did not hash to the cid: the upload is gone. */
-  | "cid_mismatch"
-  /** An upload typed as a CAR is not a valid one (a block, the framing): the upload is gone. */
-  | "invalid_car";
+  | "too_long";
 
 export class ResumableError extends Error {
   readonly failure: ResumableFailure;
@@ -64,15 +61,6 @@ export interface AppendInput {
   idleTimeoutMs: number;
   /** The body's least average rate (--body-min-rate), as for POST /api/upload; null: none. */
   minRate: MinBodyRate | null;
-  /**
-   * Runs on the last byte, after the cid check and before the commit, with the
-   * whole upload's bytes (a manifest is checked against the pieces it lists):
-   * what it throws refuses the upload, which is then gone like a mismatch.
-   */
-  checkBeforeCommit?: (
-    upload: ResumableUploadRecord,
-    bytes: ReadableStream<Uint8Array>,
-  ) => Promise<void>;
 }
 
 export type AppendOutcome =

@@ -28,10 +28,9 @@ import type { UploadAdmission } from "../../limits/upload_admission.ts";
 import { ResumableError } from "../../uploads/resumable_outcomes.ts";
 import type { AppendOutcome } from "../../uploads/resumable_outcomes.ts";
 import type { ResumableUploads } from "../../uploads/resumable.ts";
-import type { PieceCatalog } from "../../catalog/catalog.ts";
 import type { StoreError } from "../../driver/driver.ts";
 import type { RequestContext } from "../pipeline/context.ts";
-import { manifestCollectorFor } from "../../uploads/manifest_check.ts";
+import { checkManifestSize } from "../../uploads/manifest_check.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
 import { apiErrorOfStoreFailure } from "../../uploads/store_errors.ts";
@@ -60,8 +59,6 @@ export const TUS_PATH = "/api/tus";
 export interface TusDeps {
   config: Config;
   baseUrl: string;
-  /** What a manifest upload's pieces are checked against. */
-  catalog: PieceCatalog;
   policies: UploadPolicies;
   ledger: CapLedger;
   admission: UploadAdmission;
@@ -119,7 +116,7 @@ async function create(deps: TusDeps, request: Request, context: RequestContext) 
   const firstBytes = creationBodyBytes(request, length);
   checkLengthOfCid(parsed, length);
   // A manifest over its size limit is refused now, as an upload of it would be.
-  manifestCollectorFor(metadata.contentType, length);
+  checkManifestSize(metadata.contentType, length);
   const policy = await deps.policies.policyFor(caller);
   context.logFields.tier = policy.tier;
   checkFileCap(policy, length);
@@ -210,7 +207,6 @@ async function append(
       signal: context.signal,
       idleTimeoutMs: context.bodyIdleTimeoutMs,
       minRate: context.bodyMinRate,
-      checkBeforeCommit: (upload, bytes) => checkManifest(deps, upload, bytes),
     });
     context.logFields.bytesIn = outcome.upload.received - target.offset;
     return outcome;
@@ -219,18 +215,6 @@ async function append(
   } finally {
     admitted.release();
   }
-}
-
-/** A manifest is committed only when the pieces it lists are stored, as POST /api/upload does. */
-async function checkManifest(
-  deps: TusDeps,
-  upload: ResumableUploadRecord,
-  bytes: ReadableStream<Uint8Array>,
-): Promise<void> {
-  const manifest = manifestCollectorFor(upload.contentType, upload.length);
-  if (manifest === null) return await bytes.cancel();
-  for await (const chunk of bytes) manifest.onChunk(chunk);
-  await manifest.check(deps.catalog);
 }
 
 /** Bytes a creation request carries (creation-with-upload), checked against its length. */
@@ -310,8 +294,18 @@ function rethrowAsApiError(error: unknown): never {
   throw tusApiError(error);
 }
 
-/** The API error for the resumable domain's failures and the store's. */
+/**
+ * The API error for the resumable domain's failures and the store's. Every
+ * invalid_car ends the upload and closes the connection: a PATCH's body may
+ * be left unread where the bad block was.
+ */
 function tusApiError(error: unknown): unknown {
+  if (error instanceof ApiError && error.code === "invalid_car") {
+    return new ApiError(error.code, error.message, {
+      headers: { ...error.headers, connection: "close" },
+      cause: error.cause,
+    });
+  }
   if (!(error instanceof ResumableError)) return apiErrorOfStoreFailure(error);
   switch (error.failure) {
     case "not_found":
@@ -324,11 +318,6 @@ function tusApiError(error: unknown): unknown {
       return new ApiError("upload_locked", error.message, { headers: { "retry-after": "1" } });
     case "too_long":
       return new ApiError("too_large", error.message);
-    case "cid_mismatch":
-      return new ApiError("cid_mismatch", error.message);
-    case "invalid_car":
-      // The PATCH's body may be left unread where the bad block was: the connection goes.
-      return new ApiError("invalid_car", error.message, { headers: { connection: "close" } });
   }
 }
 

@@ -73,7 +73,7 @@ export function createUploadHandler(deps: UploadDeps): Handler {
     }, length);
     try {
       if (!admitted.ok) throw notAdmitted(admitted.reason);
-      const { staged, verified, car, roots } = await stageChecked(deps, request, context, {
+      const { staged, verified, blocks, roots } = await stageChecked(deps, request.body, context, {
         cid,
         parsedCid: parsed,
         length,
@@ -92,13 +92,13 @@ export function createUploadHandler(deps: UploadDeps): Handler {
         usageSubject: policy.usageSubject,
         usageDay: reservation.day,
         reservation,
-        blocks: car?.blocks,
+        blocks,
       }).catch((error) => {
         throw apiErrorOfStoreFailure(error);
       });
       // The bytes are in the persistent counter now (the commit settled the reservation).
       const after = await deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
-      const result = uploadResultOf(deal, given, deps.baseUrl, roots ?? null);
+      const result = uploadResultOf(deal, given, deps.baseUrl, roots);
       return jsonResponse(200, result, rateLimitHeaders(after));
     } finally {
       if (admitted.ok) admitted.release();
