@@ -73,6 +73,8 @@ import { createUploadHandler } from "./upload/upload.ts";
 import { createTusHandlers, TUS_PATH, tusDocs } from "./tus/tus.ts";
 import { tusDiscoveryHeaders } from "./tus/tus_protocol.ts";
 import type { ResumableUploads } from "../uploads/resumable.ts";
+import type { UploadCommits } from "../uploads/commit.ts";
+import { UploadPipeline } from "../uploads/pipeline.ts";
 import { createUsageHandler, getUsageDoc } from "./account/usage.ts";
 import {
   createWalletNonceHandler,
@@ -103,6 +105,8 @@ export interface RouteServices {
   retrieval: Retrieval;
   /** The blocks of CAR uploads (and raw sha2-256 uploads), for the IPFS gateway. */
   ipfsBlocks: BlockSource;
+  /** Every upload's commit, and who hears of it (the upload pipeline's, uploads/pipeline.ts). */
+  commits: UploadCommits;
   /** Resumable (tus) uploads: their records, bytes, hashes and expiry. */
   resumable: ResumableUploads;
   signupLimit: WindowLimit;
@@ -141,8 +145,15 @@ export function createRoutes(services: RouteServices): Route[] {
     databaseIsPersistent: services.databasePersistent,
   };
   const web = createWebHandlers(services.baseUrl);
-  const upload = services.uploadDrain.guard(createUploadHandler(services));
-  const tus = createTusHandlers(services);
+  // POST /api/upload, the tus endpoint and POST /api/deals are the upload pipeline's adapters.
+  const pipeline = new UploadPipeline(services);
+  const uploads = { baseUrl: services.baseUrl, uploads: pipeline };
+  const upload = services.uploadDrain.guard(createUploadHandler(uploads));
+  const tus = createTusHandlers({
+    baseUrl: services.baseUrl,
+    intake: pipeline.intake,
+    resumable: services.resumable,
+  });
   const metrics = createMetricsHandler({
     metrics: services.metrics,
     token: services.config.metricsToken,
@@ -165,7 +176,7 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", "/api/tokens", createTokenListHandler(services), listTokensDoc],
     ["GET", "/api/files", createFilesHandler(services), listFilesDoc],
     ["GET", "/api/usage", createUsageHandler(services), getUsageDoc],
-    ["POST", "/api/deals", createDealCreateHandler(services), createDealDoc],
+    ["POST", "/api/deals", createDealCreateHandler(uploads), createDealDoc],
     ["POST", "/api/deals/:dealId/extend", createExtendDealHandler(services), extendDealDoc],
     ["DELETE", "/api/deals/:dealId", createDeleteDealHandler(services), deleteDealDoc],
     ["GET", "/api/limits", createLimitsHandler(services), getLimitsDoc],

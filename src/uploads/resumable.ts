@@ -1,9 +1,10 @@
 /**
  * Resumable uploads (tus, http/tus/tus.ts speaks the protocol): an upload's terms
- * are fixed and its length reserved against the daily cap when it is created;
- * each request appends bytes at the recorded offset; the last byte finishes
- * the checks POST /api/upload's body goes through (body_checks.ts: the cid, a
- * CAR, a manifest) and commits exactly as it does (catalog/catalog.ts).
+ * are fixed and its length reserved against the daily cap when it is created
+ * (from the intake's ticket, intake.ts); each request appends bytes at the
+ * recorded offset; the last byte finishes the checks POST /api/upload's body
+ * goes through (body_checks.ts: the cid, a CAR, a manifest) and commits
+ * exactly as it does (commit.ts).
  *
  * Where each part of an upload lives, so any instance can continue it:
  *   - its record (terms, offset, the store's description of its bytes) in the
@@ -34,13 +35,16 @@ import { ResumableUploadMovedError } from "../db/records.ts";
 import type { DealRecord, ResumableUploadRecord, ResumableUploadRecords } from "../db/records.ts";
 import type { CapLedger, Reservation } from "../limits/daily_caps.ts";
 import { RESUMABLE_EXPIRY_MS, ResumableError } from "./resumable_outcomes.ts";
-import type { AppendInput, AppendOutcome, CreateResumableInput } from "./resumable_outcomes.ts";
+import type { AppendInput, AppendOutcome } from "./resumable_outcomes.ts";
 import type { Logger } from "../kernel/log.ts";
 import type { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
 import type { PieceCatalog } from "../catalog/catalog.ts";
 import type { PartialState, PieceStore } from "../driver/driver.ts";
 import type { BodyChecks } from "./body_checks.ts";
 import { CarriedChecks, termsOf } from "./carried_checks.ts";
+import type { UploadCommits } from "./commit.ts";
+import type { BytesTicket } from "./intake.ts";
+import { dealOfRecord, recordOfTicket } from "./resumable_record.ts";
 import { UploadLocks } from "./upload_locks.ts";
 
 /** How long a request waits for the one before it on the same upload to let go. */
@@ -49,7 +53,10 @@ const LOCK_WAIT_MS = 15_000;
 export interface ResumableUploadsOptions {
   records: ResumableUploadRecords;
   store: PieceStore;
+  /** Where a finished upload's deal is read, and a manifest's pieces are checked. */
   catalog: PieceCatalog;
+  /** How the last byte commits, as every upload does. */
+  commits: UploadCommits;
   ledger: CapLedger;
   hashPool: HashWorkerPool | null;
   clock: Clock;
@@ -70,41 +77,31 @@ export class ResumableUploads {
     });
   }
 
-  /** Creates an empty upload holding `input.reservation`; released again if that fails. */
-  async create(input: CreateResumableInput): Promise<ResumableUploadRecord> {
+  /**
+   * Creates an empty upload from the intake's ticket (a lasting reservation),
+   * with the Upload-Metadata header as sent (HEAD echoes it). The upload holds
+   * the ticket's reservation from now on; it is released if creating fails.
+   */
+  async create(ticket: BytesTicket, metadata: string): Promise<ResumableUploadRecord> {
     const { records, store, clock } = this.#options;
     const id = crypto.randomUUID().replaceAll("-", "");
     try {
-      const state = await store.partials.create(id, { length: input.length });
+      const state = await store.partials.create(id, { length: ticket.size });
       const now = clock.now();
-      const record: ResumableUploadRecord = {
+      const record = recordOfTicket(ticket, {
         id,
-        cid: input.cid,
-        length: input.length,
-        received: 0,
-        contentType: input.contentType,
-        filename: input.filename,
-        metadata: input.metadata,
-        tier: input.tier,
-        usageSubject: input.usageSubject,
-        ownerSub: input.owner?.sub ?? null,
-        ownerName: input.owner?.name ?? null,
-        termDays: input.termDays,
-        reservationId: input.reservation.id,
-        reservationDay: input.reservation.day,
+        metadata,
         staging: JSON.stringify(state),
         createdAt: toRfc3339(now),
         expiresMs: now + RESUMABLE_EXPIRY_MS,
-        dealId: null,
-        roots: null,
-      };
+      });
       await records.insert(record).catch(async (error) => {
         await store.partials.remove(id).catch(() => {});
         throw error;
       });
       return record;
     } catch (error) {
-      await input.reservation.release();
+      await ticket.release();
       throw error;
     }
   }
@@ -266,7 +263,7 @@ export class ResumableUploads {
     state: PartialState,
     checks: BodyChecks,
   ): Promise<AppendOutcome> {
-    const { store, catalog, clock } = this.#options;
+    const { store, clock, commits } = this.#options;
     this.#checks.drop(upload.id);
     const staged = store.partials.staged(state, { sha256: checks.sha256Hex() });
     const reservation = this.#reservationOf(upload);
@@ -275,20 +272,12 @@ export class ResumableUploads {
         staged,
         () => store.partials.read(state, { from: 0, to: state.size }),
       );
-      const deal = await catalog.acceptUpload({
-        cid: upload.cid,
+      const deal = await commits.upload({
+        ...dealOfRecord(upload, reservation),
         staged,
         contentType: upload.contentType,
         filename: upload.filename,
-        tier: upload.tier,
-        owner: upload.ownerSub === null
-          ? null
-          : { sub: upload.ownerSub, name: upload.ownerName ?? upload.ownerSub },
         cidVerified: checked.verified,
-        termDays: upload.termDays,
-        usageSubject: upload.usageSubject,
-        usageDay: upload.reservationDay,
-        reservation,
         blocks: checked.blocks,
         finishesResumable: {
           id: upload.id,
@@ -296,7 +285,7 @@ export class ResumableUploads {
           expiresMs: clock.now() + RESUMABLE_EXPIRY_MS,
           roots: checked.roots,
         },
-      });
+      }, "resumable");
       const finished = {
         ...upload,
         received: upload.length,

@@ -1,12 +1,11 @@
 /**
  * What the resumable uploads' domain (resumable.ts) takes and answers: the
- * inputs of a creation and of an append, what an append came to, and the
- * failures of its own (the checks' are ApiErrors already), which the tus
+ * input of an append, what an append came to, and the failures of its own
+ * (the checks' and the commit's are ApiErrors already), which the tus
  * handlers (http/tus/tus.ts) turn into answers.
  */
 import { DAY_MS } from "../kernel/clock.ts";
 import type { DealRecord, ResumableUploadRecord } from "../db/records.ts";
-import type { Reservation } from "../limits/daily_caps.ts";
 import type { StoreError } from "../driver/driver.ts";
 import type { MinBodyRate } from "../kernel/streams/read_watchdog.ts";
 
@@ -32,21 +31,6 @@ export class ResumableError extends Error {
     this.failure = failure;
     this.offset = offset;
   }
-}
-
-export interface CreateResumableInput {
-  cid: string;
-  length: number;
-  contentType: string;
-  filename: string | null;
-  /** The Upload-Metadata header as sent. */
-  metadata: string;
-  tier: ResumableUploadRecord["tier"];
-  usageSubject: string;
-  owner: { sub: string; name: string } | null;
-  termDays: number;
-  /** A lasting reservation of `length` (CapLedger.reserve with lasting: true). */
-  reservation: Reservation;
 }
 
 export interface AppendInput {

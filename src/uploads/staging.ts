@@ -2,7 +2,7 @@
  * A body that comes in one request (POST /api/upload), staged with every
  * check that runs while it streams and once it is in (body_checks.ts: the
  * cid's, a CAR's, a manifest's). A failed check discards the staged bytes and
- * answers its error; nothing is committed here.
+ * answers its error; nothing is committed here (pipeline.ts commits).
  */
 import { ApiError } from "../kernel/errors.ts";
 import type { PieceCatalog } from "../catalog/catalog.ts";
