@@ -25,19 +25,20 @@ import type { WalletChain } from "../wallet/chain.ts";
 import type { BlockSource } from "../ipfs/blocks.ts";
 import type { DatabaseHealth, GcHealth } from "../kernel/wire.ts";
 import { createDeleteDealHandler, createExtendDealHandler } from "./account/deals.ts";
-import { createDealCreateHandler, createDealDoc } from "./upload/deal_create.ts";
+import { createDealCreateHandler } from "./upload/deal_create.ts";
 import { deprecationsHandler } from "./pipeline/deprecation.ts";
 import { createFilesHandler } from "./account/files.ts";
 import { createHealthHandler } from "./service/health.ts";
 import { createLimitsHandler } from "./account/limits.ts";
 import { createMetricsHandler } from "./service/metrics.ts";
 import { createOpenApiHandler } from "./docs/openapi.ts";
+import { createComputePieceCidHandler, createPieceCidsInfoHandler } from "./upload/piece_cids.ts";
 import {
   computePieceCidDoc,
-  createComputePieceCidHandler,
-  createPieceCidsInfoHandler,
+  createDealDoc,
   describePieceCidsDoc,
-} from "./upload/piece_cids.ts";
+  uploadDoc,
+} from "./docs/upload_docs.ts";
 import {
   FILE_PATH,
   getFileDoc,
@@ -54,10 +55,12 @@ import { createSignupHandler, createSignupVerifyHandler } from "./account/signup
 import type { SignupDeps } from "./account/signup.ts";
 import { createRevokeHandler, createTokenListHandler } from "./account/tokens.ts";
 import type { UploadDrain } from "./pipeline/upload_drain.ts";
-import { createUploadHandler, uploadDoc } from "./upload/upload.ts";
+import { createUploadHandler } from "./upload/upload.ts";
 import { createTusHandlers, TUS_PATH, tusDocs } from "./tus/tus.ts";
 import { tusDiscoveryHeaders } from "./tus/tus_protocol.ts";
 import type { ResumableUploads } from "../uploads/resumable.ts";
+import type { UploadCommits } from "../uploads/commit.ts";
+import { UploadPipeline } from "../uploads/pipeline.ts";
 import { createUsageHandler } from "./account/usage.ts";
 import { createWalletNonceHandler, createWalletSignInHandler } from "./account/wallet.ts";
 import { createWebHandlers } from "./service/web.ts";
@@ -106,6 +109,8 @@ export interface RouteServices {
   retrieval: Retrieval;
   /** The blocks of CAR uploads (and raw sha2-256 uploads), for the IPFS gateway. */
   ipfsBlocks: BlockSource;
+  /** Every upload's commit, and who hears of it (the upload pipeline's, uploads/pipeline.ts). */
+  commits: UploadCommits;
   /** Resumable (tus) uploads: their records, bytes, hashes and expiry. */
   resumable: ResumableUploads;
   signupLimit: WindowLimit;
@@ -144,8 +149,15 @@ export function createRoutes(services: RouteServices): Route[] {
     databaseIsPersistent: services.databasePersistent,
   };
   const web = createWebHandlers(services.baseUrl);
-  const upload = services.uploadDrain.guard(createUploadHandler(services));
-  const tus = createTusHandlers(services);
+  // POST /api/upload, the tus endpoint and POST /api/deals are the upload pipeline's adapters.
+  const pipeline = new UploadPipeline(services);
+  const uploads = { baseUrl: services.baseUrl, uploads: pipeline };
+  const upload = services.uploadDrain.guard(createUploadHandler(uploads));
+  const tus = createTusHandlers({
+    baseUrl: services.baseUrl,
+    intake: pipeline.intake,
+    resumable: services.resumable,
+  });
   const metrics = createMetricsHandler({
     metrics: services.metrics,
     token: services.config.metricsToken,
@@ -168,7 +180,7 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", "/api/tokens", createTokenListHandler(services), listTokensDoc],
     ["GET", "/api/files", createFilesHandler(services), listFilesDoc],
     ["GET", "/api/usage", createUsageHandler(services), getUsageDoc],
-    ["POST", "/api/deals", createDealCreateHandler(services), createDealDoc],
+    ["POST", "/api/deals", createDealCreateHandler(uploads), createDealDoc],
     ["POST", "/api/deals/:dealId/extend", createExtendDealHandler(services), extendDealDoc],
     ["DELETE", "/api/deals/:dealId", createDeleteDealHandler(services), deleteDealDoc],
     ["GET", "/api/limits", createLimitsHandler(services), getLimitsDoc],

@@ -61,6 +61,7 @@ import { WalletChain } from "../wallet/chain.ts";
 import { pieceOffloadOf } from "./piece_offload.ts";
 import { ExpirySweep } from "../uploads/expiry_sweep.ts";
 import { ResumableUploads } from "../uploads/resumable.ts";
+import { UploadCommits } from "../uploads/commit.ts";
 
 export interface ServiceDeps {
   config: Config;
@@ -143,6 +144,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     hashPool: pieces.hashPool,
     retrieval: pieces.retrieval,
     ipfsBlocks: pieces.ipfsBlocks,
+    commits: pieces.commits,
     resumable: pieces.resumable,
     gc: pieces.gc,
     tokens: accounts.tokens,
@@ -268,10 +270,13 @@ async function buildPieceServices(
         }),
     })
     : null;
+  // Every upload's commit goes through it: its onCommitted is where committed pieces' work hooks in.
+  const commits = new UploadCommits({ catalog, logger });
   const resumable = new ResumableUploads({
     records: deps.metadata.resumableUploads,
     store,
     catalog,
+    commits,
     ledger: deps.metadata.capLedger,
     hashPool,
     clock,
@@ -291,6 +296,7 @@ async function buildPieceServices(
     catalog,
     retrieval,
     ipfsBlocks: new BlockSource({ records: deps.metadata.blocks, catalog, store }),
+    commits,
     resumable,
     gc: collection.gc,
     async stop() {

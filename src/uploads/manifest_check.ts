@@ -25,18 +25,23 @@ export interface ManifestCollector {
   check(catalog: PieceCatalog): Promise<void>;
 }
 
-/** A collector for a manifest upload; null when the body is not declared a manifest. */
-export function manifestCollectorFor(
-  contentType: string,
-  length: number,
-): ManifestCollector | null {
-  if (!isManifestType(contentType)) return null;
-  if (length > MAX_MANIFEST_BYTES) {
+/** 400 invalid_manifest for a body declared a manifest and longer than one may be. */
+export function checkManifestSize(contentType: string, length: number): void {
+  if (isManifestType(contentType) && length > MAX_MANIFEST_BYTES) {
     throw new ApiError(
       "invalid_manifest",
       `A manifest is at most ${MAX_MANIFEST_BYTES} bytes; this one is ${length}`,
     );
   }
+}
+
+/** A collector for a manifest upload; null when the body is not declared a manifest. */
+export function manifestCollectorFor(
+  contentType: string,
+  length: number,
+): ManifestCollector | null {
+  checkManifestSize(contentType, length);
+  if (!isManifestType(contentType)) return null;
   const bytes = new Uint8Array(length);
   let received = 0;
   return {

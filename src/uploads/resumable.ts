@@ -1,8 +1,10 @@
 /**
  * Resumable uploads (tus, http/tus/tus.ts speaks the protocol): an upload's terms
- * are fixed and its length reserved against the daily cap when it is created;
- * each request appends bytes at the recorded offset; the last byte verifies
- * the cid and commits exactly as POST /api/upload does (catalog/catalog.ts).
+ * are fixed and its length reserved against the daily cap when it is created
+ * (from the intake's ticket, intake.ts); each request appends bytes at the
+ * recorded offset; the last byte finishes the checks POST /api/upload's body
+ * goes through (body_checks.ts: the cid, a CAR, a manifest) and commits
+ * exactly as it does (commit.ts).
  *
  * Where each part of an upload lives, so any instance can continue it:
  *   - its record (terms, offset, the store's description of its bytes) in the
@@ -12,7 +14,7 @@
  *     in memory: `holdReservationsAgain` re-holds them at start);
  *   - the cid check's running hash (and a CAR's parser, with the blocks it
  *     found) in this process's memory, rebuilt from the stored bytes when
- *     missing (upload_hashing.ts).
+ *     missing (carried_checks.ts).
  *
  * An upload typed as a CAR is checked block by block as its bytes arrive: a
  * bad block ends it at once (nothing kept); the last byte indexes its blocks.
@@ -37,13 +39,16 @@ import type {
 } from "../domain/resumable_upload_records.ts";
 import type { CapLedger, Reservation } from "../domain/cap_ledger.ts";
 import { RESUMABLE_EXPIRY_MS, ResumableError } from "./resumable_outcomes.ts";
-import type { AppendInput, AppendOutcome, CreateResumableInput } from "./resumable_outcomes.ts";
+import type { AppendInput, AppendOutcome } from "./resumable_outcomes.ts";
 import type { Logger } from "../kernel/log.ts";
 import type { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
 import type { PieceCatalog } from "../catalog/catalog.ts";
 import type { PartialState, PieceStore } from "../driver/driver.ts";
-import { finishChecks, termsOf, UploadHashStates } from "./carried_checks.ts";
-import type { UploadHash } from "./carried_checks.ts";
+import type { BodyChecks } from "./body_checks.ts";
+import { CarriedChecks, termsOf } from "./carried_checks.ts";
+import type { UploadCommits } from "./commit.ts";
+import type { BytesTicket } from "./intake.ts";
+import { dealOfRecord, recordOfTicket } from "./resumable_record.ts";
 import { UploadLocks } from "./upload_locks.ts";
 
 /** How long a request waits for the one before it on the same upload to let go. */
@@ -52,7 +57,10 @@ const LOCK_WAIT_MS = 15_000;
 export interface ResumableUploadsOptions {
   records: ResumableUploadRecords;
   store: PieceStore;
+  /** Where a finished upload's deal is read, and a manifest's pieces are checked. */
   catalog: PieceCatalog;
+  /** How the last byte commits, as every upload does. */
+  commits: UploadCommits;
   ledger: CapLedger;
   hashPool: HashWorkerPool | null;
   clock: Clock;
@@ -62,51 +70,42 @@ export interface ResumableUploadsOptions {
 export class ResumableUploads {
   readonly #options: ResumableUploadsOptions;
   readonly #locks = new UploadLocks();
-  readonly #hashes: UploadHashStates;
+  readonly #checks: CarriedChecks;
 
   constructor(options: ResumableUploadsOptions) {
     this.#options = options;
-    this.#hashes = new UploadHashStates({
+    this.#checks = new CarriedChecks({
       pool: options.hashPool,
       partials: options.store.partials,
+      catalog: options.catalog,
     });
   }
 
-  /** Creates an empty upload holding `input.reservation`; released again if that fails. */
-  async create(input: CreateResumableInput): Promise<ResumableUploadRecord> {
+  /**
+   * Creates an empty upload from the intake's ticket (a lasting reservation),
+   * with the Upload-Metadata header as sent (HEAD echoes it). The upload holds
+   * the ticket's reservation from now on; it is released if creating fails.
+   */
+  async create(ticket: BytesTicket, metadata: string): Promise<ResumableUploadRecord> {
     const { records, store, clock } = this.#options;
     const id = crypto.randomUUID().replaceAll("-", "");
     try {
-      const state = await store.partials.create(id, { length: input.length });
+      const state = await store.partials.create(id, { length: ticket.size });
       const now = clock.now();
-      const record: ResumableUploadRecord = {
+      const record = recordOfTicket(ticket, {
         id,
-        cid: input.cid,
-        length: input.length,
-        received: 0,
-        contentType: input.contentType,
-        filename: input.filename,
-        metadata: input.metadata,
-        tier: input.tier,
-        usageSubject: input.usageSubject,
-        ownerSub: input.owner?.sub ?? null,
-        ownerName: input.owner?.name ?? null,
-        termDays: input.termDays,
-        reservationId: input.reservation.id,
-        reservationDay: input.reservation.day,
+        metadata,
         staging: JSON.stringify(state),
         createdAt: toRfc3339(now),
         expiresMs: now + RESUMABLE_EXPIRY_MS,
-        dealId: null,
-        roots: null,
-      };
+      });
       await records.insert(record).catch(async (error) => {
         await store.partials.remove(id).catch(() => {});
         throw error;
       });
       return record;
     } catch (error) {
-      await input.reservation.release();
+      await ticket.release();
       throw error;
     }
   }
@@ -214,12 +213,12 @@ export class ResumableUploads {
   ): Promise<AppendOutcome> {
     const { store, records, clock } = this.#options;
     const before = partialOf(upload);
-    let hash: UploadHash | null = null;
+    let checks: BodyChecks | null = null;
     try {
-      hash = await this.#hashes.take(termsOf(upload), before, signal);
+      checks = await this.#checks.take(termsOf(upload), before, signal);
       const appended = await store.partials.append(before, input.body, {
         expectedBytes: input.declaredBytes ?? upload.length - upload.received,
-        onChunk: hash.onChunk,
+        onChunk: checks.onChunk,
         signal,
         idleTimeoutMs: input.idleTimeoutMs,
         minRate: input.minRate,
@@ -228,12 +227,12 @@ export class ResumableUploads {
       if (after.size === upload.length) {
         // What the last append carried over (an S3 tail) is in `after` now.
         await store.partials.release(before, after);
-        const finished = await this.#finish(upload, after, hash, input.checkBeforeCommit);
-        hash = null;
+        const finished = await this.#finish(upload, after, checks);
+        checks = null;
         return finished;
       }
       if (after.size === before.size) {
-        this.#hashes.put(upload.id, hash);
+        this.#checks.put(upload.id, checks);
         return { kind: "partial", upload, cut: appended.cut };
       }
       const update = {
@@ -247,60 +246,56 @@ export class ResumableUploads {
         throw await this.#lostRace(upload);
       }
       await store.partials.release(before, after);
-      this.#hashes.put(upload.id, hash);
+      this.#checks.put(upload.id, checks);
       return { kind: "partial", upload: { ...upload, ...update }, cut: appended.cut };
     } catch (error) {
-      if (hash) this.#hashes.drop(upload.id);
-      const badCar = hash?.car?.problem;
-      if (!badCar) throw error;
+      if (checks) this.#checks.drop(upload.id);
+      const carRefusal = checks?.carRefusal();
+      if (!carRefusal) throw error;
       // A CAR with a bad block can never finish: nothing of it is kept, as for POST /api/upload.
       await this.#remove(upload);
-      throw new ResumableError("invalid_car", `${badCar.message}; nothing was stored`);
+      throw carRefusal;
     }
   }
 
-  /** Checks the cid and commits the deal; a mismatch or a failed commit removes the upload. */
+  /**
+   * Finishes the checks (the cid, a CAR, a manifest read back) and commits the
+   * deal; a failed check or commit removes the upload.
+   */
   async #finish(
     upload: ResumableUploadRecord,
     state: PartialState,
-    hash: UploadHash,
-    check: AppendInput["checkBeforeCommit"],
+    checks: BodyChecks,
   ): Promise<AppendOutcome> {
-    const { store, catalog, clock } = this.#options;
-    this.#hashes.drop(upload.id);
-    const staged = store.partials.staged(state, { sha256: hash.sha256?.digest("hex") ?? null });
+    const { store, clock, commits } = this.#options;
+    this.#checks.drop(upload.id);
+    const staged = store.partials.staged(state, { sha256: checks.sha256Hex() });
     const reservation = this.#reservationOf(upload);
     try {
-      const checked = await finishChecks(hash, staged);
-      await check?.(upload, store.partials.read(state, { from: 0, to: state.size }));
-      const deal = await catalog.acceptUpload({
-        cid: upload.cid,
+      const checked = await checks.finish(
+        staged,
+        () => store.partials.read(state, { from: 0, to: state.size }),
+      );
+      const deal = await commits.upload({
+        ...dealOfRecord(upload, reservation),
         staged,
         contentType: upload.contentType,
         filename: upload.filename,
-        tier: upload.tier,
-        owner: upload.ownerSub === null
-          ? null
-          : { sub: upload.ownerSub, name: upload.ownerName ?? upload.ownerSub },
         cidVerified: checked.verified,
-        termDays: upload.termDays,
-        usageSubject: upload.usageSubject,
-        usageDay: upload.reservationDay,
-        reservation,
-        blocks: checked.car?.blocks,
+        blocks: checked.blocks,
         finishesResumable: {
           id: upload.id,
           fromBytes: upload.received,
           expiresMs: clock.now() + RESUMABLE_EXPIRY_MS,
-          roots: checked.car?.roots ?? null,
+          roots: checked.roots,
         },
-      });
+      }, "resumable");
       const finished = {
         ...upload,
         received: upload.length,
         dealId: deal.id,
         staging: "null",
-        roots: checked.car?.roots ?? null,
+        roots: checked.roots,
       };
       return { kind: "finished", upload: finished, deal };
     } catch (error) {
@@ -317,7 +312,7 @@ export class ResumableUploads {
   async #remove(upload: ResumableUploadRecord): Promise<void> {
     const { records, store, logger } = this.#options;
     const removed = await records.delete(upload.id);
-    this.#hashes.drop(upload.id);
+    this.#checks.drop(upload.id);
     if (!removed) return;
     if (upload.dealId === null) await this.#reservationOf(upload).release();
     await store.partials.remove(upload.id).catch((error) =>

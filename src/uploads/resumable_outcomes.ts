@@ -1,12 +1,12 @@
 /**
- * What the resumable uploads' domain (resumable_uploads.ts) takes and answers:
- * the inputs of a creation and of an append, what an append came to, and its
- * failures, which the tus handlers (http/tus/tus.ts) turn into answers.
+ * What the resumable uploads' domain (resumable.ts) takes and answers: the
+ * input of an append, what an append came to, and the failures of its own
+ * (the checks' and the commit's are ApiErrors already), which the tus
+ * handlers (http/tus/tus.ts) turn into answers.
  */
 import { DAY_MS } from "../kernel/clock.ts";
 import type { DealRecord } from "../domain/catalog_records.ts";
 import type { ResumableUploadRecord } from "../domain/resumable_upload_records.ts";
-import type { Reservation } from "../domain/cap_ledger.ts";
 import type { StoreError } from "../driver/driver.ts";
 import type { MinBodyRate } from "../kernel/streams/read_watchdog.ts";
 
@@ -20,11 +20,7 @@ export type ResumableFailure =
   /** The request before it did not let go in time. */
   | "locked"
   /** More bytes than the upload lacks. */
-  | "too_long"
-  /** The last byte did not hash to the cid: the upload is gone. */
-  | "cid_mismatch"
-  /** An upload typed as a CAR is not a valid one (a block, the framing): the upload is gone. */
-  | "invalid_car";
+  | "too_long";
 
 export class ResumableError extends Error {
   readonly failure: ResumableFailure;
@@ -36,21 +32,6 @@ export class ResumableError extends Error {
     this.failure = failure;
     this.offset = offset;
   }
-}
-
-export interface CreateResumableInput {
-  cid: string;
-  length: number;
-  contentType: string;
-  filename: string | null;
-  /** The Upload-Metadata header as sent. */
-  metadata: string;
-  tier: ResumableUploadRecord["tier"];
-  usageSubject: string;
-  owner: { sub: string; name: string } | null;
-  termDays: number;
-  /** A lasting reservation of `length` (CapLedger.reserve with lasting: true). */
-  reservation: Reservation;
 }
 
 export interface AppendInput {
@@ -65,15 +46,6 @@ export interface AppendInput {
   idleTimeoutMs: number;
   /** The body's least average rate (--body-min-rate), as for POST /api/upload; null: none. */
   minRate: MinBodyRate | null;
-  /**
-   * Runs on the last byte, after the cid check and before the commit, with the
-   * whole upload's bytes (a manifest is checked against the pieces it lists):
-   * what it throws refuses the upload, which is then gone like a mismatch.
-   */
-  checkBeforeCommit?: (
-    upload: ResumableUploadRecord,
-    bytes: ReadableStream<Uint8Array>,
-  ) => Promise<void>;
 }
 
 export type AppendOutcome =

@@ -1,8 +1,8 @@
 /** What /openapi.json says of the tus endpoint's routes (tus.ts serves them). */
 import type { ErrorCode } from "../../kernel/errors.ts";
-import { RATE_LIMIT_HEADERS } from "../upload/upload.ts";
 import { STORING_ERRORS, TOKEN_ERRORS } from "./route_doc.ts";
 import type { ParameterDoc, RouteDoc } from "./route_doc.ts";
+import { RATE_LIMIT_HEADERS } from "./upload_docs.ts";
 import type { HeaderUse } from "./schemas/headers.ts";
 import { integerSchema, stringSchema } from "./schemas/json_schema.ts";
 

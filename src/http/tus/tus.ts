@@ -12,29 +12,25 @@
  *
  * Only the upload's creator may touch it (the same token subject, or the
  * same client for a sponsored upload); to anyone else it does not exist. The
- * state machine, the bytes and expiry are resumable/'s; this file turns HTTP
- * into its calls and its answers (and failures) into HTTP.
+ * intake, the state machine, the checks, the commit and expiry are the upload
+ * pipeline's (uploads/: intake.ts, resumable.ts); this file is its adapter,
+ * turning HTTP into its calls and its answers (and failures) into HTTP.
  */
-import type { Caller } from "../../auth/caller.ts";
-import { requireScope } from "../../auth/scopes.ts";
-import type { Config } from "../../config/mod.ts";
 import type { ResumableUploadRecord } from "../../domain/resumable_upload_records.ts";
 import { ApiError } from "../../kernel/errors.ts";
-import type { CapLedger } from "../../domain/cap_ledger.ts";
-import type { UploadPolicies } from "../../limits/tiers.ts";
 import { usageSubjectOf } from "../../limits/tiers.ts";
-import { notAdmitted } from "../../limits/upload_admission.ts";
-import type { UploadAdmission } from "../../limits/upload_admission.ts";
+import { rateLimitHeaders } from "../../limits/rate_limit_headers.ts";
 import { ResumableError } from "../../uploads/resumable_outcomes.ts";
 import type { AppendOutcome } from "../../uploads/resumable_outcomes.ts";
 import type { ResumableUploads } from "../../uploads/resumable.ts";
-import type { PieceCatalog } from "../../catalog/catalog.ts";
 import type { StoreError } from "../../driver/driver.ts";
+import { mayPut } from "../../uploads/intake.ts";
+import type { UploadIntake } from "../../uploads/intake.ts";
+import { apiErrorOfStoreFailure } from "../../uploads/store_errors.ts";
+import { uploadResultOf } from "../../uploads/terms.ts";
 import type { RequestContext } from "../pipeline/context.ts";
-import { manifestCollectorFor } from "../../uploads/manifest_check.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
-import { apiErrorOfStoreFailure } from "../../uploads/store_errors.ts";
 import {
   byteCountOf,
   OFFSET_OCTET_STREAM,
@@ -43,28 +39,16 @@ import {
   requireUploadLength,
   tusHeaders,
 } from "./tus_protocol.ts";
-import { rateLimitHeaders } from "../../limits/rate_limit_headers.ts";
-import {
-  checkFileCap,
-  checkLengthOfCid,
-  dealOwnerOf,
-  reserveUpload,
-  uploadCidOf,
-  uploadResultOf,
-} from "../../uploads/terms.ts";
 
 export { tusDocs } from "../docs/tus_docs.ts";
 
 export const TUS_PATH = "/api/tus";
 
 export interface TusDeps {
-  config: Config;
+  /** Public base URL without a trailing slash (Location, the result's retrieval URL). */
   baseUrl: string;
-  /** What a manifest upload's pieces are checked against. */
-  catalog: PieceCatalog;
-  policies: UploadPolicies;
-  ledger: CapLedger;
-  admission: UploadAdmission;
+  /** Lets a creation through, and admits each request's body (uploads/intake.ts). */
+  intake: UploadIntake;
   resumable: ResumableUploads;
 }
 
@@ -113,32 +97,24 @@ async function create(deps: TusDeps, request: Request, context: RequestContext) 
   requireTusVersion(request.headers);
   const length = requireUploadLength(request.headers);
   const metadata = parseUploadMetadata(request.headers.get("upload-metadata"));
-  const { cid, parsed } = uploadCidOf(metadata.cid, deps.config, "Upload-Metadata cid");
-  const caller = await context.caller();
-  if (caller.kind === "token") requireScope(caller, "put");
-  const firstBytes = creationBodyBytes(request, length);
-  checkLengthOfCid(parsed, length);
-  // A manifest over its size limit is refused now, as an upload of it would be.
-  manifestCollectorFor(metadata.contentType, length);
-  const policy = await deps.policies.policyFor(caller);
-  context.logFields.tier = policy.tier;
-  checkFileCap(policy, length);
-  const reserved = await reserveUpload(deps, policy, length, { lasting: true });
-  const upload = await deps.resumable.create({
-    cid,
-    length,
-    contentType: metadata.contentType,
-    filename: metadata.filename,
-    metadata: metadata.raw,
-    tier: policy.tier,
-    usageSubject: policy.usageSubject,
-    owner: dealOwnerOf(caller),
-    termDays: policy.termDays,
-    reservation: reserved.reservation,
-  }).catch(rethrowAsApiError);
+  let firstBytes = 0;
+  const ticket = await deps.intake.forBytes({
+    cid: metadata.cid,
+    cidWhere: "Upload-Metadata cid",
+    caller: () => context.caller(),
+    describe: () => {
+      firstBytes = creationBodyBytes(request, length);
+      return { length, contentType: metadata.contentType, filename: metadata.filename };
+    },
+    resumable: true,
+    clientKey: context.clientKey,
+    logFields: context.logFields,
+  });
+  const upload = await deps.resumable.create(ticket, metadata.raw).catch(rethrowAsApiError);
+  const subject = ticket.policy.usageSubject;
   const headers = {
     location: `${deps.baseUrl}${TUS_PATH}/${upload.id}`,
-    ...rateLimitHeaders(reserved.status),
+    ...rateLimitHeaders(ticket.capReserved),
   };
   if (firstBytes === 0) {
     await request.body?.cancel().catch(() => {});
@@ -147,18 +123,14 @@ async function create(deps: TusDeps, request: Request, context: RequestContext) 
   // creation-with-upload: the body is the first bytes, or all of them.
   let outcome: AppendOutcome;
   try {
-    outcome = await append(deps, request, context, {
-      id: upload.id,
-      offset: 0,
-      subject: policy.usageSubject,
-    });
+    outcome = await append(deps, request, context, { id: upload.id, offset: 0, subject });
   } catch (error) {
     // The client never learns this upload's URL: it must not hold a reservation for a day.
-    await deps.resumable.terminate(upload.id, policy.usageSubject).catch(() => {});
+    await deps.resumable.terminate(upload.id, subject).catch(() => {});
     throw error;
   }
   if (outcome.kind === "partial" && outcome.cut) {
-    await deps.resumable.terminate(upload.id, policy.usageSubject).catch(() => {});
+    await deps.resumable.terminate(upload.id, subject).catch(() => {});
     throw apiErrorOfStoreFailure(outcome.cut);
   }
   if (outcome.kind === "finished") context.logFields.dealId = outcome.deal.id;
@@ -195,12 +167,10 @@ async function append(
   target: { id: string; offset: number; subject: string },
 ): Promise<AppendOutcome> {
   const declared = byteCountOf(request.headers, "content-length");
-  const caller = await context.caller();
-  const admitted = deps.admission.admit({
-    clientKey: context.clientKey,
-    subject: caller.kind === "token" ? caller.sub : null,
-  }, declared ?? Number.MAX_SAFE_INTEGER);
-  if (!admitted.ok) throw notAdmitted(admitted.reason);
+  const release = deps.intake.admitBody(
+    { clientKey: context.clientKey, caller: await context.caller() },
+    declared ?? Number.MAX_SAFE_INTEGER,
+  );
   try {
     const outcome = await deps.resumable.append(target.id, {
       subject: target.subject,
@@ -210,27 +180,14 @@ async function append(
       signal: context.signal,
       idleTimeoutMs: context.bodyIdleTimeoutMs,
       minRate: context.bodyMinRate,
-      checkBeforeCommit: (upload, bytes) => checkManifest(deps, upload, bytes),
     });
     context.logFields.bytesIn = outcome.upload.received - target.offset;
     return outcome;
   } catch (error) {
     throw tusApiError(error);
   } finally {
-    admitted.release();
+    release();
   }
-}
-
-/** A manifest is committed only when the pieces it lists are stored, as POST /api/upload does. */
-async function checkManifest(
-  deps: TusDeps,
-  upload: ResumableUploadRecord,
-  bytes: ReadableStream<Uint8Array>,
-): Promise<void> {
-  const manifest = manifestCollectorFor(upload.contentType, upload.length);
-  if (manifest === null) return await bytes.cancel();
-  for await (const chunk of bytes) manifest.onChunk(chunk);
-  await manifest.check(deps.catalog);
 }
 
 /** Bytes a creation request carries (creation-with-upload), checked against its length. */
@@ -253,9 +210,7 @@ function creationBodyBytes(request: Request, length: number): number {
 
 /** Who may touch an upload: its creator, by the counter it is charged to. */
 async function creatorOf(context: RequestContext): Promise<string> {
-  const caller: Caller = await context.caller();
-  if (caller.kind === "token") requireScope(caller, "put");
-  return usageSubjectOf(caller);
+  return usageSubjectOf(mayPut(await context.caller()));
 }
 
 function uploadHeaders(upload: ResumableUploadRecord): Record<string, string> {
@@ -310,8 +265,18 @@ function rethrowAsApiError(error: unknown): never {
   throw tusApiError(error);
 }
 
-/** The API error for the resumable domain's failures and the store's. */
+/**
+ * The API error for the resumable domain's failures and the store's. Every
+ * invalid_car ends the upload and closes the connection: a PATCH's body may
+ * be left unread where the bad block was.
+ */
 function tusApiError(error: unknown): unknown {
+  if (error instanceof ApiError && error.code === "invalid_car") {
+    return new ApiError(error.code, error.message, {
+      headers: { ...error.headers, connection: "close" },
+      cause: error.cause,
+    });
+  }
   if (!(error instanceof ResumableError)) return apiErrorOfStoreFailure(error);
   switch (error.failure) {
     case "not_found":
@@ -324,11 +289,6 @@ function tusApiError(error: unknown): unknown {
       return new ApiError("upload_locked", error.message, { headers: { "retry-after": "1" } });
     case "too_long":
       return new ApiError("too_large", error.message);
-    case "cid_mismatch":
-      return new ApiError("cid_mismatch", error.message);
-    case "invalid_car":
-      // The PATCH's body may be left unread where the bad block was: the connection goes.
-      return new ApiError("invalid_car", error.message, { headers: { connection: "close" } });
   }
 }
 

@@ -6,103 +6,29 @@
  * Clients ask for it instead of skipping a piece someone else stored, so a
  * signed-in user owns a deal (and a row in /api/files) for every file they
  * uploaded. A cid nobody stored is 404: send its bytes.
+ *
+ * The adapter of the upload pipeline (uploads/pipeline.ts): it reads the
+ * JSON body's cid and answers; the intake and the commit are the pipeline's.
+ * Its doc is http/docs/upload_docs.ts's createDealDoc.
  */
-import { normalizeCid } from "../../kernel/cid_format.ts";
-import { requireScope } from "../../auth/scopes.ts";
-import { ApiError } from "../../kernel/errors.ts";
-import type { CapLedger } from "../../domain/cap_ledger.ts";
-import type { UploadPolicies } from "../../limits/tiers.ts";
-import type { PieceCatalog } from "../../catalog/catalog.ts";
-import type { Config } from "../../config/mod.ts";
-import { jsonResponse } from "../pipeline/json.ts";
 import { rateLimitHeaders } from "../../limits/rate_limit_headers.ts";
+import { uploadResultOf } from "../../uploads/terms.ts";
+import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
-import { JSON_BODY_ERRORS, TOKEN_ERRORS } from "../docs/route_doc.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
-import { RATE_LIMIT_HEADERS } from "./upload.ts";
-import { checkFileCap, dealOwnerOf, reserveUpload, uploadResultOf } from "../../uploads/terms.ts";
+import type { UploadDeps } from "./upload.ts";
 
-export interface DealCreateDeps {
-  config: Config;
-  baseUrl: string;
-  policies: UploadPolicies;
-  ledger: CapLedger;
-  catalog: PieceCatalog;
-}
-
-export const createDealDoc: RouteDoc = {
-  operationId: "createDeal",
-  summary: "Make a deal on bytes already stored, without sending them",
-  description: "Charged and answered as POST /api/upload of the stored bytes would be: the " +
-    "caller's tier and term, the piece's size against the per-file and daily caps. A cid " +
-    "that is not stored is 404: upload its bytes instead.",
-  auth: "optional",
-  scope: "put",
-  requestBody: { description: "The stored cid", body: { json: "DealRequest" } },
-  responses: [{
-    status: 200,
-    description: "The new deal",
-    body: { json: "UploadResult" },
-    headers: RATE_LIMIT_HEADERS,
-  }],
-  errorHeaders: { 429: RATE_LIMIT_HEADERS },
-  errors: [
-    ...JSON_BODY_ERRORS,
-    "invalid_cid",
-    ...TOKEN_ERRORS,
-    "insufficient_scope",
-    "not_found",
-    "piece_corrupt",
-    "rate_limited",
-    "quota_exceeded",
-    "wallet_unavailable",
-  ],
-};
+/** The same as POST /api/upload's: the pipeline, and the base URL of the result. */
+export type DealCreateDeps = UploadDeps;
 
 export function createDealCreateHandler(deps: DealCreateDeps): Handler {
   return async (_request, context) => {
-    const caller = await context.caller();
-    if (caller.kind === "token") requireScope(caller, "put");
-    const { cid: given } = await context.readJson();
-    const cid = typeof given === "string" ? normalizeCid(given) : null;
-    if (cid === null) {
-      throw new ApiError("invalid_cid", "cid (8 to 80 letters or digits) is required");
-    }
-    const piece = await deps.catalog.getPiece(cid);
-    if (piece === null) throw notStored(cid);
-    const policy = await deps.policies.policyFor(caller);
-    context.logFields.tier = policy.tier;
-    checkFileCap(policy, piece.size);
-    const { reservation } = await reserveUpload(deps, policy, piece.size);
-    try {
-      const outcome = await deps.catalog.acceptDeal({
-        cid,
-        tier: policy.tier,
-        owner: dealOwnerOf(caller),
-        termDays: policy.termDays,
-        usageSubject: policy.usageSubject,
-        usageDay: reservation.day,
-        reservation,
-      });
-      if (outcome.kind === "not_stored") throw notStored(cid);
-      if (outcome.kind === "corrupt") {
-        throw new ApiError(
-          "piece_corrupt",
-          "The stored bytes of this cid failed verification: upload them to repair it",
-        );
-      }
-      const after = await deps.ledger.status(policy.usageSubject, policy.dailyCapBytes);
-      return jsonResponse(
-        200,
-        uploadResultOf(outcome.deal, given as string, deps.baseUrl),
-        rateLimitHeaders(after),
-      );
-    } finally {
-      await reservation.release();
-    }
+    const ticket = await deps.uploads.intake.forStoredPiece({
+      caller: () => context.caller(),
+      cid: async () => (await context.readJson()).cid,
+      logFields: context.logFields,
+    });
+    const done = await deps.uploads.makeDeal(ticket);
+    const result = uploadResultOf(done.deal, ticket.cid.given, deps.baseUrl, done.roots);
+    return jsonResponse(200, result, rateLimitHeaders(done.capStatus));
   };
-}
-
-function notStored(cid: string): ApiError {
-  return new ApiError("not_found", `Nothing is stored under ${cid}: upload its bytes instead`);
 }

@@ -4,7 +4,7 @@
  *
  * POST /api/piece-cids [put] — the server computes the PieceCIDv2 of a body:
  * `{cid, size}`. Same framing rules and per-file cap as an upload; nothing is
- * stored and no quota is charged.
+ * stored and no quota is charged. Their docs are in http/docs/upload_docs.ts.
  */
 import { ApiError } from "../../kernel/errors.ts";
 import { requireTokenScope } from "../../auth/scopes.ts";
@@ -21,8 +21,6 @@ import { jsonResponse } from "../pipeline/json.ts";
 import { apiErrorOfStoreFailure } from "../../uploads/store_errors.ts";
 import type { Handler } from "../pipeline/router.ts";
 import type { PieceCidForm, PieceCidInfo, PieceCidResult } from "../../kernel/wire.ts";
-import { BYTES_BODY_FRAMING, CONTENT_LENGTH_ERRORS, TOKEN_ERRORS } from "../docs/route_doc.ts";
-import type { RouteDoc } from "../docs/route_doc.ts";
 
 export const PIECE_CID_FORMS: PieceCidForm[] = [
   {
@@ -61,42 +59,6 @@ export const PIECE_CID_FORMS: PieceCidForm[] = [
     verified: false,
   },
 ];
-
-export const describePieceCidsDoc: RouteDoc = {
-  operationId: "describePieceCids",
-  summary: "Which cid forms the server verifies and how to compute them",
-  auth: "public",
-  responses: [{
-    status: 200,
-    description: "The accepted forms",
-    body: { json: "PieceCidInfo" },
-  }],
-  errors: [],
-};
-
-export const computePieceCidDoc: RouteDoc = {
-  operationId: "computePieceCid",
-  summary: "Compute the PieceCIDv2 of a body without storing it",
-  description: "Same per-file cap as an upload; nothing is stored and no quota is charged.",
-  auth: "token",
-  scope: "put",
-  requestBody: { description: `The bytes. ${BYTES_BODY_FRAMING}`, body: { binary: true } },
-  responses: [{
-    status: 200,
-    description: "The body's PieceCIDv2",
-    body: { json: "PieceCidResult" },
-  }],
-  errors: [
-    ...TOKEN_ERRORS,
-    "insufficient_scope",
-    ...CONTENT_LENGTH_ERRORS,
-    "too_large",
-    "incomplete_body",
-    "request_timeout",
-    "rate_limited",
-    "server_busy",
-  ],
-};
 
 export function createPieceCidsInfoHandler(config: Config): Handler {
   return () => jsonResponse(200, pieceCidInfo(config), { "cache-control": "public, max-age=300" });
