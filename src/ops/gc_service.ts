@@ -1,6 +1,7 @@
 /**
  * Garbage collection as the server (and `main.ts gc`) runs it: a sweep
- * (gc.ts) when asked, and every `--gc-interval` hours in the server; one at
+ * (gc.ts) when asked, and every `--gc-interval` hours in the server (its
+ * "gc" job, server/jobs.ts, asks); one at
  * a time across every process sharing the metadata (catalog/sweep_turn.ts),
  * so with N instances one of them sweeps and the others find the turn taken
  * and skip. It keeps what operators see: totals for /metrics, whether a
@@ -17,7 +18,6 @@ import type { SweepTurn } from "../catalog/sweep_turn.ts";
 import type { GcHealth } from "../kernel/wire.ts";
 import { sweepPieces } from "./gc.ts";
 import type { RemovedPiece, SweepReport } from "./gc.ts";
-import { PeriodicPass } from "./periodic_pass.ts";
 
 const HOUR_MS = 3_600_000;
 
@@ -30,7 +30,7 @@ export interface GarbageCollectorOptions {
   logger: Logger;
   graceDays: number;
   removalsPerSecond: number;
-  /** Between two sweeps of this process; 0: none (sweeps run only when asked). */
+  /** Between two sweeps the server runs by itself, as /healthz reports it; 0: none. */
   intervalMs: number;
   /** Told of each piece removed by this process, as it is (the server stops caching it). */
   onRemoved?(cid: string): void;
@@ -57,7 +57,6 @@ export interface RemovalTotals {
 
 export class GarbageCollector {
   readonly #options: GarbageCollectorOptions;
-  readonly #periodic: PeriodicPass | null;
   readonly #totals: RemovalTotals = { pieces: 0, bytes: 0, orphans: 0, orphanBytes: 0, sweeps: 0 };
   /** Aborted by stop(): every sweep of this process ends between two removals. */
   readonly #stopping = new AbortController();
@@ -66,12 +65,6 @@ export class GarbageCollector {
 
   constructor(options: GarbageCollectorOptions) {
     this.#options = options;
-    this.#periodic = options.intervalMs > 0
-      ? new PeriodicPass({
-        intervalMs: options.intervalMs,
-        pass: async (signal) => void await this.sweep({ signal }).catch(() => {}),
-      })
-      : null;
   }
 
   get totals(): Readonly<RemovalTotals> {
@@ -142,10 +135,9 @@ export class GarbageCollector {
     };
   }
 
-  /** Stops the periodic sweeps and aborts any sweep in progress; resolves once they ended. */
+  /** Aborts any sweep in progress and refuses new ones; resolves once they ended. */
   async stop(): Promise<void> {
     this.#stopping.abort(new Error("stopping"));
-    await this.#periodic?.stop();
     await Promise.allSettled([...this.#inFlight]);
   }
 

@@ -1,9 +1,10 @@
 /**
  * Garbage collection as the server runs it (services.ts builds it with the
- * pieces' services): the collector (ops/gc_service.ts: sweeps every
- * --gc-interval, one at a time across instances), the piece removal it drives
- * (catalog/piece_removal.ts), a watch of removals made by other processes so
- * the small-piece cache stops answering them, and what /metrics reads of it.
+ * pieces' services): the collector (ops/gc_service.ts: one sweep at a time
+ * across instances; the "gc" job of jobs.ts asks for one every
+ * --gc-interval), the piece removal it drives (catalog/piece_removal.ts), and
+ * what /metrics reads of it. The watch of removals made by other processes
+ * is a job of its own (jobs.ts).
  */
 import type { Config } from "../config/mod.ts";
 import type { Clock } from "../kernel/clock.ts";
@@ -12,7 +13,6 @@ import type { Metadata } from "../backends/metadata.ts";
 import type { GcSource } from "../metrics/scrape_gauges.ts";
 import { StoredTotals } from "../metrics/stored_totals.ts";
 import { GarbageCollector } from "../ops/gc_service.ts";
-import { PieceMarkWatch } from "../catalog/corrupt_watch.ts";
 import type { PieceStore } from "../driver/driver.ts";
 import { PieceRemoval } from "../catalog/piece_removal.ts";
 
@@ -22,26 +22,16 @@ export interface GarbageCollectionDeps {
   logger: Logger;
   metadata: Metadata;
   store: PieceStore;
-  /** Between two sweeps of this server; 0 = none. */
+  /** Between two sweeps of this server (its "gc" job); 0 = none. */
   intervalMs: number;
-  /** How often removals by other processes are polled. */
-  watchIntervalMs: number;
-  /** Told of every piece removed, here or elsewhere: stop answering it from memory. */
+  /** Told of every piece this server removes: stop answering it from memory. */
   distrust(cid: string): void;
 }
 
-export function buildGarbageCollection(deps: GarbageCollectionDeps) {
+export function buildGarbageCollection(deps: GarbageCollectionDeps): GarbageCollector {
   const { config, metadata, store, logger } = deps;
   const { lifecycle } = metadata;
-  // Removals by `main.ts gc` or another instance; this server's own tell retrieval at once.
-  const removalWatch = new PieceMarkWatch({
-    marksAfter: (mark) => lifecycle.removalMarksAfter(mark),
-    startAt: () => lifecycle.lastRemovalMark(),
-    onMarked: deps.distrust,
-    intervalMs: deps.watchIntervalMs,
-    onError: (error) => logger.warn("cannot read piece removals", { error: String(error) }),
-  });
-  const gc = new GarbageCollector({
+  return new GarbageCollector({
     store,
     lifecycle,
     removal: new PieceRemoval({
@@ -55,17 +45,9 @@ export function buildGarbageCollection(deps: GarbageCollectionDeps) {
     logger,
     graceDays: config.retentionGraceDays,
     removalsPerSecond: config.gcRemovalsPerSecond,
-    // A server without a usable data directory has nothing to sweep.
-    intervalMs: metadata.persistent ? deps.intervalMs : 0,
+    intervalMs: deps.intervalMs,
     onRemoved: deps.distrust,
   });
-  return {
-    gc,
-    async stop() {
-      removalWatch.stop();
-      await gc.stop();
-    },
-  };
 }
 
 /** What /metrics reads of garbage collection; null without a database on disk. */
