@@ -21,11 +21,10 @@
 import { systemClock } from "../kernel/clock.ts";
 import { ConfigError } from "../config/mod.ts";
 import type { Config } from "../config/mod.ts";
-import { GarbageCollector } from "../ops/gc_service.ts";
+import { garbageCollectorOf } from "../ops/gc_service.ts";
 import type { RemovedPiece, SweepReport } from "../ops/gc.ts";
 import { silentLogger } from "../kernel/log.ts";
 import { StoreError } from "../driver/driver.ts";
-import { PieceRemoval } from "../catalog/piece_removal.ts";
 import { openCommandBackends, parseCommandArgs } from "./command_args.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
 
@@ -67,21 +66,12 @@ export async function runGcCommand(options: OperatorCommandOptions): Promise<num
   try {
     const { metadata, store } = backends;
     const removed: RemovedPiece[] = [];
-    const gc = new GarbageCollector({
+    const gc = garbageCollectorOf({
+      metadata,
       store,
-      lifecycle: metadata.lifecycle,
-      removal: new PieceRemoval({
-        store,
-        records: metadata.catalog,
-        lifecycle: metadata.lifecycle,
-        cidLocks: metadata.cidLocks,
-      }),
-      sweepTurn: metadata.sweepTurn,
+      settings: config,
       clock: systemClock,
       logger: silentLogger,
-      graceDays: config.retentionGraceDays,
-      removalsPerSecond: config.gcRemovalsPerSecond,
-      intervalMs: 0,
     });
     const report = await gc.sweep({ asOf, dryRun, onRemoved: (piece) => removed.push(piece) });
     if (report === null) {

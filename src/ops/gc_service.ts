@@ -6,14 +6,16 @@
  * so with N instances one of them sweeps and the others find the turn taken
  * and skip. It keeps what operators see: totals for /metrics, whether a
  * sweep runs now and the last one (from the database, whoever ran it) for
- * /healthz and the start-up summary, a log line per sweep.
+ * /healthz and the start-up summary, a log line per sweep. Built the same
+ * way for both (garbageCollectorOf), from the deployment's metadata and store.
  */
 import { DAY_MS, toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { LifecycleRecords } from "../db/records.ts";
 import type { Logger } from "../kernel/log.ts";
 import type { PieceStore } from "../driver/driver.ts";
-import type { PieceRemoval } from "../catalog/piece_removal.ts";
+import { PieceRemoval } from "../catalog/piece_removal.ts";
+import type { Metadata } from "../backends/metadata.ts";
 import type { SweepTurn } from "../catalog/sweep_turn.ts";
 import type { GcHealth } from "../kernel/wire.ts";
 import { sweepPieces } from "./gc.ts";
@@ -34,6 +36,42 @@ export interface GarbageCollectorOptions {
   intervalMs: number;
   /** Told of each piece removed by this process, as it is (the server stops caching it). */
   onRemoved?(cid: string): void;
+}
+
+/** What garbage collection reads of the configuration (the server's Config is one). */
+export interface GcSettings {
+  retentionGraceDays: number;
+  gcRemovalsPerSecond: number;
+}
+
+export interface DeploymentGcOptions
+  extends Pick<GarbageCollectorOptions, "store" | "clock" | "logger" | "onRemoved"> {
+  metadata: Pick<Metadata, "catalog" | "lifecycle" | "cidLocks" | "sweepTurn">;
+  settings: GcSettings;
+  /** Between the sweeps the server runs by itself (/healthz says it); default 0, none. */
+  intervalMs?: number;
+}
+
+/** The collector of a deployment and the piece removal it drives: the server's and `main.ts gc`'s. */
+export function garbageCollectorOf(options: DeploymentGcOptions): GarbageCollector {
+  const { metadata, store, settings } = options;
+  return new GarbageCollector({
+    store,
+    lifecycle: metadata.lifecycle,
+    removal: new PieceRemoval({
+      store,
+      records: metadata.catalog,
+      lifecycle: metadata.lifecycle,
+      cidLocks: metadata.cidLocks,
+    }),
+    sweepTurn: metadata.sweepTurn,
+    clock: options.clock,
+    logger: options.logger,
+    graceDays: settings.retentionGraceDays,
+    removalsPerSecond: settings.gcRemovalsPerSecond,
+    intervalMs: options.intervalMs ?? 0,
+    onRemoved: options.onRemoved,
+  });
 }
 
 export interface SweepRequest {

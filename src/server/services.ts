@@ -7,7 +7,7 @@
  *   backends ─┬─ pieces:   hash workers, digests, catalog, reachability,
  *             │            retrieval (with the small-piece cache), IPFS blocks
  *             │            (block index), resumable uploads, garbage
- *             │            collection (garbage_collection.ts), and the jobs
+ *             │            collection (ops/gc_service.ts), and the jobs
  *             │            that run by themselves (jobs.ts: the store probe,
  *             │            the mark watches, the sweeps, gc, the scrub)
  *             ├─ accounts: token service (HMAC key), authenticator, signup
@@ -48,8 +48,9 @@ import { ConnectionStatsSource } from "../metrics/connection_gauges.ts";
 import { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
 import { PieceCatalog } from "../catalog/catalog.ts";
 import { BlockSource } from "../ipfs/blocks.ts";
+import { garbageCollectorOf } from "../ops/gc_service.ts";
 import type { GarbageCollector } from "../ops/gc_service.ts";
-import { buildGarbageCollection, gcMetricsSource } from "./garbage_collection.ts";
+import { gcMetricsSource } from "./garbage_collection.ts";
 import { DealIdGenerator } from "../catalog/deal_id.ts";
 import { PieceDigests } from "../catalog/digests.ts";
 import type { PieceStore } from "../driver/driver.ts";
@@ -224,7 +225,12 @@ async function buildPieceServices(
     onStreamAborted: hooks.onStreamAborted,
   });
   const distrust = (cid: string) => retrieval.distrust(cid);
-  const gc = buildGarbageCollection({ ...deps, intervalMs: intervals.gc, distrust });
+  const gc = garbageCollectorOf({
+    ...deps,
+    settings: config,
+    intervalMs: intervals.gc,
+    onRemoved: distrust,
+  });
   const resumable = new ResumableUploads({
     records: metadata.resumableUploads,
     store,
