@@ -191,10 +191,10 @@ async function buildPieceServices(
   deps: ServiceDeps,
   hooks: { onStreamAborted: (route: string) => void },
 ) {
-  const { config, clock, logger, store, metadata } = deps;
-  const records = metadata.catalog;
+  const { config, clock, logger, store } = deps;
+  const records = deps.metadata.catalog;
   // A server without a usable data directory has nothing to sweep or scrub.
-  const intervals = metadata.persistent
+  const intervals = deps.metadata.persistent
     ? deps.jobIntervals
     : { ...deps.jobIntervals, gc: 0, scrub: 0 };
   const hashPool = config.hashWorkers === 0
@@ -209,7 +209,7 @@ async function buildPieceServices(
     clock,
     dealIds: new DealIdGenerator(clock),
     digests,
-    cidLocks: metadata.cidLocks,
+    cidLocks: deps.metadata.cidLocks,
   });
   const reachability = new StoreReachability({ store });
   const retrieval = createRetrieval({
@@ -232,10 +232,10 @@ async function buildPieceServices(
     onRemoved: distrust,
   });
   const resumable = new ResumableUploads({
-    records: metadata.resumableUploads,
+    records: deps.metadata.resumableUploads,
     store,
     catalog,
-    ledger: metadata.capLedger,
+    ledger: deps.metadata.capLedger,
     hashPool,
     clock,
     logger,
@@ -258,7 +258,7 @@ async function buildPieceServices(
     digests,
     catalog,
     retrieval,
-    ipfsBlocks: new BlockSource({ records: metadata.blocks, catalog, store }),
+    ipfsBlocks: new BlockSource({ records: deps.metadata.blocks, catalog, store }),
     resumable,
     gc,
     jobs,
