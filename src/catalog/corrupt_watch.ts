@@ -3,13 +3,14 @@
  * scrub` runs beside the server and marks pieces in the shared database) or
  * removed (a garbage-collection sweep by `main.ts gc` or another instance).
  * Retrieval finds those marks on its database path at once, but answers from
- * the small-piece cache skip the database. So the marks are polled, only
- * those made since the last poll (by mark number: a mark cleared and made
- * again is new), and every newly marked cid is handed on; within one
- * interval, cached answers stop too. One watch per kind of mark. Marks
- * made before the watch started need not be handed on when nothing was
- * cached then (`startAt`): removals pile up over the years, corrupt marks do
- * not.
+ * the small-piece cache skip the database. So the marks are polled (the
+ * server's "corrupt-watch" and "removal-watch" jobs, server/jobs.ts: at the
+ * start, then every interval), only those made since the last poll (by mark
+ * number: a mark cleared and made again is new), and every newly marked cid
+ * is handed on; within one interval, cached answers stop too. One watch per
+ * kind of mark. Marks made before the watch started need not be handed on
+ * when nothing was cached then (`startAt`): removals pile up over the years,
+ * corrupt marks do not.
  */
 export interface PieceMarkWatchOptions {
   /** Marks made after a mark number, oldest first, a page at a time (e.g. CatalogRecords.corruptMarksAfter). */
@@ -17,40 +18,36 @@ export interface PieceMarkWatchOptions {
   onMarked(cid: string): void;
   /** The mark to start after; default 0 (every mark made so far is handed on). */
   startAt?(): Promise<number>;
-  intervalMs: number;
+  /** Told why a poll failed (it is tried again on the next). */
   onError(error: unknown): void;
 }
 
 export class PieceMarkWatch {
-  readonly #timer: ReturnType<typeof setInterval>;
+  readonly #options: PieceMarkWatchOptions;
+  /** The last mark handed on; null until startAt answered. */
+  #seen: number | null;
 
   constructor(options: PieceMarkWatchOptions) {
-    let seen: number | null = options.startAt ? null : 0;
-    let polling = false;
-    const poll = async () => {
-      // A slow database must not stack polls up.
-      if (polling) return;
-      polling = true;
-      try {
-        seen ??= await options.startAt!();
-        for (let page; (page = await options.marksAfter(seen)).length > 0;) {
-          for (const { mark, cid } of page) {
-            options.onMarked(cid);
-            seen = mark;
-          }
-        }
-      } catch (error) {
-        options.onError(error);
-      } finally {
-        polling = false;
-      }
-    };
-    poll();
-    this.#timer = setInterval(poll, options.intervalMs);
-    Deno.unrefTimer(this.#timer);
+    this.#options = options;
+    this.#seen = options.startAt ? null : 0;
   }
 
-  stop(): void {
-    clearInterval(this.#timer);
+  /** One poll: hands on every mark made since the last; rejects (after onError) when it fails. */
+  async poll(signal: AbortSignal): Promise<void> {
+    const { marksAfter, onMarked } = this.#options;
+    try {
+      this.#seen ??= await this.#options.startAt!();
+      while (!signal.aborted) {
+        const page = await marksAfter(this.#seen);
+        if (page.length === 0) return;
+        for (const { mark, cid } of page) {
+          onMarked(cid);
+          this.#seen = mark;
+        }
+      }
+    } catch (error) {
+      this.#options.onError(error);
+      throw error;
+    }
   }
 }

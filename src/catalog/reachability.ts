@@ -3,28 +3,17 @@
  * Retrievals answered from memory (the small-piece cache) never touch the
  * store, so without this a server whose disk vanished would keep serving
  * cached pieces as if nothing happened; with it they answer 503 within one
- * probe interval, like every other retrieval.
+ * probe interval, like every other retrieval. The server probes every
+ * interval (its "store-probe" job, server/jobs.ts).
  */
 import type { PieceStore } from "../driver/driver.ts";
 
-export interface StoreReachabilityOptions {
-  store: PieceStore;
-  /** How often the store is probed (a stat of a key that never exists). */
-  intervalMs: number;
-}
-
 export class StoreReachability {
+  readonly #store: PieceStore;
   #reachable = true;
-  readonly #timer: ReturnType<typeof setInterval>;
 
-  constructor(options: StoreReachabilityOptions) {
-    const probe = () =>
-      options.store.stat("reachabilityprobe").then(
-        () => this.#reachable = true,
-        () => this.#reachable = false,
-      );
-    this.#timer = setInterval(probe, options.intervalMs);
-    Deno.unrefTimer(this.#timer);
+  constructor(options: { store: PieceStore }) {
+    this.#store = options.store;
   }
 
   /** False from the first failed probe until the next successful one. */
@@ -32,7 +21,14 @@ export class StoreReachability {
     return this.#reachable;
   }
 
-  stop(): void {
-    clearInterval(this.#timer);
+  /** One probe (a stat of a key that never exists); rejects, saying why, when it fails. */
+  async probe(): Promise<void> {
+    try {
+      await this.#store.stat("reachabilityprobe");
+      this.#reachable = true;
+    } catch (error) {
+      this.#reachable = false;
+      throw error;
+    }
   }
 }

@@ -22,45 +22,41 @@ import { joinPath, removeQuietly } from "../kernel/fs/files.ts";
 import { silentLogger } from "../kernel/log.ts";
 import { backupDeployment } from "../ops/backup.ts";
 import type { LiveMetadata } from "../ops/backup.ts";
-import { StoreError } from "../driver/driver.ts";
-import { openCommandBackends, parseCommandArgs } from "./command_args.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
+import { runOperatorCommand } from "./run_command.ts";
 
 export const BACKUP_USAGE = "main.ts backup DEST [--data-dir DIR] [--hmac-key-file FILE] " +
   "[--database URL] [--store s3 --s3-endpoint URL --s3-bucket NAME]";
 
-export async function runBackupCommand(options: OperatorCommandOptions): Promise<number> {
-  const parsed = parseCommandArgs({ ...options, usage: BACKUP_USAGE, positionals: 1 });
-  if (parsed.kind === "help") {
-    options.print(`Usage: ${BACKUP_USAGE}`);
-    return 0;
-  }
-  const { config, positionals: [destination] } = parsed;
-  const backends = await openCommandBackends(config, {
-    needs: { metadata: "database", store: true, hmacKey: false },
-    dataDir: "read-only",
-  });
-  try {
-    const keyHex = await backends.keyPlace?.read() ?? null;
-    const created = await prepareDestination(destination);
-    try {
-      const summary = await backupDeployment({
-        metadata: liveMetadataOf(backends),
-        store: backends.store,
-        keyHex,
-        destination,
+export function runBackupCommand(options: OperatorCommandOptions): Promise<number> {
+  return runOperatorCommand(options, {
+    commandLine: { usage: BACKUP_USAGE, positionals: 1 },
+    async run({ config, positionals: [destination] }, open) {
+      const backends = await open(config, {
+        needs: { metadata: "database", store: true, hmacKey: false },
+        dataDir: "read-only",
       });
-      options.print(JSON.stringify(summary, null, 2));
-      return summary.missing.length + summary.failed.length === 0 ? 0 : 1;
-    } catch (error) {
-      await removeBackup(destination, created);
-      // The live store went away under the copy: one line, as for a bad start.
-      if (error instanceof StoreError) throw new ConfigError(error.message);
-      throw error;
-    }
-  } finally {
-    await backends.close();
-  }
+      const keyHex = await backends.keyPlace?.read() ?? null;
+      const created = await prepareDestination(destination);
+      try {
+        const summary = await backupDeployment({
+          metadata: liveMetadataOf(backends),
+          store: backends.store,
+          keyHex,
+          destination,
+        });
+        return {
+          report: summary,
+          status: summary.missing.length + summary.failed.length === 0 ? 0 : 1,
+        };
+      } catch (error) {
+        // Whatever failed the copy (a live store gone away is one line, as for a bad start),
+        // nothing of it is left behind.
+        await removeBackup(destination, created);
+        throw error;
+      }
+    },
+  });
 }
 
 function liveMetadataOf(backends: OpenedBackends): LiveMetadata {

@@ -5,18 +5,15 @@
  * must find the data the way the server does (--data-dir, --database,
  * --store, --hmac-key-file, the environment) and may take a server setting
  * (--scrub-rate). A bad command line is a one-line ConfigError ending in the
- * usage, so main.ts prints it as `error: …` and exits 2. What the command
- * works on it opens with openCommandBackends: the server's one way to open
- * the backends, so a command works on every deployment the server does.
+ * usage, so main.ts prints it as `error: …` and exits 2. The command is
+ * run by run_command.ts, which reads its command line with this, and opens
+ * what it works on the server's one way (backends/open.ts), so a command
+ * works on every deployment the server does.
  */
 import { parseArgs } from "node:util";
 import type { ParseArgsOptionsConfig } from "node:util";
-import { openBackends } from "../backends/open.ts";
-import type { BackendNeeds, OpenBackendsOptions, OpenedBackends } from "../backends/open.ts";
-import { systemClock } from "../kernel/clock.ts";
 import { ConfigError, loadConfig, OPTIONS } from "../config/mod.ts";
 import type { Config } from "../config/mod.ts";
-import { silentLogger } from "../kernel/log.ts";
 
 /** What main.ts hands an operator command. */
 export interface OperatorCommandOptions {
@@ -80,22 +77,4 @@ export function parseCommandArgs(options: CommandArgsOptions): CommandArgs {
     flags: parsed.values,
     config: loaded.config,
   };
-}
-
-/**
- * Opens what a command needs, as the server would (backends/open.ts), quietly:
- * the command prints its own result. No lock unless asked for.
- */
-export async function openCommandBackends<const N extends BackendNeeds>(
-  config: Config,
-  options: Pick<OpenBackendsOptions<N>, "needs" | "dataDir"> & {
-    lock?: OpenBackendsOptions<N>["lock"];
-  },
-): Promise<OpenedBackends<N>> {
-  return await openBackends(config, {
-    lock: "none",
-    ...options,
-    logger: silentLogger,
-    clock: systemClock,
-  });
 }

@@ -21,13 +21,11 @@
 import { systemClock } from "../kernel/clock.ts";
 import { ConfigError } from "../config/mod.ts";
 import type { Config } from "../config/mod.ts";
-import { GarbageCollector } from "../ops/gc_service.ts";
+import { garbageCollectorOf } from "../ops/gc_service.ts";
 import type { RemovedPiece, SweepReport } from "../ops/gc.ts";
 import { silentLogger } from "../kernel/log.ts";
-import { StoreError } from "../driver/driver.ts";
-import { PieceRemoval } from "../catalog/piece_removal.ts";
-import { openCommandBackends, parseCommandArgs } from "./command_args.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
+import { runOperatorCommand } from "./run_command.ts";
 
 export const GC_USAGE = "main.ts gc [--as-of TIME] [--dry-run] [--json] " +
   "[--retention-grace-days DAYS] [--gc-rate COUNT] [--data-dir DIR] [--database URL] " +
@@ -40,62 +38,43 @@ const GC_HELP = [
   "PostgreSQL and a bucket it runs beside the instances, one sweep at a time.",
 ].join("\n");
 
-export async function runGcCommand(options: OperatorCommandOptions): Promise<number> {
-  const parsed = parseCommandArgs({
-    ...options,
-    usage: GC_USAGE,
-    positionals: 0,
-    flags: {
-      "as-of": { type: "string" },
-      "dry-run": { type: "boolean" },
-      json: { type: "boolean" },
+export function runGcCommand(options: OperatorCommandOptions): Promise<number> {
+  return runOperatorCommand(options, {
+    commandLine: {
+      usage: GC_USAGE,
+      help: `Usage: ${GC_USAGE}\n${GC_HELP}`,
+      positionals: 0,
+      flags: {
+        "as-of": { type: "string" },
+        "dry-run": { type: "boolean" },
+        json: { type: "boolean" },
+      },
+    },
+    async run({ config, flags }, open) {
+      const asOf = parseAsOf(flags["as-of"]);
+      const dryRun = flags["dry-run"] === true;
+      const { metadata, store } = await open(config, {
+        needs: { metadata: "records", store: true, hmacKey: false },
+        dataDir: "existing",
+        // No server may serve a data directory this sweeps; shared backends need no lock.
+        lock: usesDataDir(config) ? "hold" : "none",
+      });
+      const removed: RemovedPiece[] = [];
+      const gc = garbageCollectorOf({
+        metadata,
+        store,
+        settings: config,
+        clock: systemClock,
+        logger: silentLogger,
+      });
+      // A store that goes away under the sweep is one line; what it removed stays removed.
+      const report = await gc.sweep({ asOf, dryRun, onRemoved: (piece) => removed.push(piece) });
+      if (report === null) {
+        throw new ConfigError("Another sweep is running (an instance or another gc): try later");
+      }
+      return { report: flags.json === true ? asJson(report, removed) : asText(report, removed) };
     },
   });
-  if (parsed.kind === "help") {
-    options.print(`Usage: ${GC_USAGE}\n${GC_HELP}`);
-    return 0;
-  }
-  const { config, flags } = parsed;
-  const asOf = parseAsOf(flags["as-of"]);
-  const dryRun = flags["dry-run"] === true;
-  const backends = await openCommandBackends(config, {
-    needs: { metadata: "records", store: true, hmacKey: false },
-    dataDir: "existing",
-    // No server may serve a data directory this sweeps; shared backends need no lock.
-    lock: usesDataDir(config) ? "hold" : "none",
-  });
-  try {
-    const { metadata, store } = backends;
-    const removed: RemovedPiece[] = [];
-    const gc = new GarbageCollector({
-      store,
-      lifecycle: metadata.lifecycle,
-      removal: new PieceRemoval({
-        store,
-        records: metadata.catalog,
-        lifecycle: metadata.lifecycle,
-        cidLocks: metadata.cidLocks,
-      }),
-      sweepTurn: metadata.sweepTurn,
-      clock: systemClock,
-      logger: silentLogger,
-      graceDays: config.retentionGraceDays,
-      removalsPerSecond: config.gcRemovalsPerSecond,
-      intervalMs: 0,
-    });
-    const report = await gc.sweep({ asOf, dryRun, onRemoved: (piece) => removed.push(piece) });
-    if (report === null) {
-      throw new ConfigError("Another sweep is running (an instance or another gc): try later");
-    }
-    options.print(flags.json === true ? asJson(report, removed) : asText(report, removed));
-    return 0;
-  } catch (error) {
-    // The store went away under the sweep: what it removed stays removed.
-    if (error instanceof StoreError) throw new ConfigError(error.message);
-    throw error;
-  } finally {
-    await backends.close();
-  }
 }
 
 function usesDataDir(config: Config): boolean {
@@ -111,10 +90,10 @@ function parseAsOf(raw: string | boolean | undefined): number | undefined {
   return ms;
 }
 
-function asJson(report: SweepReport, removed: readonly RemovedPiece[]): string {
+function asJson(report: SweepReport, removed: readonly RemovedPiece[]): object {
   const pieces = removed.filter((r) => !r.orphan).map(({ cid, size }) => ({ cid, size }));
   const orphans = removed.filter((r) => r.orphan).map(({ cid, size }) => ({ cid, size }));
-  return JSON.stringify({ ...report, pieces, orphans }, null, 2);
+  return { ...report, pieces, orphans };
 }
 
 function asText(report: SweepReport, removed: readonly RemovedPiece[]): string {

@@ -39,7 +39,6 @@
  */
 import { resolve } from "node:path";
 import { keyFilePath, keyFilePlace } from "../auth/hmac_key.ts";
-import type { OpenedBackends } from "../backends/open.ts";
 import { ConfigError } from "../config/mod.ts";
 import type { Config } from "../config/mod.ts";
 import { dataDirPaths } from "../kernel/data_dir.ts";
@@ -52,8 +51,9 @@ import { pathExists } from "../kernel/fs/files.ts";
 import { StoreError } from "../driver/driver.ts";
 import { DEFAULT_MIGRATE_CONCURRENCY, migrateDataDir } from "../ops/migrate.ts";
 import type { MigrationSummary } from "../ops/migrate.ts";
-import { openCommandBackends, parseCommandArgs } from "./command_args.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
+import { runOperatorCommand } from "./run_command.ts";
+import type { OpenForCommand } from "./run_command.ts";
 
 export const MIGRATE_USAGE = "main.ts migrate --from-data-dir DIR [--database URL] " +
   "[--store s3 --s3-endpoint URL --s3-bucket NAME | --data-dir NEWDIR] " +
@@ -83,21 +83,20 @@ interface MigrationPlan {
   concurrency: number;
 }
 
-export async function runMigrateCommand(options: OperatorCommandOptions): Promise<number> {
-  const parsed = parseCommandArgs({
-    ...options,
-    usage: MIGRATE_USAGE,
-    positionals: 0,
-    flags: { "from-data-dir": { type: "string" }, concurrency: { type: "string" } },
+export function runMigrateCommand(options: OperatorCommandOptions): Promise<number> {
+  return runOperatorCommand(options, {
+    commandLine: {
+      usage: MIGRATE_USAGE,
+      help: `Usage: ${MIGRATE_USAGE}\n\n${MIGRATE_HELP}`,
+      positionals: 0,
+      flags: { "from-data-dir": { type: "string" }, concurrency: { type: "string" } },
+    },
+    async run({ config, flags }, open) {
+      const plan = await planMigration(config, flags, options.env);
+      const summary = await runPlan(plan, config, open);
+      return { report: summary, status: summary.pieces.failed.length === 0 ? 0 : 1 };
+    },
   });
-  if (parsed.kind === "help") {
-    options.print(`Usage: ${MIGRATE_USAGE}\n\n${MIGRATE_HELP}`);
-    return 0;
-  }
-  const plan = await planMigration(parsed.config, parsed.flags, options.env);
-  const summary = await runPlan(plan, parsed.config);
-  options.print(JSON.stringify(summary, null, 2));
-  return summary.pieces.failed.length === 0 ? 0 : 1;
 }
 
 /** Every check that needs nothing opened or written: a refusal here leaves no trace. */
@@ -179,8 +178,12 @@ interface MigrateReport extends MigrationSummary {
  * (backends/open.ts): the database first, so one that cannot be reached means
  * nothing written; the source's serve lock held when it is free.
  */
-async function runPlan(plan: MigrationPlan, config: Config): Promise<MigrateReport> {
-  const target = await openCommandBackends(config, {
+async function runPlan(
+  plan: MigrationPlan,
+  config: Config,
+  open: OpenForCommand,
+): Promise<MigrateReport> {
+  const target = await open(config, {
     needs: {
       metadata: plan.databaseUrl === null ? false : "database",
       store: plan.pieces.kind !== "in place",
@@ -189,9 +192,8 @@ async function runPlan(plan: MigrationPlan, config: Config): Promise<MigrateRepo
     // Made as a server makes its data directory: private, since rows name who stored what.
     dataDir: "create",
   });
-  let source: OpenedBackends | null = null;
   try {
-    source = await openCommandBackends(
+    const source = await open(
       { ...config, dataDir: plan.fromDataDir, databaseUrl: null, store: "disk", s3: null },
       {
         needs: { metadata: "database", store: true, hmacKey: false },
@@ -229,9 +231,6 @@ async function runPlan(plan: MigrationPlan, config: Config): Promise<MigrateRepo
     };
   } catch (error) {
     throw asOperatorError(error, target.postgres);
-  } finally {
-    await source?.close();
-    await target.close();
   }
 }
 

@@ -6,36 +6,30 @@
  * instance re-reads. Every token issued before stops working. It takes the
  * server's flags only (its --help is the server's).
  */
-import { ConfigError, loadConfig } from "../config/mod.ts";
-import { openCommandBackends } from "./command_args.ts";
+import { ConfigError } from "../config/mod.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
+import { runOperatorCommand } from "./run_command.ts";
 
-export async function runRotateKeyCommand(options: OperatorCommandOptions): Promise<number> {
-  const loaded = loadConfig(options.args, options.env);
-  if (loaded.kind === "help") {
-    options.print(loaded.text);
-    return 0;
-  }
-  const { config } = loaded;
-  // Only the key's place: a file is not opened before it is replaced, a database is.
-  const backends = await openCommandBackends(config, {
-    needs: { metadata: false, store: false, hmacKey: false },
-    dataDir: "existing",
+export function runRotateKeyCommand(options: OperatorCommandOptions): Promise<number> {
+  return runOperatorCommand(options, {
+    commandLine: "server flags",
+    async run({ config }, open) {
+      // Only the key's place: a file is not opened before it is replaced, a database is.
+      const backends = await open(config, {
+        needs: { metadata: false, store: false, hmacKey: false },
+        dataDir: "existing",
+      });
+      const place = backends.keyPlace;
+      if (place === null) throw new ConfigError("no key file: set --data-dir or --hmac-key-file");
+      await place.rotate();
+      const seconds = config.hmacKeyReloadMs / 1000;
+      return {
+        report: place.shared
+          ? `Rotated the HMAC key in the database at ${backends.postgres!.where}. Every token ` +
+            `issued before now is invalid; every instance picks the new key up within ${seconds} s.`
+          : `Rotated the HMAC key in ${place.where}. Every token issued before now is invalid; ` +
+            `a running server picks the new key up within ${seconds} s.`,
+      };
+    },
   });
-  try {
-    const place = backends.keyPlace;
-    if (place === null) throw new ConfigError("no key file: set --data-dir or --hmac-key-file");
-    await place.rotate();
-    const seconds = config.hmacKeyReloadMs / 1000;
-    options.print(
-      place.shared
-        ? `Rotated the HMAC key in the database at ${backends.postgres!.where}. Every token ` +
-          `issued before now is invalid; every instance picks the new key up within ${seconds} s.`
-        : `Rotated the HMAC key in ${place.where}. Every token issued before now is invalid; ` +
-          `a running server picks the new key up within ${seconds} s.`,
-    );
-    return 0;
-  } finally {
-    await backends.close();
-  }
 }

@@ -15,12 +15,10 @@
  * `error: …`): a bad command line, or a deployment it cannot read.
  */
 import { systemClock } from "../kernel/clock.ts";
-import { ConfigError } from "../config/mod.ts";
 import { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
-import { StoreError } from "../driver/driver.ts";
 import { scrubPieces } from "../ops/scrub.ts";
-import { openCommandBackends, parseCommandArgs } from "./command_args.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
+import { runOperatorCommand } from "./run_command.ts";
 
 export const SCRUB_USAGE =
   "main.ts scrub [--scrub-rate SIZE] [--data-dir DIR] [--hash-workers N] " +
@@ -28,37 +26,35 @@ export const SCRUB_USAGE =
 
 const MIB = 1024 * 1024;
 
-export async function runScrubCommand(options: OperatorCommandOptions): Promise<number> {
-  const parsed = parseCommandArgs({ ...options, usage: SCRUB_USAGE, positionals: 0 });
-  if (parsed.kind === "help") {
-    options.print(`Usage: ${SCRUB_USAGE}`);
-    return 0;
-  }
-  const { config } = parsed;
-  const backends = await openCommandBackends(config, {
-    needs: { metadata: "records", store: true, hmacKey: false },
-    dataDir: "existing",
+export function runScrubCommand(options: OperatorCommandOptions): Promise<number> {
+  return runOperatorCommand(options, {
+    commandLine: { usage: SCRUB_USAGE, positionals: 0 },
+    async run({ config }, open) {
+      const { store, metadata } = await open(config, {
+        needs: { metadata: "records", store: true, hmacKey: false },
+        dataDir: "existing",
+      });
+      const hashPool = config.hashWorkers === 0
+        ? null
+        : new HashWorkerPool({ workers: config.hashWorkers ?? undefined });
+      try {
+        // A store that goes away or becomes unreadable under the scrub is one line.
+        const report = await scrubPieces({
+          store,
+          records: metadata.catalog,
+          bytesPerSecond: config.scrubBytesPerSecond,
+          hashPool,
+          clock: systemClock,
+        });
+        const seconds = Math.max(report.seconds, 0.001);
+        const mibPerSecond = Math.round(report.bytes / MIB / seconds * 10) / 10;
+        return {
+          report: { ...report, mibPerSecond },
+          status: report.corrupt.length + report.missing.length === 0 ? 0 : 1,
+        };
+      } finally {
+        hashPool?.close();
+      }
+    },
   });
-  const hashPool = config.hashWorkers === 0
-    ? null
-    : new HashWorkerPool({ workers: config.hashWorkers ?? undefined });
-  try {
-    const report = await scrubPieces({
-      store: backends.store,
-      records: backends.metadata.catalog,
-      bytesPerSecond: config.scrubBytesPerSecond,
-      hashPool,
-      clock: systemClock,
-    });
-    const mibPerSecond = Math.round(report.bytes / MIB / Math.max(report.seconds, 0.001) * 10) / 10;
-    options.print(JSON.stringify({ ...report, mibPerSecond }, null, 2));
-    return report.corrupt.length + report.missing.length === 0 ? 0 : 1;
-  } catch (error) {
-    // The store went away or became unreadable under the scrub.
-    if (error instanceof StoreError) throw new ConfigError(error.message);
-    throw error;
-  } finally {
-    hashPool?.close();
-    await backends.close();
-  }
 }

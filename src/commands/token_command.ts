@@ -20,12 +20,16 @@ import { TokenService, userIdOf } from "../auth/tokens.ts";
 import { systemClock, toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
 import { ConfigError } from "../config/mod.ts";
+import type { Config } from "../config/mod.ts";
+import type { HmacKey } from "../auth/hmac_key.ts";
+import type { TokenRecords } from "../domain/auth_records.ts";
+import type { SignupResult } from "../kernel/wire.ts";
 import { ApiError } from "../kernel/errors.ts";
 import { signupResultOf } from "../auth/signup_result.ts";
 import { parseSignupFields } from "../auth/signup_fields.ts";
 import { MIB } from "../limits/tiers.ts";
-import { openCommandBackends, parseCommandArgs } from "./command_args.ts";
 import type { OperatorCommandOptions } from "./command_args.ts";
+import { runOperatorCommand } from "./run_command.ts";
 
 export const TOKEN_USAGE =
   `Usage: main.ts token mint --email EMAIL --label LABEL [--scopes put,get,list,pin] [--quota-mb N]
@@ -47,66 +51,80 @@ export interface TokenCommandOptions extends OperatorCommandOptions {
 }
 
 /** Runs a token subcommand; throws ConfigError for a bad command line or field. */
-export async function runTokenCommand(options: TokenCommandOptions): Promise<number> {
-  const parsed = parseCommandArgs({
-    ...options,
-    usage: "main.ts token mint|list|revoke … (main.ts token --help)",
-    flags: TOKEN_FLAGS,
-    positionals: { min: 1, max: 2 },
-  });
-  if (parsed.kind === "help") {
-    options.print(TOKEN_USAGE);
-    return 0;
-  }
-  const { config } = parsed;
-  const [action, target] = parsed.positionals;
-  const flags = parsed.flags as TokenFlags;
-  if (
-    (action !== "mint" && action !== "list" && action !== "revoke") ||
-    (action === "revoke") !== (target !== undefined)
-  ) {
-    throw new ConfigError(TOKEN_USAGE);
-  }
-  const minting = action === "mint";
-  const backends = await openCommandBackends(config, {
-    needs: { metadata: "records", store: false, hmacKey: minting },
-    dataDir: minting ? "create" : "existing",
-  });
-  const records = backends.metadata.tokens;
-  const clock = options.clock ?? systemClock;
-  try {
-    if (minting) {
-      const maxQuotaMb = Math.floor(config.token.dailyCapBytes / MIB);
-      const fields = parseSignupFields({
-        email: flags.email,
-        label: flags.label,
-        scopes: flags.scopes?.split(",").map((s) => s.trim()),
-        quotaMb: flags["quota-mb"] === undefined ? undefined : Number(flags["quota-mb"]),
-      }, maxQuotaMb);
-      const tokens = new TokenService({
-        hmacKey: backends.hmacKey!,
-        records,
-        clock,
-        lifetimeDays: config.tokenLifetimeDays,
-        maxQuotaMb,
+export function runTokenCommand(options: TokenCommandOptions): Promise<number> {
+  return runOperatorCommand(options, {
+    commandLine: {
+      usage: "main.ts token mint|list|revoke … (main.ts token --help)",
+      help: TOKEN_USAGE,
+      flags: TOKEN_FLAGS,
+      positionals: { min: 1, max: 2 },
+    },
+    // Field checks are shared with the signup endpoint: said as command-line errors.
+    oneLineErrors: [ApiError],
+    async run({ config, positionals: [action, target], flags }, open) {
+      if (
+        (action !== "mint" && action !== "list" && action !== "revoke") ||
+        (action === "revoke") !== (target !== undefined)
+      ) {
+        throw new ConfigError(TOKEN_USAGE);
+      }
+      const minting = action === "mint";
+      const backends = await open(config, {
+        needs: { metadata: "records", store: false, hmacKey: minting },
+        dataDir: minting ? "create" : "existing",
       });
-      options.print(JSON.stringify(signupResultOf(await tokens.mint(fields)), null, 2));
-    } else if (action === "list") {
-      const sub = flags.email === undefined ? undefined : userIdOf(flags.email);
-      options.print(JSON.stringify({ tokens: await records.list({ sub }) }, null, 2));
-    } else {
-      const record = await records.get(target);
-      if (record === null) throw new ConfigError(`No token has jti ${target}`);
-      if (record.revokedAt === null) await records.revoke(record.jti, toRfc3339(clock.now()));
-      const revokedAt = (await records.get(record.jti))!.revokedAt;
-      options.print(JSON.stringify({ jti: record.jti, revoked: true, revokedAt }, null, 2));
-    }
-    return 0;
-  } catch (error) {
-    // Field checks are shared with the signup endpoint: say them as command-line errors.
-    if (error instanceof ApiError) throw new ConfigError(error.message);
-    throw error;
-  } finally {
-    await backends.close();
-  }
+      const context = {
+        records: backends.metadata.tokens,
+        clock: options.clock ?? systemClock,
+        flags: flags as TokenFlags,
+      };
+      if (minting) return { report: await mint(context, config, backends.hmacKey!) };
+      if (action === "list") return { report: await list(context) };
+      return { report: await revoke(context, target) };
+    },
+  });
+}
+
+interface TokenContext {
+  records: TokenRecords;
+  clock: Clock;
+  flags: TokenFlags;
+}
+
+async function mint(
+  context: TokenContext,
+  config: Config,
+  hmacKey: HmacKey,
+): Promise<SignupResult> {
+  const { flags } = context;
+  const maxQuotaMb = Math.floor(config.token.dailyCapBytes / MIB);
+  const fields = parseSignupFields({
+    email: flags.email,
+    label: flags.label,
+    scopes: flags.scopes?.split(",").map((s) => s.trim()),
+    quotaMb: flags["quota-mb"] === undefined ? undefined : Number(flags["quota-mb"]),
+  }, maxQuotaMb);
+  const tokens = new TokenService({
+    hmacKey,
+    records: context.records,
+    clock: context.clock,
+    lifetimeDays: config.tokenLifetimeDays,
+    maxQuotaMb,
+  });
+  return signupResultOf(await tokens.mint(fields));
+}
+
+async function list(context: TokenContext): Promise<object> {
+  const email = context.flags.email;
+  const sub = email === undefined ? undefined : userIdOf(email);
+  return { tokens: await context.records.list({ sub }) };
+}
+
+async function revoke(context: TokenContext, jti: string): Promise<object> {
+  const { records, clock } = context;
+  const record = await records.get(jti);
+  if (record === null) throw new ConfigError(`No token has jti ${jti}`);
+  if (record.revokedAt === null) await records.revoke(record.jti, toRfc3339(clock.now()));
+  const revokedAt = (await records.get(record.jti))!.revokedAt;
+  return { jti: record.jti, revoked: true, revokedAt };
 }

@@ -23,7 +23,7 @@ import type { PieceDigests } from "../catalog/digests.ts";
 import type { PieceStore } from "../driver/driver.ts";
 import type { WalletChain } from "../wallet/chain.ts";
 import type { BlockSource } from "../ipfs/blocks.ts";
-import type { DatabaseHealth, GcHealth } from "../kernel/wire.ts";
+import type { DatabaseHealth, GcHealth, JobHealth } from "../kernel/wire.ts";
 import { createDeleteDealHandler, createExtendDealHandler } from "./account/deals.ts";
 import { createDealCreateHandler } from "./upload/deal_create.ts";
 import { deprecationsHandler } from "./pipeline/deprecation.ts";
@@ -124,6 +124,8 @@ export interface RouteServices {
   uploadDrain: UploadDrain;
   /** Garbage collection, as /healthz shows it (ops/gc_service.ts). */
   gc: { health(): Promise<GcHealth> };
+  /** The jobs the server runs by itself, as /healthz shows them (server/jobs.ts). */
+  jobs: { health(): JobHealth[] };
   databaseHealth(): Promise<DatabaseHealth>;
   /** False when tokens cannot be kept (an in-memory database: no data directory bound). */
   databasePersistent: boolean;

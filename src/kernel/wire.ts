@@ -263,6 +263,29 @@ export interface Health {
   memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
   wallet: WalletHealth;
   gc: GcHealth;
+  /** The work this server runs by itself, every so often (the jobs that are on). */
+  jobs: JobHealth[];
+}
+
+/** One background job of this server (a sweep, a watch, a probe), as /healthz reports it. */
+export interface JobHealth {
+  name: string;
+  /** From the end of one run to the start of the next. */
+  intervalSeconds: number;
+  /** Whether it runs now. */
+  running: boolean;
+  /** The last run that ended; null: none yet. */
+  lastRun: JobRun | null;
+  /** When the next run is due; null while one runs. */
+  nextRunAt: string | null;
+}
+
+export interface JobRun {
+  startedAt: string;
+  finishedAt: string;
+  /** False when it failed; error says why. */
+  ok: boolean;
+  error: string | null;
 }
 
 /** Garbage collection of pieces no deal wants, as /healthz reports it. */

@@ -1,23 +1,25 @@
 /**
  * Garbage collection as the server (and `main.ts gc`) runs it: a sweep
- * (gc.ts) when asked, and every `--gc-interval` hours in the server; one at
+ * (gc.ts) when asked, and every `--gc-interval` hours in the server (its
+ * "gc" job, server/jobs.ts, asks); one at
  * a time across every process sharing the metadata (catalog/sweep_turn.ts),
  * so with N instances one of them sweeps and the others find the turn taken
  * and skip. It keeps what operators see: totals for /metrics, whether a
  * sweep runs now and the last one (from the database, whoever ran it) for
- * /healthz and the start-up summary, a log line per sweep.
+ * /healthz and the start-up summary, a log line per sweep. Built the same
+ * way for both (garbageCollectorOf), from the deployment's metadata and store.
  */
 import { DAY_MS, toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { LifecycleRecords } from "../domain/lifecycle_records.ts";
 import type { Logger } from "../kernel/log.ts";
 import type { PieceStore } from "../driver/driver.ts";
-import type { PieceRemoval } from "../catalog/piece_removal.ts";
+import { PieceRemoval } from "../catalog/piece_removal.ts";
+import type { Metadata } from "../backends/metadata.ts";
 import type { SweepTurn } from "../domain/locks.ts";
 import type { GcHealth } from "../kernel/wire.ts";
 import { sweepPieces } from "./gc.ts";
 import type { RemovedPiece, SweepReport } from "./gc.ts";
-import { PeriodicPass } from "./periodic_pass.ts";
 
 const HOUR_MS = 3_600_000;
 
@@ -30,10 +32,46 @@ export interface GarbageCollectorOptions {
   logger: Logger;
   graceDays: number;
   removalsPerSecond: number;
-  /** Between two sweeps of this process; 0: none (sweeps run only when asked). */
+  /** Between two sweeps the server runs by itself, as /healthz reports it; 0: none. */
   intervalMs: number;
   /** Told of each piece removed by this process, as it is (the server stops caching it). */
   onRemoved?(cid: string): void;
+}
+
+/** What garbage collection reads of the configuration (the server's Config is one). */
+export interface GcSettings {
+  retentionGraceDays: number;
+  gcRemovalsPerSecond: number;
+}
+
+export interface DeploymentGcOptions
+  extends Pick<GarbageCollectorOptions, "store" | "clock" | "logger" | "onRemoved"> {
+  metadata: Pick<Metadata, "catalog" | "lifecycle" | "cidLocks" | "sweepTurn">;
+  settings: GcSettings;
+  /** Between the sweeps the server runs by itself (/healthz says it); default 0, none. */
+  intervalMs?: number;
+}
+
+/** The collector of a deployment and the piece removal it drives: the server's and `main.ts gc`'s. */
+export function garbageCollectorOf(options: DeploymentGcOptions): GarbageCollector {
+  const { metadata, store, settings } = options;
+  return new GarbageCollector({
+    store,
+    lifecycle: metadata.lifecycle,
+    removal: new PieceRemoval({
+      store,
+      records: metadata.catalog,
+      lifecycle: metadata.lifecycle,
+      cidLocks: metadata.cidLocks,
+    }),
+    sweepTurn: metadata.sweepTurn,
+    clock: options.clock,
+    logger: options.logger,
+    graceDays: settings.retentionGraceDays,
+    removalsPerSecond: settings.gcRemovalsPerSecond,
+    intervalMs: options.intervalMs ?? 0,
+    onRemoved: options.onRemoved,
+  });
 }
 
 export interface SweepRequest {
@@ -57,7 +95,6 @@ export interface RemovalTotals {
 
 export class GarbageCollector {
   readonly #options: GarbageCollectorOptions;
-  readonly #periodic: PeriodicPass | null;
   readonly #totals: RemovalTotals = { pieces: 0, bytes: 0, orphans: 0, orphanBytes: 0, sweeps: 0 };
   /** Aborted by stop(): every sweep of this process ends between two removals. */
   readonly #stopping = new AbortController();
@@ -66,12 +103,6 @@ export class GarbageCollector {
 
   constructor(options: GarbageCollectorOptions) {
     this.#options = options;
-    this.#periodic = options.intervalMs > 0
-      ? new PeriodicPass({
-        intervalMs: options.intervalMs,
-        pass: async (signal) => void await this.sweep({ signal }).catch(() => {}),
-      })
-      : null;
   }
 
   get totals(): Readonly<RemovalTotals> {
@@ -142,10 +173,9 @@ export class GarbageCollector {
     };
   }
 
-  /** Stops the periodic sweeps and aborts any sweep in progress; resolves once they ended. */
+  /** Aborts any sweep in progress and refuses new ones; resolves once they ended. */
   async stop(): Promise<void> {
     this.#stopping.abort(new Error("stopping"));
-    await this.#periodic?.stop();
     await Promise.allSettled([...this.#inFlight]);
   }
 

@@ -5,10 +5,11 @@
  * from what:
  *
  *   backends ─┬─ pieces:   hash workers, digests, catalog, reachability,
- *             │            retrieval (with the small-piece cache), corrupt
- *             │            watch, leftover sweep, periodic scrub, IPFS blocks
- *             │            (block index), resumable uploads (and their expiry
- *             │            sweep), garbage collection (garbage_collection.ts)
+ *             │            retrieval (with the small-piece cache), IPFS blocks
+ *             │            (block index), resumable uploads, garbage
+ *             │            collection (ops/gc_service.ts), and the jobs
+ *             │            that run by themselves (jobs.ts: the store probe,
+ *             │            the mark watches, the sweeps, gc, the scrub)
  *             ├─ accounts: token service (HMAC key), authenticator, signup
  *             │            and nonce limits, wallet chain, upload policies, mailer
  *             └─ uploads:  admission, drain, metrics
@@ -47,19 +48,18 @@ import { ConnectionStatsSource } from "../metrics/connection_gauges.ts";
 import { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
 import { PieceCatalog } from "../catalog/catalog.ts";
 import { BlockSource } from "../ipfs/blocks.ts";
-import { PieceMarkWatch } from "../catalog/corrupt_watch.ts";
+import { garbageCollectorOf } from "../ops/gc_service.ts";
 import type { GarbageCollector } from "../ops/gc_service.ts";
-import { buildGarbageCollection, gcMetricsSource } from "./garbage_collection.ts";
+import { gcMetricsSource } from "./garbage_collection.ts";
 import { DealIdGenerator } from "../catalog/deal_id.ts";
 import { PieceDigests } from "../catalog/digests.ts";
 import type { PieceStore } from "../driver/driver.ts";
-import { PeriodicScrub } from "../ops/periodic_scrub.ts";
-import { LeftoverSweep } from "../catalog/leftover_sweep.ts";
 import { StoreReachability } from "../catalog/reachability.ts";
-import { scrubPieces } from "../ops/scrub.ts";
 import { WalletChain } from "../wallet/chain.ts";
 import { pieceOffloadOf } from "./piece_offload.ts";
-import { ExpirySweep } from "../uploads/expiry_sweep.ts";
+import { serverJobs } from "./jobs.ts";
+import type { JobName } from "./jobs.ts";
+import { BackgroundJobs } from "../jobs/runner.ts";
 import { ResumableUploads } from "../uploads/resumable.ts";
 import { UploadCommits } from "../uploads/commit.ts";
 
@@ -74,16 +74,8 @@ export interface ServiceDeps {
   hmacKey: HmacKey;
   /** The SQLite database file, for the metrics' file sizes; null otherwise. */
   dbPath: string | null;
-  /** How often cached retrievals and the corrupt watch look again. */
-  storeProbeIntervalMs: number;
-  /** Between two background scrubs; 0 = none. */
-  scrubIntervalMs: number;
-  /** Between two sweeps of interrupted uploads' leftovers (the first runs at once). */
-  leftoverSweepIntervalMs: number;
-  /** Between two sweeps of expired resumable uploads. */
-  resumableSweepIntervalMs: number;
-  /** Between two garbage-collection sweeps of this server; 0 = none. */
-  gcIntervalMs: number;
+  /** How often each job runs (jobs.ts); 0 = not at all. */
+  jobIntervals: Record<JobName, number>;
 }
 
 /** Everything that exists before the listener is bound (see routeServicesOf for the rest). */
@@ -147,6 +139,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     commits: pieces.commits,
     resumable: pieces.resumable,
     gc: pieces.gc,
+    jobs: pieces.jobs,
     tokens: accounts.tokens,
     authenticator: accounts.authenticator,
     policies: accounts.policies,
@@ -195,13 +188,17 @@ export function routeServicesOf(
   };
 }
 
-/** Storing, hashing, serving and checking pieces; stop() ends their timers and workers. */
+/** Storing, hashing, serving and checking pieces; stop() ends their jobs and workers. */
 async function buildPieceServices(
   deps: ServiceDeps,
   hooks: { onStreamAborted: (route: string) => void },
 ) {
-  const { config, clock, logger, store, storeProbeIntervalMs } = deps;
+  const { config, clock, logger, store } = deps;
   const records = deps.metadata.catalog;
+  // A server without a usable data directory has nothing to sweep or scrub.
+  const intervals = deps.metadata.persistent
+    ? deps.jobIntervals
+    : { ...deps.jobIntervals, gc: 0, scrub: 0 };
   const hashPool = config.hashWorkers === 0
     ? null
     : new HashWorkerPool({ workers: config.hashWorkers ?? undefined });
@@ -216,10 +213,7 @@ async function buildPieceServices(
     digests,
     cidLocks: deps.metadata.cidLocks,
   });
-  const reachability = new StoreReachability({
-    store,
-    intervalMs: storeProbeIntervalMs,
-  });
+  const reachability = new StoreReachability({ store });
   const retrieval = createRetrieval({
     store,
     catalog,
@@ -232,44 +226,13 @@ async function buildPieceServices(
     offload: pieceOffloadOf({ prefix: config.xAccelRedirect, dataDir: config.dataDir, store }),
     onStreamAborted: hooks.onStreamAborted,
   });
-  const corruptWatch = new PieceMarkWatch({
-    marksAfter: (mark) => records.corruptMarksAfter(mark),
-    onMarked: (cid) => retrieval.distrust(cid),
-    intervalMs: storeProbeIntervalMs,
-    onError: (error) => logger.warn("cannot read corrupt-piece marks", { error: String(error) }),
-  });
-  const leftoverSweep = new LeftoverSweep({
-    store,
-    liveWriters: deps.metadata.liveWriters,
-    settle: () => catalog.settleUnrecorded(),
-    intervalMs: deps.leftoverSweepIntervalMs,
-    logger,
-  });
-  const collection = buildGarbageCollection({
+  const distrust = (cid: string) => retrieval.distrust(cid);
+  const gc = garbageCollectorOf({
     ...deps,
-    intervalMs: deps.gcIntervalMs,
-    watchIntervalMs: storeProbeIntervalMs,
-    distrust: (cid) => retrieval.distrust(cid),
+    settings: config,
+    intervalMs: intervals.gc,
+    onRemoved: distrust,
   });
-  const periodicScrub = deps.scrubIntervalMs > 0 && deps.metadata.persistent
-    ? new PeriodicScrub({
-      intervalMs: deps.scrubIntervalMs,
-      logger,
-      scrub: (signal, onFailure) =>
-        scrubPieces({
-          store,
-          records,
-          bytesPerSecond: config.scrubBytesPerSecond,
-          hashPool,
-          clock,
-          signal,
-          onFailure: (failure) => {
-            retrieval.distrust(failure.cid);
-            onFailure(failure);
-          },
-        }),
-    })
-    : null;
   // Every upload's commit goes through it: its onCommitted is where committed pieces' work hooks in.
   const commits = new UploadCommits({ catalog, logger });
   const resumable = new ResumableUploads({
@@ -285,11 +248,16 @@ async function buildPieceServices(
   // A data directory's ledger is in memory: the uploads' records say what it held.
   const held = await resumable.holdReservationsAgain();
   if (held > 0) logger.info("resumable uploads waiting for more bytes", { uploads: held });
-  const expirySweep = new ExpirySweep({
-    uploads: resumable,
-    intervalMs: deps.resumableSweepIntervalMs,
-    logger,
-  });
+  const jobs = new BackgroundJobs(serverJobs({
+    ...deps,
+    intervals,
+    hashPool,
+    catalog,
+    reachability,
+    resumable,
+    gc,
+    distrust,
+  }));
   return {
     hashPool,
     digests,
@@ -298,15 +266,11 @@ async function buildPieceServices(
     ipfsBlocks: new BlockSource({ records: deps.metadata.blocks, catalog, store }),
     commits,
     resumable,
-    gc: collection.gc,
+    gc,
+    jobs,
     async stop() {
-      reachability.stop();
-      corruptWatch.stop();
-      await collection.stop();
-      await leftoverSweep.stop();
-      await expirySweep.stop();
-      await periodicScrub?.stop();
-      await digests.stop();
+      // The jobs first (they sweep, scrub and hash), then sweeps asked for by hand, then hashing.
+      for (const work of [jobs, gc, digests]) await work.stop();
       hashPool?.close();
     },
   };

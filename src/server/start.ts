@@ -30,6 +30,8 @@ import type { MinBodyRate } from "../kernel/streams/read_watchdog.ts";
 import { isLoopbackHostname } from "../net/ip.ts";
 import { serveConnection } from "../net/serve_connection.ts";
 import type { Listener } from "./listen.ts";
+import { jobIntervalsOf } from "./jobs.ts";
+import type { JobIntervals } from "./jobs.ts";
 import { buildServices, routeServicesOf } from "./services.ts";
 import { orderedShutdown } from "./shutdown.ts";
 import type { Shutdown } from "./shutdown.ts";
@@ -41,20 +43,15 @@ export interface StartServerOptions {
   logger?: Logger & { flush?(): Promise<void> };
   /** Wraps the piece store (fault-injection tests); production passes nothing. */
   wrapStore?: (store: PieceStore) => PieceStore;
-  /** How often cached retrievals re-check that the store is there (default 1 s). */
-  storeProbeIntervalMs?: number;
-  /** Overrides --scrub-interval (given in hours) for tests; 0 = no periodic scrub. */
-  scrubIntervalMs?: number;
-  /** Overrides --gc-interval (given in hours) for tests; 0 = no periodic sweep. */
-  gcIntervalMs?: number;
+  /**
+   * How often background jobs run, in ms, by name (tests shorten them; jobs.ts has the
+   * defaults, and --gc-interval and --scrub-interval set theirs); 0 turns a job off.
+   */
+  jobIntervals?: JobIntervals;
   /** How often the TLS files are checked for a renewal (default 5 s). */
   tlsPollIntervalMs?: number;
-  /** How often leftovers of interrupted uploads are swept (default 30 s). */
-  leftoverSweepIntervalMs?: number;
   /** With PostgreSQL: heartbeat and dead-after times (tests shorten them; default 5 s, 30 s). */
   postgresTimings?: OpenBackendsOptions<BackendNeeds>["postgresTimings"];
-  /** How often expired resumable uploads are swept (default 60 s). */
-  resumableSweepIntervalMs?: number;
 }
 
 export interface RunningServer {
@@ -77,11 +74,6 @@ export interface RunningServer {
   /** Stops accepting, lets in-flight requests finish (up to the timeout), then closes. */
   shutdown: Shutdown;
 }
-
-const DEFAULT_STORE_PROBE_INTERVAL_MS = 1000;
-/** As often as a dead instance is found (its heartbeats silent for 30 s): its leftovers follow. */
-const DEFAULT_LEFTOVER_SWEEP_MS = 30_000;
-const HOUR_MS = 3_600_000;
 
 /**
  * Starts the service, in this order: read the TLS files (bad ones stop the
@@ -108,7 +100,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     await metadata.close();
     backends.lock?.release();
   };
-  // Leftovers of interrupted uploads are swept in the background (services.ts): a store
+  // Leftovers of interrupted uploads are swept in the background (jobs.ts): a store
   // that cannot be reached now makes the server start unready, not fail.
   const store = options.wrapStore ? options.wrapStore(backends.store) : backends.store;
   const services = await buildServices({
@@ -119,11 +111,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     store,
     hmacKey: backends.hmacKey,
     dbPath: backends.dbPath,
-    storeProbeIntervalMs: options.storeProbeIntervalMs ?? DEFAULT_STORE_PROBE_INTERVAL_MS,
-    scrubIntervalMs: options.scrubIntervalMs ?? config.scrubIntervalHours * HOUR_MS,
-    leftoverSweepIntervalMs: options.leftoverSweepIntervalMs ?? DEFAULT_LEFTOVER_SWEEP_MS,
-    resumableSweepIntervalMs: options.resumableSweepIntervalMs ?? 60_000,
-    gcIntervalMs: options.gcIntervalMs ?? config.gcIntervalHours * HOUR_MS,
+    jobIntervals: jobIntervalsOf(config, options.jobIntervals),
   });
   // Read before the listener is bound: from then on until `app` exists nothing may await.
   const lastSweep = await metadata.lifecycle.lastSweep().catch(() => null);

@@ -1,11 +1,11 @@
 /**
- * The server's sweep of resumable uploads: every `intervalMs`, uploads past
- * their expiry go (their record, their bytes and their cap reservation), and
- * once an hour partial bytes that no record names (a crash between the two
- * writes of a creation or a removal) go too, once they are an hour old. A
- * sweep never overlaps the one before; stopping waits for one in progress.
- * Expiry is also checked on every request for an upload, so the interval
- * bounds only how long an abandoned upload holds its reservation.
+ * The server's sweep of resumable uploads (its "resumable-expiry" job,
+ * server/jobs.ts, every interval): uploads past their expiry go (their
+ * record, their bytes and their cap reservation), and once an hour partial
+ * bytes that no record names (a crash between the two writes of a creation
+ * or a removal) go too, once they are an hour old. Expiry is also checked on
+ * every request for an upload, so the interval bounds only how long an
+ * abandoned upload holds its reservation.
  */
 import type { Logger } from "../kernel/log.ts";
 import type { ResumableUploads } from "./resumable.ts";
@@ -14,47 +14,35 @@ const HOUR_MS = 3_600_000;
 
 export interface ExpirySweepOptions {
   uploads: ResumableUploads;
-  intervalMs: number;
   logger: Logger;
 }
 
 export class ExpirySweep {
   readonly #options: ExpirySweepOptions;
-  readonly #timer: ReturnType<typeof setInterval>;
-  #sweeping: Promise<void> | null = null;
   #nextOrphanSweep = 0;
-  #stopped = false;
 
   constructor(options: ExpirySweepOptions) {
     this.#options = options;
-    this.#timer = setInterval(() => this.#sweeping ??= this.#sweep(), options.intervalMs);
-    Deno.unrefTimer(this.#timer);
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearInterval(this.#timer);
-    await this.#sweeping;
-  }
-
-  async #sweep(): Promise<void> {
+  /** One sweep, ended early by the signal; rejects (after logging why) when it failed. */
+  async sweep(signal: AbortSignal): Promise<void> {
     const { uploads, logger } = this.#options;
     try {
       let expired = 0;
-      for (let removed = -1; removed !== 0 && !this.#stopped;) {
+      for (let removed = -1; removed !== 0 && !signal.aborted;) {
         removed = await uploads.sweepExpired();
         expired += removed;
       }
       if (expired > 0) logger.info("removed expired resumable uploads", { uploads: expired });
-      if (Date.now() >= this.#nextOrphanSweep && !this.#stopped) {
+      if (Date.now() >= this.#nextOrphanSweep && !signal.aborted) {
         this.#nextOrphanSweep = Date.now() + HOUR_MS;
         const orphans = await uploads.sweepOrphans(HOUR_MS);
         if (orphans > 0) logger.info("removed orphaned resumable upload bytes", { orphans });
       }
     } catch (error) {
       logger.warn("resumable upload sweep failed", { error: String(error) });
-    } finally {
-      this.#sweeping = null;
+      throw error;
     }
   }
 }

@@ -78,7 +78,7 @@ async function deadInstanceLeftovers(): Promise<void> {
       args,
       env: s3ServerKeys(s3),
       postgresTimings: { heartbeatMs: 200, deadAfterMs: 2000 },
-      leftoverSweepIntervalMs: 200,
+      jobIntervals: { "leftover-sweep": 200 },
     });
     const own = patternBytes(12 * MIB, 3);
     const inFlight = await startUpload(survivor.server.port, "bafkdeadsurvive1", own, 9 * MIB);

@@ -71,7 +71,7 @@ async function withDeployment(
       "false",
     ];
     const start = () =>
-      startTestServer({ args, env: s3ServerKeys(s3), leftoverSweepIntervalMs: 500 });
+      startTestServer({ args, env: s3ServerKeys(s3), jobIntervals: { "leftover-sweep": 500 } });
     await using a = await start();
     await using b = await start();
     const load = new FaultLoad({ urls: [a.url, b.url], requestTimeoutMs: 60_000 });

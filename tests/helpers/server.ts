@@ -6,6 +6,7 @@
 import { loadConfig } from "../../src/config/mod.ts";
 import { startServer } from "../../src/server/start.ts";
 import type { RunningServer } from "../../src/server/start.ts";
+import type { JobIntervals } from "../../src/server/jobs.ts";
 import type { Clock } from "../../src/kernel/clock.ts";
 import { createJsonLogger } from "../../src/kernel/log.ts";
 import type { PieceStore } from "../../src/driver/driver.ts";
@@ -18,20 +19,14 @@ export interface TestServerOptions {
   dataDir?: string;
   /** Wraps the piece store, for driver-level fault injection. */
   wrapStore?: (store: PieceStore) => PieceStore;
-  /** How often cached retrievals re-check the store (the server's default is 1 s). */
-  storeProbeIntervalMs?: number;
+  /** How often background jobs run, in ms, by name (src/server/jobs.ts has the defaults). */
+  jobIntervals?: JobIntervals;
   /** How often the TLS files are checked for a renewal (the server's default is 5 s). */
   tlsPollIntervalMs?: number;
-  /** Between the server's own garbage-collection sweeps (default: --gc-interval's hours). */
-  gcIntervalMs?: number;
   /** Environment the config reads (e.g. the S3 keys, which no flag takes). */
   env?: Record<string, string>;
-  /** How often leftovers of interrupted uploads are swept (the server's default is 30 s). */
-  leftoverSweepIntervalMs?: number;
   /** With --database: heartbeat and dead-after times (the server's defaults are 5 s, 30 s). */
   postgresTimings?: { heartbeatMs?: number; deadAfterMs?: number };
-  /** How often expired resumable uploads are swept (the server's default is 60 s). */
-  resumableSweepIntervalMs?: number;
 }
 
 export interface TestServer extends AsyncDisposable {
@@ -70,12 +65,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     config: loaded.config,
     clock: options.clock,
     wrapStore: options.wrapStore,
-    storeProbeIntervalMs: options.storeProbeIntervalMs,
+    jobIntervals: options.jobIntervals,
     tlsPollIntervalMs: options.tlsPollIntervalMs,
-    leftoverSweepIntervalMs: options.leftoverSweepIntervalMs,
     postgresTimings: options.postgresTimings,
-    resumableSweepIntervalMs: options.resumableSweepIntervalMs,
-    gcIntervalMs: options.gcIntervalMs,
     logger: createJsonLogger((line) => logs.push(JSON.parse(line))),
   });
   const url = server.url;

@@ -137,7 +137,11 @@ Deno.test("healthz, metrics and the start-up summary show garbage collection", a
 
 Deno.test("the server sweeps by itself every --gc-interval, and logs each sweep", async () => {
   const clock = new FakeClock();
-  await using server = await startTestServer({ clock, args: LIFECYCLE_ARGS, gcIntervalMs: 20 });
+  await using server = await startTestServer({
+    clock,
+    args: LIFECYCLE_ARGS,
+    jobIntervals: { gc: 20 },
+  });
   const deal = await uploadOk(server, seededBytes(1500, 6));
   clock.advance(12 * DAY_MS + 1000);
   // Retrieval answers 410 once the piece is marked; the sweep logs once it is done.

@@ -260,6 +260,6 @@ Deno.test("cache: a cached piece answers 503 once its store has gone, and 200 on
       assertEquals(await (await server.get(`/p/${CID}`)).text(), "<h1>hello</h1>");
     },
     {},
-    { storeProbeIntervalMs: 20 },
+    { jobIntervals: { "store-probe": 20 } },
   );
 });

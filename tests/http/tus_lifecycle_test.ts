@@ -41,7 +41,7 @@ function patchHead(url: string, offset: number, length: number): string {
 
 Deno.test("tus: an upload expires a day after its last byte and gives its reservation back", async () => {
   const clock = new FakeClock("2026-11-21T10:00:00Z");
-  await using server = await startTestServer({ clock, resumableSweepIntervalMs: 20 });
+  await using server = await startTestServer({ clock, jobIntervals: { "resumable-expiry": 20 } });
   const url = await tusCreated(server.url, { cid: CID, length: FILE.length });
   clock.advance(20 * 3_600_000);
   assertEquals((await tusPatch(url, 0, FILE.slice(0, MIB))).status, 204);
@@ -61,7 +61,10 @@ Deno.test("tus: an upload expires a day after its last byte and gives its reserv
 
 Deno.test("tus: a request for an expired upload finds it gone before any sweep", async () => {
   const clock = new FakeClock("2026-11-21T10:00:00Z");
-  await using server = await startTestServer({ clock, resumableSweepIntervalMs: 3_600_000 });
+  await using server = await startTestServer({
+    clock,
+    jobIntervals: { "resumable-expiry": 3_600_000 },
+  });
   const url = await tusCreated(server.url, { cid: CID, length: FILE.length });
   clock.advance(DAY_MS + 1);
   assertEquals((await tusHead(url)).status, 404);

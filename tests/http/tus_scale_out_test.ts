@@ -115,7 +115,10 @@ Deno.test({
     await using db = await postgresForTests();
     await using bucket = await s3ForTests();
     const clock = new FakeClock(Date.now());
-    await using server = await shared(db, bucket, { clock, resumableSweepIntervalMs: 20 });
+    await using server = await shared(db, bucket, {
+      clock,
+      jobIntervals: { "resumable-expiry": 20 },
+    });
     const wrong = seededBytes(FILE.length, 92);
     const url = await tusCreated(server.url, { cid: CID, length: FILE.length });
     assertEquals((await tusPatch(url, 0, wrong.slice(0, 11 * MIB))).status, 204);

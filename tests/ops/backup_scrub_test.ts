@@ -185,7 +185,7 @@ Deno.test("backup: a copy made under upload load serves every upload acknowledge
 });
 
 Deno.test("scrub: finds a flipped byte, a missing file and an orphan; retrieval answers 503 piece_corrupt until repaired", async () => {
-  await using server = await startTestServer({ storeProbeIntervalMs: 20 });
+  await using server = await startTestServer({ jobIntervals: { "corrupt-watch": 20 } });
   const small = patternBytes(3 * KIB, 1); // served from the small-piece cache
   const large = patternBytes(300 * KIB, 2);
   const { cid: pieceCid } = await pieceCidOfStream(ReadableStream.from([large]));
@@ -285,7 +285,7 @@ Deno.test("scrub: the server's periodic scrub finds a corrupt piece by itself", 
   if (loaded.kind !== "config") throw new Error("unexpected --help");
   const server = await startServer({
     config: loaded.config,
-    scrubIntervalMs: 20,
+    jobIntervals: { scrub: 20 },
     logger: createJsonLogger((line) => logs.push(JSON.parse(line))),
   });
   try {

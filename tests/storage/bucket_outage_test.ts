@@ -28,7 +28,7 @@ function serverOf(s3: FaultyBucket): Promise<TestServer> {
   return startTestServer({
     args: [...s3ServerFlags(s3), "--s3-timeout", String(S3_TIMEOUT_S)],
     env: s3ServerKeys(s3),
-    leftoverSweepIntervalMs: 200,
+    jobIntervals: { "leftover-sweep": 200 },
   });
 }
 

@@ -1,15 +1,24 @@
 /**
  * GET /healthz — whether the storage backend and the database can be used,
- * the wallet tier's chain, and when garbage collection last swept. An unreachable chain RPC does not make the
- * server degraded: retrievals and the other tiers still work, and a load
- * balancer must not take the server out of rotation for someone else's RPC.
+ * the wallet tier's chain, when garbage collection last swept, and how each
+ * background job (a sweep, a watch, a probe) last ran and when it runs next.
+ * An unreachable chain RPC, or a job that failed, does not make the server
+ * degraded: retrievals and the other tiers still work, and a load balancer
+ * must not take the server out of rotation for someone else's RPC (a job's
+ * failure is the storage's or the database's, which say so themselves).
  */
 import type { PieceStore } from "../../driver/driver.ts";
 import type { PieceDigests } from "../../catalog/digests.ts";
 import type { UploadDrain } from "../pipeline/upload_drain.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
-import type { DatabaseHealth, GcHealth, Health, WalletHealth } from "../../kernel/wire.ts";
+import type {
+  DatabaseHealth,
+  GcHealth,
+  Health,
+  JobHealth,
+  WalletHealth,
+} from "../../kernel/wire.ts";
 import type { WalletChain } from "../../wallet/chain.ts";
 
 export interface HealthDeps {
@@ -21,6 +30,8 @@ export interface HealthDeps {
   walletChain: Pick<WalletChain, "health"> | null;
   /** Garbage collection: the interval, the grace period, the last sweep. */
   gc: { health(): Promise<GcHealth> };
+  /** The jobs this server runs by itself: each one's last run and next. */
+  jobs: { health(): JobHealth[] };
 }
 
 export function createHealthHandler(deps: HealthDeps): Handler {
@@ -41,6 +52,7 @@ export function createHealthHandler(deps: HealthDeps): Handler {
       memory: memoryMiB(),
       wallet: await walletHealth(deps.walletChain),
       gc,
+      jobs: deps.jobs.health(),
     };
     // Degraded is an outage to wait out, like every other 503 of the service.
     return jsonResponse(ok ? 200 : 503, health, ok ? {} : { "retry-after": "5" });

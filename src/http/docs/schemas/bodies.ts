@@ -81,6 +81,23 @@ const dealSchema = objectOf({
   retrievalUrl: uriSchema,
 });
 
+/** One background job of the server (/healthz): how its last run ended, when the next is due. */
+const jobHealthSchema = objectOf({
+  name: { ...stringSchema, examples: ["gc", "leftover-sweep", "store-probe"] },
+  intervalSeconds: { type: "number", description: "From the end of a run to the next" },
+  running: { ...booleanSchema, description: "Whether it runs now" },
+  lastRun: {
+    ...nullable(objectOf({
+      ok: booleanSchema,
+      error: { ...nullable(stringSchema), description: "Why it failed; null when ok" },
+      startedAt: dateTimeSchema,
+      finishedAt: dateTimeSchema,
+    })),
+    description: "The last run that ended; null: none yet",
+  },
+  nextRunAt: { ...nullable(dateTimeSchema), description: "Null while a run is under way" },
+});
+
 const tokenInfoSchema = objectOf({
   jti: stringSchema,
   label: stringSchema,
@@ -330,6 +347,10 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
         description: "The last sweep that finished, by any instance or main.ts gc",
       },
     }),
+    jobs: {
+      ...arrayOf(jobHealthSchema),
+      description: "The work this server runs by itself, every so often (the jobs that are on)",
+    },
   }),
   Deprecation: deprecationSchema,
   Deprecations: objectOf({ deprecations: arrayOf(schemaRef("Deprecation")) }),
