@@ -6,7 +6,10 @@
  * the start task's permissions (spawnServer). Disposing the deployment kills
  * the processes it spawned, removes their data directories, the bucket and
  * the database; instances started in this process are the test's to dispose
- * (`await using`, declared after the deployment, so they go first):
+ * (`await using`, declared after the deployment, so they go first). main.ts
+ * commands run on it as an operator runs them (`command`), and a suite that
+ * starts its servers one by one takes each on a deployment of its own
+ * (scaleOutServer):
  *
  *   Deno.test({ name: "…", ignore: !scaleOutAvailable(), async fn() {
  *     await using deployment = await scaleOutForTests();
@@ -20,6 +23,8 @@ import { s3Available, s3ForTests, s3ServerFlags, s3ServerKeys } from "./s3.ts";
 import type { TestBucket } from "./s3.ts";
 import { startTestServer } from "./server.ts";
 import type { TestServer, TestServerOptions } from "./server.ts";
+import { runMain } from "./main_process.ts";
+import type { MainRun } from "./main_process.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 import type { SpawnedServer } from "../../scripts/lib/spawn_server.ts";
 
@@ -45,13 +50,24 @@ export interface ScaleOut extends AsyncDisposable {
   readonly s3: TestBucket;
   /** The environment that gives an instance the bucket's keys (no flag takes them). */
   readonly env: Record<string, string>;
-  /** An instance's flags: --database, the bucket's, the deployment's args, then `extra`. */
+  /** What points a server or a command at the deployment: --database and the bucket's flags. */
+  readonly backendFlags: string[];
+  /** An instance's flags: the backend flags, the deployment's args, then `extra`. */
   args(extra?: string[]): string[];
   /** An instance in this process; options.args come after the deployment's flags. */
   startInstance(options?: TestServerOptions): Promise<TestServer>;
   /** An instance as a main.ts process in a data directory of its own, killed on dispose at the latest. */
   spawnInstance(extra?: string[]): Promise<SpawnedServer>;
+  /**
+   * `main.ts …args` with the backend flags, as an operator runs it: the
+   * network and the environment only, since nothing of this deployment lives
+   * on the machine; plus a directory to read and write when one is given.
+   */
+  command(args: string[], options?: { allowDir?: string }): Promise<MainRun>;
 }
+
+/** The permissions of a main.ts command on the deployment (see ScaleOut.command). */
+export const COMMAND_FLAGS = ["--allow-net", "--allow-env=STORAGE_*,PG*"];
 
 export async function scaleOutForTests(options: ScaleOutOptions = {}): Promise<ScaleOut> {
   const database = options.databaseUrl === undefined ? await postgresForTests() : null;
@@ -61,18 +77,14 @@ export async function scaleOutForTests(options: ScaleOutOptions = {}): Promise<S
     throw error;
   });
   const env = s3ServerKeys(s3);
-  const args = (extra: string[] = []) => [
-    "--database",
-    databaseUrl,
-    ...s3ServerFlags(s3),
-    ...(options.args ?? []),
-    ...extra,
-  ];
+  const backendFlags = ["--database", databaseUrl, ...s3ServerFlags(s3)];
+  const args = (extra: string[] = []) => [...backendFlags, ...(options.args ?? []), ...extra];
   const spawned: { server: SpawnedServer; dataDir: string }[] = [];
   return {
     databaseUrl,
     s3,
     env,
+    backendFlags,
     args,
     startInstance: (instance = {}) =>
       startTestServer({ ...instance, args: args(instance.args), env }),
@@ -87,6 +99,16 @@ export async function scaleOutForTests(options: ScaleOutOptions = {}): Promise<S
         throw error;
       }
     },
+    command: (commandArgs, { allowDir } = {}) =>
+      runMain([...commandArgs, ...backendFlags], {
+        flags: [
+          ...COMMAND_FLAGS,
+          ...(allowDir === undefined
+            ? []
+            : [`--allow-read=${allowDir}`, `--allow-write=${allowDir}`]),
+        ],
+        env,
+      }),
     async [Symbol.asyncDispose]() {
       for (const { server, dataDir } of spawned.reverse()) {
         await server[Symbol.asyncDispose]();
@@ -94,6 +116,25 @@ export async function scaleOutForTests(options: ScaleOutOptions = {}): Promise<S
       }
       await s3.dispose();
       await database?.[Symbol.asyncDispose]();
+    },
+  };
+}
+
+/** One instance on a deployment of its own, which goes when the instance is disposed. */
+export async function scaleOutServer(
+  options: TestServerOptions = {},
+): Promise<TestServer & { deployment: ScaleOut }> {
+  const deployment = await scaleOutForTests();
+  const server = await deployment.startInstance(options).catch(async (error) => {
+    await deployment[Symbol.asyncDispose]();
+    throw error;
+  });
+  return {
+    ...server,
+    deployment,
+    async [Symbol.asyncDispose]() {
+      await server[Symbol.asyncDispose]();
+      await deployment[Symbol.asyncDispose]();
     },
   };
 }
