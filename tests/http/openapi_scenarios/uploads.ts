@@ -308,20 +308,20 @@ export const scenarios: Record<string, Scenario[]> = {
     },
     {
       name: "a body that ends before its Content-Length",
-      send: async (p) => rawPieceCids(p, "100", { body: "x".repeat(50), closeWrite: true }),
+      send: (p) => rawPieceCids(p, "100", { body: "x".repeat(50), closeWrite: true }),
       status: 400,
       code: "incomplete_body",
     },
     {
       name: "a body that stalls",
       args: ["--body-idle-timeout", "1"],
-      send: async (p) => rawPieceCids(p, "100", { body: "x".repeat(50) }),
+      send: (p) => rawPieceCids(p, "100", { body: "x".repeat(50) }),
       status: 408,
       code: "request_timeout",
     },
     {
       name: "a Content-Length past what a number holds exactly",
-      send: async (p) => rawPieceCids(p, "9007199254740993", { body: "x" }),
+      send: (p) => rawPieceCids(p, "9007199254740993", { body: "x" }),
       status: 400,
       code: "invalid_request",
     },
