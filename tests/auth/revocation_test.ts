@@ -8,6 +8,7 @@ import { startServer } from "../../src/server/start.ts";
 import { loadConfig } from "../../src/config/mod.ts";
 import { silentLogger } from "../../src/kernel/log.ts";
 import { spawnServer, startTaskFlags } from "../../scripts/lib/spawn_server.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -106,8 +107,7 @@ Deno.test("revoke: needs a token and a jti", async () => {
 });
 
 Deno.test("revoke: a revocation survives a restart", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-revoke-" });
-  try {
+  await withTempDir("storage-revoke-", async (dataDir) => {
     let token: string;
     let kept: string;
     {
@@ -119,9 +119,7 @@ Deno.test("revoke: a revocation survives a restart", async () => {
     await using again = await startTestServer({ dataDir });
     assertEquals(await errorCode(again, token), "revoked_token");
     assertEquals(await uploadStatus(again, kept), 200);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("rotate-key: run while the server is up, every older token is refused within seconds", async () => {
@@ -150,8 +148,7 @@ Deno.test("rotate-key: run while the server is up, every older token is refused 
 });
 
 Deno.test("rotate-key: run while the server is stopped, older tokens fail after start", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-rotate-" });
-  try {
+  await withTempDir("storage-rotate-", async (dataDir) => {
     let token: string;
     {
       await using server = await spawnServer(dataDir);
@@ -175,14 +172,11 @@ Deno.test("rotate-key: run while the server is stopped, older tokens fail after 
     });
     assertEquals(response.status, 401);
     assertEquals((await errorOf(response)).error, "invalid_token");
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("hmac key: an operator key file is used as given", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "storage-keyfile-" });
-  try {
+  await withTempDir("storage-keyfile-", async (dir) => {
     const keyHex = "0123456789abcdef".repeat(5);
     await Deno.writeTextFile(`${dir}/operator.key`, keyHex + "\n");
     await using server = await startTestServer({
@@ -192,14 +186,11 @@ Deno.test("hmac key: an operator key file is used as given", async () => {
     const { signature, signingInput } = decodeToken(token);
     assertEquals(hmacSha256(keyHex, signingInput), signature);
     assertOk(!(await Deno.stat(`${server.dataDir}/hmac.key`).catch(() => null)));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("hmac key: a short or non-hex key file stops the server from starting", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "storage-keyfile-" });
-  try {
+  await withTempDir("storage-keyfile-", async (dir) => {
     for (const [content, problem] of [["abcd", /at least 64/], ["zz".repeat(40), /hex digits/]]) {
       await Deno.writeTextFile(`${dir}/bad.key`, content as string);
       const loaded = loadConfig(
@@ -213,7 +204,5 @@ Deno.test("hmac key: a short or non-hex key file stops the server from starting"
       );
       assertMatch(message, problem as RegExp);
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -11,6 +11,7 @@ import { startSmtpSink } from "../helpers/smtp_sink.ts";
 import type { SmtpSink } from "../helpers/smtp_sink.ts";
 import { loadConfig } from "../../src/config/mod.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 function post(server: TestServer, path: string, body: unknown) {
   return server.get(path, {
@@ -245,8 +246,7 @@ Deno.test("signup verify needs a mail server and a sender", () => {
 
 Deno.test("signup verify works under the start task's narrow permissions", async () => {
   await using sink = startSmtpSink();
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-signup-e2e-" });
-  try {
+  await withTempDir("storage-signup-e2e-", async (dataDir) => {
     await using server = await spawnServer(dataDir, verifyArgs(sink));
     const asked = await fetch(`${server.url}/api/auth/signup`, {
       method: "POST",
@@ -263,7 +263,5 @@ Deno.test("signup verify works under the start task's narrow permissions", async
     });
     assertEquals(verified.status, 201);
     await verified.body?.cancel();
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });

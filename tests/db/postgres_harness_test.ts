@@ -17,7 +17,7 @@
  * Without PostgreSQL the tests are ignored, except in CI (CI=true), where it must be installed;
  * the PostgresUnavailableError test runs everywhere.
  */
-import { existsSync } from "../helpers/files.ts";
+import { existsSync, withTempDir } from "../helpers/files.ts";
 import postgres from "postgres";
 import {
   PostgresUnavailableError,
@@ -63,14 +63,11 @@ function parentOf(path: string): string {
 Deno.test({
   name: "postgres: startPostgres() without the binaries fails with PostgresUnavailableError",
   async fn() {
-    const emptyBinDir = await Deno.makeTempDir({ prefix: "no-postgres-" });
-    try {
+    await withTempDir("no-postgres-", async (emptyBinDir) => {
       const error = await rejection(startPostgres({ binDir: emptyBinDir }), 5_000, "start");
       assertOk(error instanceof PostgresUnavailableError, String(error));
       assertMatch(error.message, /initdb, pg_ctl, postgres, psql/);
-    } finally {
-      await Deno.remove(emptyBinDir, { recursive: true });
-    }
+    });
   },
 });
 
@@ -230,8 +227,7 @@ Deno.test({
   name: "postgres: a test file using postgresForTests passes --trace-leaks and leaves nothing",
   ignore,
   async fn() {
-    const dir = await Deno.makeTempDir({ prefix: "postgres-helper-test-" });
-    try {
+    await withTempDir("postgres-helper-test-", async (dir) => {
       const testFile = `${dir}/uses_postgres_test.ts`;
       await Deno.writeTextFile(
         testFile,
@@ -275,9 +271,7 @@ Deno.test("two", async () => {
         !existsSync(parentOf(server.dataDir)),
         "the server's temp dir outlived the test file",
       );
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 });
 

@@ -6,6 +6,7 @@ import { rawRequest } from "../helpers/raw_http.ts";
 import { KIB, MIB, sha256Hex } from "../helpers/bytes.ts";
 import { eventually } from "../helpers/wait.ts";
 import { storedPieces, tempFiles, tempFileSizes } from "../helpers/pieces.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 Deno.test("upload: a sponsored upload returns every field of the upload result", async () => {
   await using server = await startTestServer();
@@ -191,8 +192,7 @@ Deno.test("upload: an upload aborted mid-body stores nothing and charges nothing
 });
 
 Deno.test("upload: a restart keeps pieces, metadata and daily counters", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-restart-" });
-  try {
+  await withTempDir("storage-restart-", async (dataDir) => {
     const args = ["--sponsored-daily-cap", "3KiB"];
     {
       await using server = await startTestServer({ dataDir, args });
@@ -213,14 +213,11 @@ Deno.test("upload: a restart keeps pieces, metadata and daily counters", async (
     const refused = await again.upload("bafkrestart002", patternBytes(2 * KIB));
     assertEquals(refused.status, 429);
     await refused.body?.cancel();
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("upload: temp files left by a crash are removed right after start-up", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-leftover-" });
-  try {
+  await withTempDir("storage-leftover-", async (dataDir) => {
     await Deno.mkdir(`${dataDir}/pieces/tmp`, { recursive: true });
     await Deno.writeTextFile(`${dataDir}/pieces/tmp/dead-upload.part`, "half an upload");
     await using server = await startTestServer({ dataDir });
@@ -230,9 +227,7 @@ Deno.test("upload: temp files left by a crash are removed right after start-up",
       "the start-up sweep",
     );
     assertEquals(await tempFiles(dataDir), []);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 for (const size of [1, MIB, 100 * MIB]) {

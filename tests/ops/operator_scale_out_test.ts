@@ -39,6 +39,7 @@ import { postgresClient } from "../helpers/postgres.ts";
 import { COMMAND_FLAGS, scaleOutAvailable, scaleOutForTests } from "../helpers/scale_out.ts";
 import type { ScaleOut } from "../helpers/scale_out.ts";
 import { sha256Cid } from "../../src/kernel/piece_cid/mod.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 const ignore = !scaleOutAvailable();
 
@@ -234,8 +235,7 @@ Deno.test({
       await digestsRecorded(databaseUrl);
       const files = await filesOf(server, user.token);
 
-      const parent = await Deno.makeTempDir({ prefix: "storage-pg-backup-" });
-      try {
+      await withTempDir("storage-pg-backup-", async (parent) => {
         const destination = `${parent}/copy`;
         const run = await command(["backup", destination], { allowDir: parent });
         assertEquals(run.code, 0, run.stderr);
@@ -274,9 +274,7 @@ Deno.test({
         const failed = JSON.parse(second.stdout).failed;
         assertEquals(failed.map((f: { cid: string }) => f.cid), ["pgbackup000002"]);
         assertMatch(failed[0].problem, /do not match their recorded SHA-256/);
-      } finally {
-        await Deno.remove(parent, { recursive: true });
-      }
+      });
     }),
 });
 
@@ -291,8 +289,7 @@ Deno.test({
       { name: "SQLite + S3", args: s3ServerFlags(backends.s3), env: backends.env },
       { name: "PostgreSQL + disk", args: ["--database", backends.databaseUrl], env: {} },
     ];
-    const parent = await Deno.makeTempDir({ prefix: "storage-mixed-" });
-    try {
+    await withTempDir("storage-mixed-", async (parent) => {
       for (const [n, mix] of mixes.entries()) {
         const dataDir = `${parent}/live${n}`;
         const flags = [...COMMAND_FLAGS, `--allow-read=${parent}`, `--allow-write=${parent}`];
@@ -324,8 +321,6 @@ Deno.test({
         assertEquals(files.status, 200, `${mix.name}: the minted token works on the copy`);
         await files.body?.cancel();
       }
-    } finally {
-      await Deno.remove(parent, { recursive: true });
-    }
+    });
   },
 });
