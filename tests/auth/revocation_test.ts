@@ -9,6 +9,7 @@ import { loadConfig } from "../../src/config/mod.ts";
 import { silentLogger } from "../../src/kernel/log.ts";
 import { spawnServer, startTaskFlags } from "../../scripts/lib/spawn_server.ts";
 import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -44,8 +45,7 @@ Deno.test("revoke: a token revokes itself, and the very next request is 401 revo
   assertEquals(body.revoked, true);
   assertMatch(body.revokedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   const next = await server.upload("bafkrevoked001", "x", { headers: bearer(token) });
-  assertEquals(next.status, 401);
-  assertEquals((await errorOf(next)).error, "revoked_token");
+  await assertErrorAnswer(next, 401, "revoked_token");
   assertEquals((await revoke(server, token, jtiOf(token))).status, 401);
 });
 
@@ -65,8 +65,7 @@ Deno.test("revoke: a sibling token without the list scope is 403 insufficient_sc
   const target = await signup(server);
   const ci = await signup(server, { scopes: ["put"] });
   const response = await revoke(server, ci.token, jtiOf(target.token));
-  assertEquals(response.status, 403);
-  assertEquals((await errorOf(response)).error, "insufficient_scope");
+  await assertErrorAnswer(response, 403, "insufficient_scope");
   assertEquals(await uploadStatus(server, target.token), 200);
   // A put-only token may still revoke itself.
   assertEquals((await revoke(server, ci.token, jtiOf(ci.token))).status, 200);
@@ -78,8 +77,7 @@ Deno.test("revoke: another user's jti or an unknown one is 404, so existence nev
   const mallory = await signup(server, { email: "mallory@example.org" });
   for (const jti of [jtiOf(alice.token), crypto.randomUUID()]) {
     const response = await revoke(server, mallory.token, jti);
-    assertEquals(response.status, 404);
-    assertEquals((await errorOf(response)).error, "not_found");
+    await assertErrorAnswer(response, 404, "not_found");
   }
   assertEquals(await uploadStatus(server, alice.token), 200);
 });
@@ -91,12 +89,10 @@ Deno.test("revoke: needs a token and a jti", async () => {
     method: "POST",
     body: JSON.stringify({ jti: jtiOf(token) }),
   });
-  assertEquals(anonymous.status, 401);
-  assertEquals((await errorOf(anonymous)).error, "invalid_token");
+  await assertErrorAnswer(anonymous, 401, "invalid_token");
   for (const jti of [undefined, 5, ""]) {
     const response = await revoke(server, token, jti);
-    assertEquals(response.status, 400);
-    assertEquals((await errorOf(response)).error, "invalid_request");
+    await assertErrorAnswer(response, 400, "invalid_request");
   }
   const broken = await fetch(`${server.url}/api/tokens/revoke`, {
     method: "POST",
@@ -170,8 +166,7 @@ Deno.test("rotate-key: run while the server is stopped, older tokens fail after 
       headers: { "content-type": "a/b", ...bearer(token) },
       body: "x",
     });
-    assertEquals(response.status, 401);
-    assertEquals((await errorOf(response)).error, "invalid_token");
+    await assertErrorAnswer(response, 401, "invalid_token");
   });
 });
 

@@ -12,6 +12,7 @@ import type { SmtpSink } from "../helpers/smtp_sink.ts";
 import { loadConfig } from "../../src/config/mod.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 function post(server: TestServer, path: string, body: unknown) {
   return server.get(path, {
@@ -77,8 +78,7 @@ Deno.test("signup verify: a mailed code, once, for the address that received it"
     email: "alice@example.org",
     code: code === "00000000" ? "00000001" : "00000000",
   });
-  assertEquals(wrong.status, 400);
-  assertEquals((await errorOf(wrong)).error, "invalid_code");
+  await assertErrorAnswer(wrong, 400, "invalid_code");
 
   const verified = await post(server, "/api/auth/signup/verify", {
     email: "ALICE@example.org",
@@ -196,8 +196,7 @@ Deno.test("signup verify: a mail server that refuses or is down is 503 mail_unav
     args: [...verifyArgs(sink), "--signup-limit", "1"],
   });
   const refused = await post(server, "/api/auth/signup", { email: "c@example.org", label: "x" });
-  assertEquals(refused.status, 503);
-  assertEquals((await errorOf(refused)).error, "mail_unavailable");
+  await assertErrorAnswer(refused, 503, "mail_unavailable");
   assertMatch(refused.headers.get("retry-after")!, /^\d+$/);
   // The code that was not delivered is gone, and the refusal used up no signup slot.
   const codes = server.server.db.prepare("SELECT count(*) AS n FROM signup_codes").get();
@@ -215,8 +214,7 @@ Deno.test("signup verify: a mail server that refuses or is down is 503 mail_unav
     args: ["--signup", "verify", "--smtp-url", deadUrl, "--mail-from", "s@example.org"],
   });
   const unreachable = await post(down, "/api/auth/signup", { email: "d@example.org", label: "x" });
-  assertEquals(unreachable.status, 503);
-  assertEquals((await errorOf(unreachable)).error, "mail_unavailable");
+  await assertErrorAnswer(unreachable, 503, "mail_unavailable");
 });
 
 Deno.test("signup closed: both endpoints are 403 signup_closed and nothing is minted", async () => {

@@ -7,6 +7,7 @@ import { KIB, MIB, sha256Hex } from "../helpers/bytes.ts";
 import { eventually } from "../helpers/wait.ts";
 import { storedPieces, tempFiles, tempFileSizes } from "../helpers/pieces.ts";
 import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 Deno.test("upload: a sponsored upload returns every field of the upload result", async () => {
   await using server = await startTestServer();
@@ -58,8 +59,7 @@ Deno.test("upload: a file of exactly the per-file cap is accepted, one byte more
   await using server = await startTestServer({ args: ["--sponsored-max-file-size", "4KiB"] });
   assertEquals((await server.upload("bafkexactcap01", new Uint8Array(4 * KIB))).status, 200);
   const over = await server.upload("bafkexactcap02", new Uint8Array(4 * KIB + 1));
-  assertEquals(over.status, 413);
-  assertEquals((await errorOf(over)).error, "too_large");
+  await assertErrorAnswer(over, 413, "too_large");
 });
 
 Deno.test("upload: the daily cap answers 429 with Retry-After until UTC midnight, then resets", async () => {
@@ -142,8 +142,7 @@ Deno.test("upload: different bytes under a stored cid are 409 cid_conflict and c
   await using server = await startTestServer({ args: ["--sponsored-daily-cap", "20B"] });
   assertEquals((await server.upload("bafkconflict01", "original!!")).status, 200);
   const conflict = await server.upload("bafkconflict01", "imposter!!");
-  assertEquals(conflict.status, 409);
-  assertEquals((await errorOf(conflict)).error, "cid_conflict");
+  await assertErrorAnswer(conflict, 409, "cid_conflict");
   assertEquals(await (await server.get("/p/bafkconflict01")).text(), "original!!");
   // The refused upload was not charged: 10 more bytes still fit under 20.
   assertEquals((await server.upload("bafkconflict02", "0123456789")).status, 200);

@@ -6,12 +6,13 @@
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { readResponse, uploadHead, writeAll } from "../helpers/raw_http.ts";
-import { bearer, errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
+import { bearer, patternBytes, startTestServer } from "../helpers/server.ts";
 import { startTaskFlags } from "../../scripts/lib/spawn_server.ts";
 import { eventually } from "../helpers/wait.ts";
 import { modeOf, runMain } from "../helpers/main_process.ts";
 import type { MainRun } from "../helpers/main_process.ts";
 import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 /** A start-up failure: status 2, exactly one line on stderr, `error: …`, no stack trace. */
 function assertOneLineError(run: MainRun, pattern: RegExp): void {
@@ -101,8 +102,7 @@ Deno.test("token mint/revoke on a running server's data dir take effect at once"
   assertEquals(revoked.code, 0, revoked.stderr);
   assertEquals(JSON.parse(revoked.stdout).revoked, true);
   const after = await server.get("/api/files", { headers: bearer(result.token) });
-  assertEquals(after.status, 401);
-  assertEquals((await errorOf(after)).error, "revoked_token");
+  await assertErrorAnswer(after, 401, "revoked_token");
 });
 
 Deno.test("token commands: bad fields and unknown actions are one line, exit 2", async () => {

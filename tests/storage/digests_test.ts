@@ -6,13 +6,14 @@
 import { withOverrides } from "../helpers/overrides.ts";
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "../helpers/assert.ts";
-import { errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
+import { patternBytes, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { migrate, openDatabase } from "../../src/db/sqlite/database.ts";
 import { MIGRATIONS } from "../../src/db/sqlite/migrations/mod.ts";
 import { sha256Cid } from "../../src/kernel/piece_cid/cid_codec.ts";
 import { KIB, MIB, sha256, sha256Hex } from "../helpers/bytes.ts";
 import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 function recordedSha256(server: TestServer, cid: string): string | null {
   const row = server.server.db.prepare("SELECT sha256 FROM pieces WHERE cid = ?").get(cid) as
@@ -81,8 +82,7 @@ Deno.test("digests: with the stored digest still unknown, different bytes are st
   server.server.db.prepare("UPDATE pieces SET sha256 = NULL WHERE cid = ?").run("bafkdigest0002");
 
   const other = await server.upload("bafkdigest0002", patternBytes(5 * MIB, 4));
-  assertEquals(other.status, 409);
-  assertEquals((await errorOf(other)).error, "cid_conflict");
+  await assertErrorAnswer(other, 409, "cid_conflict");
   // Deciding computed (and kept) the stored piece's digest.
   assertEquals(recordedSha256(server, "bafkdigest0002"), await sha256Hex(first));
   const served = new Uint8Array(await (await server.get("/p/bafkdigest0002")).arrayBuffer());
