@@ -14,6 +14,7 @@ import {
   objectKeys,
   putObject,
   s3ForTests,
+  s3Test,
   s3UnavailableReason,
   uploadKeys,
 } from "../helpers/s3.ts";
@@ -48,18 +49,6 @@ async function s3Fixture(): Promise<StoreFixture & { bucket: TestBucket }> {
   return { bucket, store: storeOn(bucket), [Symbol.asyncDispose]: () => bucket.dispose() };
 }
 
-/** A test on a fresh bucket of its own, removed after it; ignored where S3 tests do not run. */
-function s3StoreTest(name: string, fn: (bucket: TestBucket) => Promise<void> | void): void {
-  Deno.test({
-    name,
-    ignore,
-    async fn() {
-      await using bucket = await s3ForTests();
-      await fn(bucket);
-    },
-  });
-}
-
 /** What a failed stage must leave in the bucket: no multipart upload and no object. */
 async function assertNothingLeft(bucket: TestBucket): Promise<void> {
   assertEquals(await uploadKeys(bucket), []);
@@ -90,7 +79,7 @@ async function stageFailure(promise: Promise<unknown>): Promise<StoreError> {
 if (!ignore) runStoreConformance("s3", s3Fixture);
 if (!ignore) runPartialConformance("s3", s3Fixture);
 
-s3StoreTest(
+s3Test(
   "s3 store: a body of several parts round-trips byte-identical, staging left empty",
   async (bucket) => {
     const store = storeOn(bucket, { partSizeBytes: 5 * MIB, partConcurrency: 2 });
@@ -110,7 +99,7 @@ s3StoreTest(
   },
 );
 
-s3StoreTest(
+s3Test(
   "s3 store: a piece over the single-copy limit is committed by UploadPartCopy parts",
   async (bucket) => {
     const store = storeOn(bucket, {
@@ -130,7 +119,7 @@ s3StoreTest(
   },
 );
 
-s3StoreTest(
+s3Test(
   "s3 store: a body that fails mid-multipart leaves no upload and no staging object",
   async (bucket) => {
     const store = storeOn(bucket, { partSizeBytes: 5 * MIB, partConcurrency: 2 });
@@ -150,7 +139,7 @@ s3StoreTest(
   },
 );
 
-s3StoreTest(
+s3Test(
   "s3 store: an abort mid-multipart stops at once and leaves no upload",
   async (bucket) => {
     const store = storeOn(bucket, { partSizeBytes: 5 * MIB });
@@ -173,7 +162,7 @@ s3StoreTest(
   },
 );
 
-s3StoreTest(
+s3Test(
   "s3 store: cleanup aborts a killed upload and deletes staging objects once stale, not before",
   async (bucket) => {
     const staleUploadMs = 24 * 3_600_000;
@@ -200,7 +189,7 @@ s3StoreTest(
   },
 );
 
-s3StoreTest(
+s3Test(
   "s3 store: a wrong secret fails check and stage as offline, with a clear message",
   async (bucket) => {
     const secretAccessKey = "not-the-secret-0123456789";
@@ -222,7 +211,7 @@ s3StoreTest(
   },
 );
 
-s3StoreTest(
+s3Test(
   "s3 store: a bucket that does not exist is offline, and check says so",
   async (bucket) => {
     const store = storeOn(bucket, { bucket: `missing-${crypto.randomUUID()}` });
@@ -236,12 +225,12 @@ s3StoreTest(
   },
 );
 
-s3StoreTest("s3 store: source is r2 by default and configurable", (bucket) => {
+s3Test("s3 store: source is r2 by default and configurable", (bucket) => {
   assertEquals(storeOn(bucket).source, "r2");
   assertEquals(storeOn(bucket, { source: "ceph" }).source, "ceph");
 });
 
-s3StoreTest(
+s3Test(
   "s3 store: list() shows only its own prefix's pieces, without the prefix",
   async (bucket) => {
     const a = storeOn(bucket, { keyPrefix: "a/pieces/", stagingPrefix: "a/staging/" });
