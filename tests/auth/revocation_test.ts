@@ -8,6 +8,8 @@ import { startServer } from "../../src/server/start.ts";
 import { loadConfig } from "../../src/config/mod.ts";
 import { silentLogger } from "../../src/kernel/log.ts";
 import { spawnServer, startTaskFlags } from "../../scripts/lib/spawn_server.ts";
+import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -43,8 +45,7 @@ Deno.test("revoke: a token revokes itself, and the very next request is 401 revo
   assertEquals(body.revoked, true);
   assertMatch(body.revokedAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   const next = await server.upload("bafkrevoked001", "x", { headers: bearer(token) });
-  assertEquals(next.status, 401);
-  assertEquals((await errorOf(next)).error, "revoked_token");
+  await assertErrorAnswer(next, 401, "revoked_token");
   assertEquals((await revoke(server, token, jtiOf(token))).status, 401);
 });
 
@@ -64,8 +65,7 @@ Deno.test("revoke: a sibling token without the list scope is 403 insufficient_sc
   const target = await signup(server);
   const ci = await signup(server, { scopes: ["put"] });
   const response = await revoke(server, ci.token, jtiOf(target.token));
-  assertEquals(response.status, 403);
-  assertEquals((await errorOf(response)).error, "insufficient_scope");
+  await assertErrorAnswer(response, 403, "insufficient_scope");
   assertEquals(await uploadStatus(server, target.token), 200);
   // A put-only token may still revoke itself.
   assertEquals((await revoke(server, ci.token, jtiOf(ci.token))).status, 200);
@@ -77,8 +77,7 @@ Deno.test("revoke: another user's jti or an unknown one is 404, so existence nev
   const mallory = await signup(server, { email: "mallory@example.org" });
   for (const jti of [jtiOf(alice.token), crypto.randomUUID()]) {
     const response = await revoke(server, mallory.token, jti);
-    assertEquals(response.status, 404);
-    assertEquals((await errorOf(response)).error, "not_found");
+    await assertErrorAnswer(response, 404, "not_found");
   }
   assertEquals(await uploadStatus(server, alice.token), 200);
 });
@@ -90,12 +89,10 @@ Deno.test("revoke: needs a token and a jti", async () => {
     method: "POST",
     body: JSON.stringify({ jti: jtiOf(token) }),
   });
-  assertEquals(anonymous.status, 401);
-  assertEquals((await errorOf(anonymous)).error, "invalid_token");
+  await assertErrorAnswer(anonymous, 401, "invalid_token");
   for (const jti of [undefined, 5, ""]) {
     const response = await revoke(server, token, jti);
-    assertEquals(response.status, 400);
-    assertEquals((await errorOf(response)).error, "invalid_request");
+    await assertErrorAnswer(response, 400, "invalid_request");
   }
   const broken = await fetch(`${server.url}/api/tokens/revoke`, {
     method: "POST",
@@ -106,8 +103,7 @@ Deno.test("revoke: needs a token and a jti", async () => {
 });
 
 Deno.test("revoke: a revocation survives a restart", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-revoke-" });
-  try {
+  await withTempDir("storage-revoke-", async (dataDir) => {
     let token: string;
     let kept: string;
     {
@@ -119,9 +115,7 @@ Deno.test("revoke: a revocation survives a restart", async () => {
     await using again = await startTestServer({ dataDir });
     assertEquals(await errorCode(again, token), "revoked_token");
     assertEquals(await uploadStatus(again, kept), 200);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("rotate-key: run while the server is up, every older token is refused within seconds", async () => {
@@ -150,8 +144,7 @@ Deno.test("rotate-key: run while the server is up, every older token is refused 
 });
 
 Deno.test("rotate-key: run while the server is stopped, older tokens fail after start", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-rotate-" });
-  try {
+  await withTempDir("storage-rotate-", async (dataDir) => {
     let token: string;
     {
       await using server = await spawnServer(dataDir);
@@ -173,16 +166,12 @@ Deno.test("rotate-key: run while the server is stopped, older tokens fail after 
       headers: { "content-type": "a/b", ...bearer(token) },
       body: "x",
     });
-    assertEquals(response.status, 401);
-    assertEquals((await errorOf(response)).error, "invalid_token");
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+    await assertErrorAnswer(response, 401, "invalid_token");
+  });
 });
 
 Deno.test("hmac key: an operator key file is used as given", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "storage-keyfile-" });
-  try {
+  await withTempDir("storage-keyfile-", async (dir) => {
     const keyHex = "0123456789abcdef".repeat(5);
     await Deno.writeTextFile(`${dir}/operator.key`, keyHex + "\n");
     await using server = await startTestServer({
@@ -192,14 +181,11 @@ Deno.test("hmac key: an operator key file is used as given", async () => {
     const { signature, signingInput } = decodeToken(token);
     assertEquals(hmacSha256(keyHex, signingInput), signature);
     assertOk(!(await Deno.stat(`${server.dataDir}/hmac.key`).catch(() => null)));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("hmac key: a short or non-hex key file stops the server from starting", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "storage-keyfile-" });
-  try {
+  await withTempDir("storage-keyfile-", async (dir) => {
     for (const [content, problem] of [["abcd", /at least 64/], ["zz".repeat(40), /hex digits/]]) {
       await Deno.writeTextFile(`${dir}/bad.key`, content as string);
       const loaded = loadConfig(
@@ -213,7 +199,5 @@ Deno.test("hmac key: a short or non-hex key file stops the server from starting"
       );
       assertMatch(message, problem as RegExp);
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -11,6 +11,8 @@ import { startSmtpSink } from "../helpers/smtp_sink.ts";
 import type { SmtpSink } from "../helpers/smtp_sink.ts";
 import { loadConfig } from "../../src/config/mod.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
+import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 function post(server: TestServer, path: string, body: unknown) {
   return server.get(path, {
@@ -76,8 +78,7 @@ Deno.test("signup verify: a mailed code, once, for the address that received it"
     email: "alice@example.org",
     code: code === "00000000" ? "00000001" : "00000000",
   });
-  assertEquals(wrong.status, 400);
-  assertEquals((await errorOf(wrong)).error, "invalid_code");
+  await assertErrorAnswer(wrong, 400, "invalid_code");
 
   const verified = await post(server, "/api/auth/signup/verify", {
     email: "ALICE@example.org",
@@ -195,8 +196,7 @@ Deno.test("signup verify: a mail server that refuses or is down is 503 mail_unav
     args: [...verifyArgs(sink), "--signup-limit", "1"],
   });
   const refused = await post(server, "/api/auth/signup", { email: "c@example.org", label: "x" });
-  assertEquals(refused.status, 503);
-  assertEquals((await errorOf(refused)).error, "mail_unavailable");
+  await assertErrorAnswer(refused, 503, "mail_unavailable");
   assertMatch(refused.headers.get("retry-after")!, /^\d+$/);
   // The code that was not delivered is gone, and the refusal used up no signup slot.
   const codes = server.server.db.prepare("SELECT count(*) AS n FROM signup_codes").get();
@@ -214,8 +214,7 @@ Deno.test("signup verify: a mail server that refuses or is down is 503 mail_unav
     args: ["--signup", "verify", "--smtp-url", deadUrl, "--mail-from", "s@example.org"],
   });
   const unreachable = await post(down, "/api/auth/signup", { email: "d@example.org", label: "x" });
-  assertEquals(unreachable.status, 503);
-  assertEquals((await errorOf(unreachable)).error, "mail_unavailable");
+  await assertErrorAnswer(unreachable, 503, "mail_unavailable");
 });
 
 Deno.test("signup closed: both endpoints are 403 signup_closed and nothing is minted", async () => {
@@ -245,8 +244,7 @@ Deno.test("signup verify needs a mail server and a sender", () => {
 
 Deno.test("signup verify works under the start task's narrow permissions", async () => {
   await using sink = startSmtpSink();
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-signup-e2e-" });
-  try {
+  await withTempDir("storage-signup-e2e-", async (dataDir) => {
     await using server = await spawnServer(dataDir, verifyArgs(sink));
     const asked = await fetch(`${server.url}/api/auth/signup`, {
       method: "POST",
@@ -263,7 +261,5 @@ Deno.test("signup verify works under the start task's narrow permissions", async
     });
     assertEquals(verified.status, 201);
     await verified.body?.cancel();
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });

@@ -4,6 +4,7 @@ import { bearer, errorOf, jtiOf, signup, startTestServer } from "../helpers/serv
 import type { TestServer } from "../helpers/server.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { base64urlEncode, decodeToken, forgeToken, hmacSha256 } from "../helpers/jwt.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 const DAY = 86_400;
 
@@ -148,8 +149,7 @@ Deno.test("signup: limited per IP per hour with Retry-After; rejected input does
   clock.advance(600_000);
   await signup(server);
   const refused = await postJson(server, "/api/auth/signup", { email: "a@b.co", label: "x" });
-  assertEquals(refused.status, 429);
-  assertEquals((await errorOf(refused)).error, "rate_limited");
+  await assertErrorAnswer(refused, 429, "rate_limited");
   assertEquals(refused.headers.get("retry-after"), "3000");
   clock.advance(3_000_000);
   await signup(server);
@@ -158,8 +158,7 @@ Deno.test("signup: limited per IP per hour with Retry-After; rejected input does
 Deno.test("signup: with storage offline no token is issued", async () => {
   await using server = await startTestServer({ args: ["--data-dir", ""] });
   const response = await postJson(server, "/api/auth/signup", { email: "a@b.co", label: "x" });
-  assertEquals(response.status, 503);
-  assertEquals((await errorOf(response)).error, "storage_offline");
+  await assertErrorAnswer(response, 503, "storage_offline");
 });
 
 interface Attack {
@@ -293,16 +292,14 @@ Deno.test("tokens: expiry is enforced at request time (injected clock)", async (
   await ok.body?.cancel();
   clock.advance(90 * DAY * 1000);
   const expired = await server.upload("bafkexpiry0002", "x", { headers: bearer(token) });
-  assertEquals(expired.status, 401);
-  assertEquals((await errorOf(expired)).error, "invalid_token");
+  await assertErrorAnswer(expired, 401, "invalid_token");
 });
 
 Deno.test("tokens: a token without the put scope is 403 insufficient_scope on upload", async () => {
   await using server = await startTestServer();
   const { token } = await signup(server, { scopes: ["get", "list"] });
   const response = await server.upload("bafknoputscope", "x", { headers: bearer(token) });
-  assertEquals(response.status, 403);
-  assertEquals((await errorOf(response)).error, "insufficient_scope");
+  await assertErrorAnswer(response, 403, "insufficient_scope");
   assertMatch(response.headers.get("www-authenticate")!, /insufficient_scope/);
 });
 

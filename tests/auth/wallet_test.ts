@@ -24,6 +24,7 @@ import {
 import { loadConfig } from "../../src/config/mod.ts";
 import { nextUtcMidnight } from "../../src/kernel/clock.ts";
 import { privateKeyToAccount } from "viem/accounts";
+import { withTempDir } from "../helpers/files.ts";
 
 const KIB = 1024;
 /** With 1 KiB per USDC, a balance of n USDC is a daily cap of n KiB. */
@@ -347,8 +348,7 @@ Deno.test("wallet: every wrong message or signature is 401 invalid_signature, an
 Deno.test("wallet: a nonce survives a restart and is still single-use", async () => {
   await using anvil = await startAnvil();
   const token = await deployTestUsdc(anvil);
-  const dataDir = await Deno.makeTempDir({ prefix: "wallet-restart-" });
-  try {
+  await withTempDir("wallet-restart-", async (dataDir) => {
     const args = walletArgs(anvil.rpcUrl, token.address);
     let signed;
     let port;
@@ -364,9 +364,7 @@ Deno.test("wallet: a nonce survives a restart and is still single-use", async ()
     await response.body?.cancel();
     const replay = await postSignIn(second.url, signed);
     assertEquals((await errorOf(replay)).error, "invalid_signature");
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("wallet: the daily cap is the balance × bytes per USDC; a transfer lowers it after the TTL", async () => {

@@ -7,7 +7,7 @@
  */
 import { withOverrides } from "../helpers/overrides.ts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
-import { listFiles } from "../helpers/files.ts";
+import { listFiles, withTempDir } from "../helpers/files.ts";
 import { jtiOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
@@ -86,8 +86,9 @@ function assertFailure(run: CliRun, code: number, line: RegExp) {
   assertEquals(/\bat .*\.ts:\d+/.test(run.stderr), false, "no stack trace");
 }
 
-async function tempDir(t: { name: string }): Promise<string> {
-  return await Deno.makeTempDir({ prefix: `cli-${t.name.replace(/\W+/g, "-").slice(0, 30)}-` });
+/** A temp directory's prefix naming the test, for withTempDir. */
+function dirPrefix(t: { name: string }): string {
+  return `cli-${t.name.replace(/\W+/g, "-").slice(0, 30)}-`;
 }
 
 function randomBytes(size: number): Uint8Array<ArrayBuffer> {
@@ -128,8 +129,7 @@ async function smallPieceServer(args: string[] = []) {
 Deno.test("cli: cid matches the server's POST /api/piece-cids, for one file and several", async (t) => {
   await using server = await startTestServer();
   const { token } = await signup(server);
-  const dir = await tempDir(t);
-  try {
+  await withTempDir(dirPrefix(t), async (dir) => {
     const small = randomBytes(1000);
     const larger = randomBytes(300 * KIB + 7);
     await Deno.writeFile(`${dir}/small.bin`, small);
@@ -154,16 +154,13 @@ Deno.test("cli: cid matches the server's POST /api/piece-cids, for one file and 
     assertEquals(text.stdout, `${expected[0].cid}  small.bin\n${expected[1].cid}  larger.bin\n`);
     // Nothing was uploaded: cid works offline.
     assertEquals(uploadRequests(server).length, 0);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("cli: upload splits a file over the cap into pieces and a manifest; download -o gets it back byte-identical", async (t) => {
   const { server, env } = await smallPieceServer();
   await using _ = server;
-  const dir = await tempDir(t);
-  try {
+  await withTempDir(dirPrefix(t), async (dir) => {
     const bytes = randomBytes(200 * KIB + 123);
     await Deno.writeFile(`${dir}/video.mp4`, bytes);
     const upload = await cliOk(["upload", "video.mp4", "--piece-size", "64KiB", "--json"], {
@@ -225,15 +222,12 @@ Deno.test("cli: upload splits a file over the cap into pieces and a manifest; do
     });
     assertEquals(toStdout.code, 0, toStdout.stderr);
     assertEquals(toStdout.stdoutBytes, bytes);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("cli: text output, --json shapes of the account commands, and several files at once", async (t) => {
   await using server = await startTestServer();
-  const dir = await tempDir(t);
-  try {
+  await withTempDir(dirPrefix(t), async (dir) => {
     const url = { STORAGE_URL: server.url };
     const signed = JSON.parse(
       (await cliOk(["signup", "--email", "cli@example.org", "--label", "laptop", "--json"], {
@@ -351,9 +345,7 @@ Deno.test("cli: text output, --json shapes of the account commands, and several 
     assertEquals(extended.term, "730 days");
     assertMatch((await cliOk(["extend", files.files[0].dealId], { env })).stdout, /1095 days/);
     assertMatch((await cliOk(["--help"])).stdout, /^Usage: storage COMMAND/);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("cli: signup on a --signup verify server, then signup verify with the mailed code", async () => {
@@ -410,7 +402,7 @@ Deno.test("cli: an interrupted upload, run again, sends only the pieces the serv
   });
   const { token } = await signup(server);
   const env = { STORAGE_URL: server.url, STORAGE_TOKEN: token };
-  const dir = await tempDir(t);
+  const dir = await Deno.makeTempDir({ prefix: dirPrefix(t) });
   try {
     const bytes = randomBytes(10 * 64 * KIB + 1000); // 11 pieces
     await Deno.writeFile(`${dir}/big.bin`, bytes);
@@ -454,7 +446,7 @@ Deno.test("cli: an interrupted upload, run again, sends only the pieces the serv
 Deno.test("cli: a piece corrupted on the server's disk makes download exit 3 and leave no file", async (t) => {
   const { server, env } = await smallPieceServer(["--small-piece-cache", "0"]);
   await using _ = server;
-  const dir = await tempDir(t);
+  const dir = await Deno.makeTempDir({ prefix: dirPrefix(t) });
   try {
     const bytes = randomBytes(3 * 64 * KIB + 500);
     await Deno.writeFile(`${dir}/data.bin`, bytes);
@@ -508,7 +500,7 @@ Deno.test("cli: Ctrl-C during a download exits 130 and removes the temporary fil
         },
       }),
   });
-  const dir = await tempDir(t);
+  const dir = await Deno.makeTempDir({ prefix: dirPrefix(t) });
   try {
     const env = { STORAGE_URL: server.url };
     await Deno.writeFile(`${dir}/big.bin`, randomBytes(4 * 1024 * KIB));
@@ -553,7 +545,7 @@ Deno.test("cli: Ctrl-C during a download exits 130 and removes the temporary fil
 
 Deno.test("cli: download does not replace an existing file without --force", async (t) => {
   await using server = await startTestServer();
-  const dir = await tempDir(t);
+  const dir = await Deno.makeTempDir({ prefix: dirPrefix(t) });
   try {
     const env = { STORAGE_URL: server.url };
     await Deno.writeTextFile(`${dir}/new.txt`, "new bytes\n");
@@ -581,8 +573,7 @@ Deno.test("cli: download does not replace an existing file without --force", asy
 Deno.test("cli: quota exhaustion exits 1 with quota_exceeded and is not retried", async (t) => {
   await using server = await startTestServer();
   const { token } = await signup(server, { quotaMb: 1 });
-  const dir = await tempDir(t);
-  try {
+  await withTempDir(dirPrefix(t), async (dir) => {
     await Deno.writeFile(`${dir}/big.bin`, patternBytes(1024 * KIB + 1));
     const run = await cli(["upload", "big.bin"], {
       cwd: dir,
@@ -592,9 +583,7 @@ Deno.test("cli: quota exhaustion exits 1 with quota_exceeded and is not retried"
     assertEquals(run.stdout, "");
     // One request, refused (its Retry-After runs to midnight), and not repeated.
     assertEquals(uploadRequests(server).map((l) => l.status), [429]);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("cli: a server that cannot be reached exits 4", async () => {
@@ -652,8 +641,7 @@ Deno.test("cli: bad flags, arguments and files exit 2 with one line", async (t) 
     [["limits", "--server", "ftp://example.org"], /^error: --server must be an http\(s\) URL/],
     [["limits", "--token", "secret"], /^error: the token \(--token or STORAGE_TOKEN\) must start/],
   ];
-  const dir = await tempDir(t);
-  try {
+  await withTempDir(dirPrefix(t), async (dir) => {
     await Deno.writeFile(`${dir}/empty.txt`, new Uint8Array(0));
     await Deno.writeTextFile(`${dir}/a.txt`, "a\n");
     await Deno.writeTextFile(`${dir}/b.txt`, "b\n");
@@ -664,17 +652,14 @@ Deno.test("cli: bad flags, arguments and files exit 2 with one line", async (t) 
       assertEquals(run.stdout, "", `storage ${args.join(" ")} prints nothing on stdout`);
     }
     assertEquals((await cli(["limits", "--token", "secret"])).stderr.includes("secret"), false);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("cli: the token is never printed, on success or failure", async (t) => {
   await using server = await startTestServer();
   const { token } = await signup(server);
   const jti = jtiOf(token);
-  const dir = await tempDir(t);
-  try {
+  await withTempDir(dirPrefix(t), async (dir) => {
     await Deno.writeTextFile(`${dir}/f.txt`, "secret-free\n");
     const viaEnv = { STORAGE_URL: server.url, STORAGE_TOKEN: token };
     const viaFlag = ["--server", server.url, "--token", token];
@@ -702,15 +687,12 @@ Deno.test("cli: the token is never printed, on success or failure", async (t) =>
         assertEquals(run.stderr.includes(secret), false, run.stderr);
       }
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("cli: `deno task cli` reads and writes files relative to where it was run", async (t) => {
   await using server = await startTestServer();
-  const dir = await tempDir(t);
-  try {
+  await withTempDir(dirPrefix(t), async (dir) => {
     await Deno.writeTextFile(`${dir}/here.txt`, "relative paths\n");
     // INIT_CWD is left out of the environment on purpose: deno task sets it to `cwd`.
     const output = await runDeno(
@@ -720,9 +702,7 @@ Deno.test("cli: `deno task cli` reads and writes files relative to where it was 
     assertEquals(output.code, 0, output.stderr);
     const { cid } = JSON.parse(output.stdout);
     assertEquals(await (await server.get(`/p/${cid}`)).text(), "relative paths\n");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("cli: the documented `deno task` invocation never echoes a --token to stderr", async () => {

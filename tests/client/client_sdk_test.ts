@@ -96,6 +96,11 @@ async function uploadsInFlight(server: TestServer): Promise<number> {
 
 const FAST_RETRY = { attempts: 5, baseDelayMs: 5, maxDelayMs: 30_000 };
 
+/** A client of the server retrying at once (FAST_RETRY), its requests through `fetch`. */
+function retryingClient(server: TestServer, fetch: typeof globalThis.fetch): StorageClient {
+  return new StorageClient({ server: server.url, fetch, retry: FAST_RETRY });
+}
+
 Deno.test("split: a file over the per-file cap becomes pieces plus a manifest, and downloads whole", async () => {
   await using server = await startTestServer({ args: ["--sponsored-max-file-size", "256KiB"] });
   using client = new StorageClient({ server: server.url, retry: FAST_RETRY });
@@ -456,11 +461,7 @@ Deno.test("retry: a 503 server_busy with Retry-After: 1 is retried until the upl
     if (call.method === "POST" && response.status === 503) release();
     return response;
   });
-  using client = new StorageClient({
-    server: server.url,
-    fetch: recorder.fetch,
-    retry: FAST_RETRY,
-  });
+  using client = retryingClient(server, recorder.fetch);
   const bytes = seededBytes(10 * KIB, 12);
   const result = await client.upload(bytes);
   await blocker;
@@ -479,11 +480,7 @@ Deno.test("retry: a network error is retried; when they persist, NetworkError af
     }
     return await attempt();
   });
-  using client = new StorageClient({
-    server: server.url,
-    fetch: recorder.fetch,
-    retry: FAST_RETRY,
-  });
+  using client = retryingClient(server, recorder.fetch);
   const bytes = seededBytes(5 * KIB, 13);
   const result = await client.upload(bytes);
   assertEquals(result.deals.length, 1);

@@ -12,6 +12,7 @@ import { startCuttingProxy } from "../helpers/cutting_proxy.ts";
 import { startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { NetworkError, StorageClient } from "../../src/client/sdk/mod.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 const FAST_RETRY = { attempts: 3, baseDelayMs: 5, maxDelayMs: 50 };
 const CLI = new URL("../../src/client/cli/main.ts", import.meta.url).pathname;
@@ -106,8 +107,7 @@ Deno.test("download resume: `storage download` finishes a dropped download and v
     cuts: 2,
   });
   const { server, proxy, uploaded: { cid } } = fixture;
-  const dir = await Deno.makeTempDir({ prefix: "resume-cli-" });
-  try {
+  await withTempDir("resume-cli-", async (dir) => {
     const output = await new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", CLI, "download", cid, "-o", `${dir}/file.bin`, "--json"],
       env: { NO_COLOR: "1", STORAGE_URL: proxy.url, STORAGE_TOKEN: "" },
@@ -121,7 +121,5 @@ Deno.test("download resume: `storage download` finishes a dropped download and v
     assertEquals(await Deno.readFile(`${dir}/file.bin`), bytes);
     assertEquals(proxy.cutsMade, 2);
     assertEquals(rangesAsked(server).length, 2);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

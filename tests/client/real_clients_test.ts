@@ -8,6 +8,7 @@ import { sha256 } from "../helpers/bytes.ts";
 import { errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
 import { storedPieces } from "../helpers/pieces.ts";
 import { sha256Cid } from "../../src/kernel/piece_cid/cid_codec.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 const DAG_PB = 0x70;
 const DAG_CBOR = 0x71;
@@ -31,16 +32,14 @@ Deno.test("cids: a sha2-256 CID of another codec than raw is a name, not a claim
   // raw ("bafkrei…") is the one sha2-256 form that names the bytes: still verified.
   const raw = sha256Cid(await sha256(file));
   const mismatch = await server.upload(raw, patternBytes(300 * 1024, 1));
-  assertEquals(mismatch.status, 400);
-  assertEquals((await errorOf(mismatch)).error, "cid_mismatch");
+  await assertErrorAnswer(mismatch, 400, "cid_mismatch");
 });
 
 Deno.test("cids: --require-verifiable-cids refuses non-raw sha2-256 CIDs as unverifiable", async () => {
   await using server = await startTestServer({ args: ["--require-verifiable-cids", "true"] });
   const cid = sha256Cid(await sha256(new Uint8Array([1])), DAG_PB);
   const response = await server.upload(cid, "x");
-  assertEquals(response.status, 400);
-  assertEquals((await errorOf(response)).error, "invalid_cid");
+  await assertErrorAnswer(response, 400, "invalid_cid");
 });
 
 Deno.test("forms: multipart and urlencoded bodies are refused with what to send instead", async () => {

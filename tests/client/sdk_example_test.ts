@@ -9,6 +9,7 @@ import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { seededBytes } from "../helpers/bytes.ts";
 import { signup, startTestServer } from "../helpers/server.ts";
 import { runDeno } from "../helpers/main_process.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -30,8 +31,7 @@ Deno.test("docs: the SDK example runs from any directory with the permission fla
   await using server = await startTestServer();
   const { token } = await signup(server);
   const address = new URL(server.url).host;
-  const dir = await Deno.makeTempDir({ prefix: "storage-sdk-example-" });
-  try {
+  await withTempDir("storage-sdk-example-", async (dir) => {
     const bytes = seededBytes(300_000, 51);
     await Deno.writeFile(`${dir}/video.mp4`, bytes);
     await Deno.writeTextFile(
@@ -50,7 +50,5 @@ Deno.test("docs: the SDK example runs from any directory with the permission fla
     assertEquals(output.stderr, "", "no error, nothing asked");
     assertEquals(await Deno.readFile(`${dir}/copy.mp4`), bytes);
     assertOk(output.stdout.includes(`${server.url}/p/bafkzcib`), output.stdout);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -10,9 +10,7 @@ import postgres from "postgres";
 import { assertEquals, assertOk, assertRejects } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { runMetadataConformance } from "./metadata_conformance.ts";
-import { postgresAvailable } from "../helpers/postgres.ts";
-import { startPostgres } from "../../scripts/lib/postgres_server.ts";
-import type { PostgresServer } from "../../scripts/lib/postgres_server.ts";
+import { postgresAvailable, postgresForTests, postgresTest } from "../helpers/postgres.ts";
 import {
   PostgresDatabase,
   PostgresUnavailableError,
@@ -27,39 +25,29 @@ import { HmacKey } from "../../src/auth/hmac_key.ts";
 // On a developer's machine without PostgreSQL these are skipped; in CI (which installs it) they run.
 const ignore = !postgresAvailable();
 
-/** One server for the file (started by the first test that asks), a fresh database per test. */
-let server: Promise<PostgresServer> | null = null;
-addEventListener("unload", () => {
-  server?.then((s) => s.stopSync()).catch(() => {});
-});
-
-async function postgresForTests(): Promise<{ url: string } & AsyncDisposable> {
-  server ??= startPostgres({ durable: false });
-  const running = await server;
-  const name = `t_${crypto.randomUUID().replaceAll("-", "")}`;
-  const admin = postgres(running.adminUrl, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`CREATE DATABASE ${name} OWNER ${running.user}`);
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
-  const url = new URL(running.url);
-  url.pathname = `/${name}`;
-  return {
-    url: url.href,
-    async [Symbol.asyncDispose]() {
-      const admin = postgres(running.adminUrl, { max: 1, onnotice: () => {} });
-      try {
-        await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await admin.end({ timeout: 5 });
-      }
-    },
-  };
-}
-
 async function openInstance(url: string, clock = new FakeClock()): Promise<PostgresDatabase> {
   return await PostgresDatabase.open({ url, logger: silentLogger, clock });
+}
+
+/**
+ * A test on `count` instances opened together on a fresh database, all
+ * closed after it, whatever it does.
+ */
+function instancesTest(
+  name: string,
+  count: number,
+  fn: (instances: PostgresDatabase[]) => Promise<void>,
+): void {
+  postgresTest(name, async (database) => {
+    const instances = await Promise.all(
+      Array.from({ length: count }, () => openInstance(database.url)),
+    );
+    try {
+      await fn(instances);
+    } finally {
+      await Promise.all(instances.map((i) => i.close()));
+    }
+  });
 }
 
 runMetadataConformance("postgres", async () => {
@@ -76,33 +64,25 @@ runMetadataConformance("postgres", async () => {
   };
 }, { ignore });
 
-Deno.test({
-  name: "postgres: uploads spread over three instances share one cap exactly",
-  ignore,
-  fn: async () => {
-    await using database = await postgresForTests();
-    const instances = await Promise.all([1, 2, 3].map(() => openInstance(database.url)));
-    try {
-      const attempts = Array.from(
-        { length: 60 },
-        (_, i) => instances[i % 3].capLedger.reserve("ip:shared", 1000, 25_000),
-      );
-      const results = await Promise.all(attempts);
-      assertEquals(results.filter((r) => r.ok).length, 25);
-      assertEquals(await instances[0].capLedger.reservedTotal(), 25_000);
-      await Promise.all(results.map((r) => r.ok ? r.reservation.release() : null));
-      assertEquals(await instances[2].capLedger.reservedTotal(), 0);
-    } finally {
-      await Promise.all(instances.map((i) => i.close()));
-    }
+instancesTest(
+  "postgres: uploads spread over three instances share one cap exactly",
+  3,
+  async (instances) => {
+    const attempts = Array.from(
+      { length: 60 },
+      (_, i) => instances[i % 3].capLedger.reserve("ip:shared", 1000, 25_000),
+    );
+    const results = await Promise.all(attempts);
+    assertEquals(results.filter((r) => r.ok).length, 25);
+    assertEquals(await instances[0].capLedger.reservedTotal(), 25_000);
+    await Promise.all(results.map((r) => r.ok ? r.reservation.release() : null));
+    assertEquals(await instances[2].capLedger.reservedTotal(), 0);
   },
-});
+);
 
-Deno.test({
-  name: "postgres: a silent instance's reservations are given back; a clean stop gives its own",
-  ignore,
-  fn: async () => {
-    await using database = await postgresForTests();
+postgresTest(
+  "postgres: a silent instance's reservations are given back; a clean stop gives its own",
+  async (database) => {
     const live = await openInstance(database.url);
     const doomed = await openInstance(database.url);
     const stopping = await openInstance(database.url);
@@ -115,7 +95,7 @@ Deno.test({
       assertEquals((await live.capLedger.status("ip:dead", 10_000)).reservedBytes, 5000);
       // The doomed instance goes silent (as after a SIGKILL): its heartbeat is a minute old.
       await live.sql`UPDATE instances SET heartbeat_at = now() - interval '1 minute'
-        WHERE id = ${doomed.instanceId}`;
+      WHERE id = ${doomed.instanceId}`;
       const swept = await sweepDeadInstances(live.sql, 30_000);
       assertEquals(swept, { instances: 1, reservations: 1, bytes: 4000 });
       assertEquals((await live.capLedger.status("ip:dead", 10_000)).reservedBytes, 1000);
@@ -128,75 +108,53 @@ Deno.test({
       await Promise.all([live.close(), doomed.close(), stopping.close()]);
     }
   },
+);
+
+instancesTest("postgres: cid locks hold across instances", 2, async ([a, b]) => {
+  const events: string[] = [];
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => release = resolve);
+  let entered!: () => void;
+  const inside = new Promise<void>((resolve) => entered = resolve);
+  const first = a.cidLocks.run("bafkshared", async () => {
+    events.push("a in");
+    entered();
+    await held;
+    events.push("a out");
+  });
+  await inside;
+  const second = b.cidLocks.run("bafkshared", () => {
+    events.push("b in");
+    return Promise.resolve();
+  });
+  await b.cidLocks.run("bafkelse", () => {
+    events.push("b other");
+    return Promise.resolve();
+  });
+  release();
+  await Promise.all([first, second]);
+  assertEquals(events, ["a in", "b other", "a out", "b in"]);
 });
 
-Deno.test({
-  name: "postgres: cid locks hold across instances",
-  ignore,
-  fn: async () => {
-    await using database = await postgresForTests();
-    const [a, b] = await Promise.all([openInstance(database.url), openInstance(database.url)]);
-    try {
-      const events: string[] = [];
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => release = resolve);
-      let entered!: () => void;
-      const inside = new Promise<void>((resolve) => entered = resolve);
-      const first = a.cidLocks.run("bafkshared", async () => {
-        events.push("a in");
-        entered();
-        await held;
-        events.push("a out");
-      });
-      await inside;
-      const second = b.cidLocks.run("bafkshared", () => {
-        events.push("b in");
-        return Promise.resolve();
-      });
-      await b.cidLocks.run("bafkelse", () => {
-        events.push("b other");
-        return Promise.resolve();
-      });
-      release();
-      await Promise.all([first, second]);
-      assertEquals(events, ["a in", "b other", "a out", "b in"]);
-    } finally {
-      await Promise.all([a.close(), b.close()]);
-    }
-  },
+instancesTest("postgres: one HMAC key for every instance, rotated for all", 2, async ([a, b]) => {
+  const [keyA, keyB] = await Promise.all([
+    HmacKey.fromSource(a.hmacKeys),
+    HmacKey.fromSource(b.hmacKeys),
+  ]);
+  const sign = async (key: HmacKey) =>
+    new Uint8Array(
+      await crypto.subtle.sign("HMAC", key.key, new TextEncoder().encode("x")),
+    ).toHex();
+  assertEquals(await sign(keyA), await sign(keyB), "instances starting together agree");
+  await a.hmacKeys.rotate(crypto.getRandomValues(new Uint8Array(32)).toHex());
+  assertEquals(await keyB.reload(), true);
+  assertEquals(await keyA.reload(), true);
+  assertEquals(await sign(keyA), await sign(keyB));
 });
 
-Deno.test({
-  name: "postgres: one HMAC key for every instance, rotated for all",
-  ignore,
-  fn: async () => {
-    await using database = await postgresForTests();
-    const [a, b] = await Promise.all([openInstance(database.url), openInstance(database.url)]);
-    try {
-      const [keyA, keyB] = await Promise.all([
-        HmacKey.fromSource(a.hmacKeys),
-        HmacKey.fromSource(b.hmacKeys),
-      ]);
-      const sign = async (key: HmacKey) =>
-        new Uint8Array(
-          await crypto.subtle.sign("HMAC", key.key, new TextEncoder().encode("x")),
-        ).toHex();
-      assertEquals(await sign(keyA), await sign(keyB), "instances starting together agree");
-      await a.hmacKeys.rotate(crypto.getRandomValues(new Uint8Array(32)).toHex());
-      assertEquals(await keyB.reload(), true);
-      assertEquals(await keyA.reload(), true);
-      assertEquals(await sign(keyA), await sign(keyB));
-    } finally {
-      await Promise.all([a.close(), b.close()]);
-    }
-  },
-});
-
-Deno.test({
-  name: "postgres: instances starting together migrate once; a newer schema is refused",
-  ignore,
-  fn: async () => {
-    await using database = await postgresForTests();
+postgresTest(
+  "postgres: instances starting together migrate once; a newer schema is refused",
+  async (database) => {
     const instances = await Promise.all([1, 2, 3, 4].map(() => openInstance(database.url)));
     await Promise.all(instances.map((i) => i.close()));
     const admin = postgres(database.url, { max: 1, onnotice: () => {} });
@@ -214,7 +172,7 @@ Deno.test({
       assertOk(error instanceof DatabaseTooNewError);
     }
   },
-});
+);
 
 Deno.test({
   name: "postgres: an unreachable database is refused at start, quickly and without the password",

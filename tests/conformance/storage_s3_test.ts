@@ -14,6 +14,7 @@ import {
   objectKeys,
   putObject,
   s3ForTests,
+  s3Test,
   s3UnavailableReason,
   uploadKeys,
 } from "../helpers/s3.ts";
@@ -48,6 +49,12 @@ async function s3Fixture(): Promise<StoreFixture & { bucket: TestBucket }> {
   return { bucket, store: storeOn(bucket), [Symbol.asyncDispose]: () => bucket.dispose() };
 }
 
+/** What a failed stage must leave in the bucket: no multipart upload and no object. */
+async function assertNothingLeft(bucket: TestBucket): Promise<void> {
+  assertEquals(await uploadKeys(bucket), []);
+  assertEquals(await objectKeys(bucket), []);
+}
+
 /** The bytes as a stream of uneven chunks (as a network body arrives). */
 function unevenStream(bytes: Uint8Array): ReadableStream<Uint8Array> {
   const chunks: Uint8Array[] = [];
@@ -72,16 +79,14 @@ async function stageFailure(promise: Promise<unknown>): Promise<StoreError> {
 if (!ignore) runStoreConformance("s3", s3Fixture);
 if (!ignore) runPartialConformance("s3", s3Fixture);
 
-Deno.test({
-  name: "s3 store: a body of several parts round-trips byte-identical, staging left empty",
-  ignore,
-  async fn() {
-    await using fixture = await s3Fixture();
-    const store = storeOn(fixture.bucket, { partSizeBytes: 5 * MIB, partConcurrency: 2 });
+s3Test(
+  "s3 store: a body of several parts round-trips byte-identical, staging left empty",
+  async (bucket) => {
+    const store = storeOn(bucket, { partSizeBytes: 5 * MIB, partConcurrency: 2 });
     const bytes = seededBytes(17 * MIB + 12_345, 1);
     const staged = await store.stage(unevenStream(bytes), { expectedBytes: bytes.length });
     assertEquals(staged.sha256, await sha256Hex(bytes));
-    assertEquals(await objectKeys(fixture.bucket, "pieces/"), []);
+    assertEquals(await objectKeys(bucket, "pieces/"), []);
     await staged.commit("bafkmultipart01");
     assertEquals((await store.stat("bafkmultipart01"))?.size, bytes.length);
     const opened = await store.open("bafkmultipart01");
@@ -89,17 +94,15 @@ Deno.test({
     const read = new Uint8Array(await new Response(opened.body).arrayBuffer());
     assertEquals(read.length, bytes.length);
     assertOk(read.every((byte, i) => byte === bytes[i]), "the stored bytes differ");
-    assertEquals(await objectKeys(fixture.bucket, "staging/"), []);
-    assertEquals(await uploadKeys(fixture.bucket), []);
+    assertEquals(await objectKeys(bucket, "staging/"), []);
+    assertEquals(await uploadKeys(bucket), []);
   },
-});
+);
 
-Deno.test({
-  name: "s3 store: a piece over the single-copy limit is committed by UploadPartCopy parts",
-  ignore,
-  async fn() {
-    await using fixture = await s3Fixture();
-    const store = storeOn(fixture.bucket, {
+s3Test(
+  "s3 store: a piece over the single-copy limit is committed by UploadPartCopy parts",
+  async (bucket) => {
+    const store = storeOn(bucket, {
       partSizeBytes: 5 * MIB,
       // As if S3's 5 GiB CopyObject limit were 6 MiB: a 12 MiB piece is copied in 3 parts.
       copyLimits: { singleCopyMaxBytes: 6 * MIB, copyPartBytes: 5 * MIB },
@@ -111,17 +114,15 @@ Deno.test({
     });
     await staged.commit("bafkcopyparts01");
     assertEquals(await store.sha256Of("bafkcopyparts01"), await sha256Hex(bytes));
-    assertEquals(await objectKeys(fixture.bucket), ["pieces/bafkcopyparts01"]);
-    assertEquals(await uploadKeys(fixture.bucket), []);
+    assertEquals(await objectKeys(bucket), ["pieces/bafkcopyparts01"]);
+    assertEquals(await uploadKeys(bucket), []);
   },
-});
+);
 
-Deno.test({
-  name: "s3 store: a body that fails mid-multipart leaves no upload and no staging object",
-  ignore,
-  async fn() {
-    await using fixture = await s3Fixture();
-    const store = storeOn(fixture.bucket, { partSizeBytes: 5 * MIB, partConcurrency: 2 });
+s3Test(
+  "s3 store: a body that fails mid-multipart leaves no upload and no staging object",
+  async (bucket) => {
+    const store = storeOn(bucket, { partSizeBytes: 5 * MIB, partConcurrency: 2 });
     // Three parts' worth arrive (two sent, one filling), then the connection drops.
     const sent = seededBytes(13 * MIB, 3);
     let offset = 0;
@@ -134,17 +135,14 @@ Deno.test({
     });
     const failure = await stageFailure(store.stage(body, { expectedBytes: 20 * MIB }));
     assertEquals(failure.failure, "short_body");
-    assertEquals(await uploadKeys(fixture.bucket), []);
-    assertEquals(await objectKeys(fixture.bucket), []);
+    await assertNothingLeft(bucket);
   },
-});
+);
 
-Deno.test({
-  name: "s3 store: an abort mid-multipart stops at once and leaves no upload",
-  ignore,
-  async fn() {
-    await using fixture = await s3Fixture();
-    const store = storeOn(fixture.bucket, { partSizeBytes: 5 * MIB });
+s3Test(
+  "s3 store: an abort mid-multipart stops at once and leaves no upload",
+  async (bucket) => {
+    const store = storeOn(bucket, { partSizeBytes: 5 * MIB });
     const controller = new AbortController();
     let delivered = 0;
     const body = new ReadableStream<Uint8Array>({
@@ -160,53 +158,47 @@ Deno.test({
     const staging = store.stage(body, { expectedBytes: 30 * MIB, signal: controller.signal });
     const failure = await stageFailure(within(staging, 10_000, "an aborted multipart stage"));
     assertEquals(failure.failure, "short_body");
-    assertEquals(await uploadKeys(fixture.bucket), []);
-    assertEquals(await objectKeys(fixture.bucket), []);
+    await assertNothingLeft(bucket);
   },
-});
+);
 
-Deno.test({
-  name:
-    "s3 store: cleanup aborts a killed upload and deletes staging objects once stale, not before",
-  ignore,
-  async fn() {
-    await using fixture = await s3Fixture();
+s3Test(
+  "s3 store: cleanup aborts a killed upload and deletes staging objects once stale, not before",
+  async (bucket) => {
     const staleUploadMs = 24 * 3_600_000;
     const clock = new FakeClock(Date.now());
-    const store = storeOn(fixture.bucket, { clock, staleUploadMs });
+    const store = storeOn(bucket, { clock, staleUploadMs });
     // What a killed process leaves: an upload with a part, and a staging object never deleted.
-    await abandonedUpload(fixture.bucket, "staging/killed-upload");
-    await putObject(fixture.bucket, "staging/left-after-copy", new Uint8Array([1, 2, 3]));
+    await abandonedUpload(bucket, "staging/killed-upload");
+    await putObject(bucket, "staging/left-after-copy", new Uint8Array([1, 2, 3]));
     const between = Date.now();
     // S3 stamps in milliseconds: what comes next is stamped strictly later.
     await eventually(() => Date.now() >= between + 2, "the clock to move past the stale ones");
-    await abandonedUpload(fixture.bucket, "staging/fresh-upload");
-    await putObject(fixture.bucket, "staging/fresh-object", new Uint8Array([4]));
-    await putObject(fixture.bucket, "pieces/bafkkept0001", new Uint8Array([5]));
+    await abandonedUpload(bucket, "staging/fresh-upload");
+    await putObject(bucket, "staging/fresh-object", new Uint8Array([4]));
+    await putObject(bucket, "pieces/bafkkept0001", new Uint8Array([5]));
 
     assertEquals(await store.cleanup(), { removedTemporaryFiles: 0 }, "nothing is stale yet");
     clock.set(new Date(between + 1 + staleUploadMs).toISOString());
     assertEquals(await store.cleanup(), { removedTemporaryFiles: 2 });
-    assertEquals(await uploadKeys(fixture.bucket), ["staging/fresh-upload"]);
-    assertEquals(await objectKeys(fixture.bucket), [
+    assertEquals(await uploadKeys(bucket), ["staging/fresh-upload"]);
+    assertEquals(await objectKeys(bucket), [
       "pieces/bafkkept0001",
       "staging/fresh-object",
     ]);
   },
-});
+);
 
-Deno.test({
-  name: "s3 store: a wrong secret fails check and stage as offline, with a clear message",
-  ignore,
-  async fn() {
-    await using fixture = await s3Fixture();
+s3Test(
+  "s3 store: a wrong secret fails check and stage as offline, with a clear message",
+  async (bucket) => {
     const secretAccessKey = "not-the-secret-0123456789";
-    const store = storeOn(fixture.bucket, { secretAccessKey, partSizeBytes: 5 * MIB });
+    const store = storeOn(bucket, { secretAccessKey, partSizeBytes: 5 * MIB });
     const health = await store.check();
     assertEquals(health.ok, false);
     assertMatch(health.detail, /refused the credentials or access for HEAD bucket \(403\)/);
     assertOk(!health.detail.includes(secretAccessKey), "the detail shows the secret");
-    assertOk(!health.detail.includes(fixture.bucket.secretAccessKey));
+    assertOk(!health.detail.includes(bucket.secretAccessKey));
     for (const size of [3, 6 * MIB]) {
       const failure = await stageFailure(
         store.stage(ReadableStream.from([new Uint8Array(size)]), { expectedBytes: size }),
@@ -215,17 +207,14 @@ Deno.test({
       assertMatch(failure.message, /refused the credentials/);
       assertOk(!failure.message.includes(secretAccessKey));
     }
-    assertEquals(await uploadKeys(fixture.bucket), []);
-    assertEquals(await objectKeys(fixture.bucket), []);
+    await assertNothingLeft(bucket);
   },
-});
+);
 
-Deno.test({
-  name: "s3 store: a bucket that does not exist is offline, and check says so",
-  ignore,
-  async fn() {
-    await using fixture = await s3Fixture();
-    const store = storeOn(fixture.bucket, { bucket: `missing-${crypto.randomUUID()}` });
+s3Test(
+  "s3 store: a bucket that does not exist is offline, and check says so",
+  async (bucket) => {
+    const store = storeOn(bucket, { bucket: `missing-${crypto.randomUUID()}` });
     const health = await store.check();
     assertEquals(health.ok, false);
     assertMatch(health.detail, /no such bucket/);
@@ -234,34 +223,27 @@ Deno.test({
     );
     assertEquals(failure.failure, "offline");
   },
+);
+
+s3Test("s3 store: source is r2 by default and configurable", (bucket) => {
+  assertEquals(storeOn(bucket).source, "r2");
+  assertEquals(storeOn(bucket, { source: "ceph" }).source, "ceph");
 });
 
-Deno.test({
-  name: "s3 store: source is r2 by default and configurable",
-  ignore,
-  async fn() {
-    await using fixture = await s3Fixture();
-    assertEquals(storeOn(fixture.bucket).source, "r2");
-    assertEquals(storeOn(fixture.bucket, { source: "ceph" }).source, "ceph");
-  },
-});
-
-Deno.test({
-  name: "s3 store: list() shows only its own prefix's pieces, without the prefix",
-  ignore,
-  async fn() {
-    await using fixture = await s3Fixture();
-    const a = storeOn(fixture.bucket, { keyPrefix: "a/pieces/", stagingPrefix: "a/staging/" });
-    const b = storeOn(fixture.bucket, { keyPrefix: "b/pieces/", stagingPrefix: "b/staging/" });
+s3Test(
+  "s3 store: list() shows only its own prefix's pieces, without the prefix",
+  async (bucket) => {
+    const a = storeOn(bucket, { keyPrefix: "a/pieces/", stagingPrefix: "a/staging/" });
+    const b = storeOn(bucket, { keyPrefix: "b/pieces/", stagingPrefix: "b/staging/" });
     await (await a.stage(ReadableStream.from([new Uint8Array(1)]), { expectedBytes: 1 }))
       .commit("bafkpiecea001");
     await (await b.stage(ReadableStream.from([new Uint8Array(2)]), { expectedBytes: 2 }))
       .commit("bafkpieceb001");
     const pending = await a.stage(ReadableStream.from([new Uint8Array(3)]), { expectedBytes: 3 });
-    await putObject(fixture.bucket, "a/other/bafkother0001", new Uint8Array(1));
+    await putObject(bucket, "a/other/bafkother0001", new Uint8Array(1));
     // Put there by someone else: not keys a piece can have.
-    await putObject(fixture.bucket, "a/pieces/nested/bafknested001", new Uint8Array(1));
-    await putObject(fixture.bucket, "a/pieces/Not-A-Cid", new Uint8Array(1));
+    await putObject(bucket, "a/pieces/nested/bafknested001", new Uint8Array(1));
+    await putObject(bucket, "a/pieces/Not-A-Cid", new Uint8Array(1));
     const listed = async (store: S3Store) => (await Array.fromAsync(store.list())).sort();
     assertEquals(await listed(a), ["bafkpiecea001"]);
     assertEquals(await listed(b), ["bafkpieceb001"]);
@@ -269,13 +251,13 @@ Deno.test({
     await pending.discard();
     let refused: unknown = null;
     try {
-      storeOn(fixture.bucket, { keyPrefix: "x/", stagingPrefix: "x/staging/" });
+      storeOn(bucket, { keyPrefix: "x/", stagingPrefix: "x/staging/" });
     } catch (error) {
       refused = error;
     }
     assertMatch(String(refused), /overlap/);
   },
-});
+);
 
 Deno.test("s3 store: an S3 that does not answer is offline, for check and for stage", async () => {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });

@@ -11,7 +11,7 @@
  */
 import { assertEquals, assertOk, assertRejects } from "../helpers/assert.ts";
 import { eventually } from "../helpers/wait.ts";
-import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
+import { postgresAvailable, postgresClient, postgresTest } from "../helpers/postgres.ts";
 import { startPostgres } from "../../scripts/lib/postgres_server.ts";
 import { postgresFaults } from "../../scripts/lib/postgres_faults.ts";
 import { Liveness } from "../../src/kernel/liveness.ts";
@@ -32,11 +32,9 @@ function poolOf(url: string, timeoutMs = 2000): PostgresPool & AsyncDisposable {
   return Object.assign(pool, { [Symbol.asyncDispose]: () => pool.end() });
 }
 
-Deno.test({
-  name: "postgres client: parameters, fragments, BIGINT as numbers, counts, transactions",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
+postgresTest(
+  "postgres client: parameters, fragments, BIGINT as numbers, counts, transactions",
+  async (db) => {
     await using pool = poolOf(db.url);
     const { sql } = pool;
     await sql`CREATE TABLE t (id TEXT PRIMARY KEY, n BIGINT NOT NULL, note TEXT)`;
@@ -64,7 +62,7 @@ Deno.test({
       }), /duplicate key/);
     assertEquals((await sql`SELECT id FROM t ORDER BY id`).map((r) => r.id), ["a", "b", "c"]);
   },
-});
+);
 
 Deno.test({
   name: "postgres client: a hung server fails calls at the deadline, then at once, then recovers",
@@ -101,11 +99,9 @@ Deno.test({
   },
 });
 
-Deno.test({
-  name: "postgres client: a backend killed under a checked-out connection is no uncaught error",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
+postgresTest(
+  "postgres client: a backend killed under a checked-out connection is no uncaught error",
+  async (db) => {
     await using pool = poolOf(db.url);
     // A role may end its own backends.
     await using admin = postgresClient(db.url, { max: 1 });
@@ -121,13 +117,11 @@ Deno.test({
     }
     assertEquals((await pool.sql`SELECT 2 AS two`)[0].two, 2, "the pool goes on");
   },
-});
+);
 
-Deno.test({
-  name: "postgres client: a cid lock lost with its connection says so; the lock is free again",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
+postgresTest(
+  "postgres client: a cid lock lost with its connection says so; the lock is free again",
+  async (db) => {
     const open = () => PostgresDatabase.open({ url: db.url, logger: silentLogger });
     const [a, b] = [await open(), await open()];
     try {
@@ -137,7 +131,7 @@ Deno.test({
         lost = lockLost;
         // Kill the backend holding the advisory lock (the lock pool's session).
         await admin`SELECT pg_terminate_backend(pid) FROM pg_locks
-          WHERE locktype = 'advisory' AND granted`;
+        WHERE locktype = 'advisory' AND granted`;
         await eventually(() => lockLost.aborted, "the holder hears the lock go");
       });
       assertOk(lost!.aborted);
@@ -148,23 +142,18 @@ Deno.test({
       await Promise.all([a.close(), b.close()]);
     }
   },
-});
+);
 
-Deno.test({
-  name: "postgres client: of two hosts, a refusing one is passed over",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
-    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-    const refusing = (listener.addr as Deno.NetAddr).port;
-    listener.close();
-    const url = new URL(db.url);
-    const twoHosts = db.url.replace(`@${url.host}/`, `@127.0.0.1:${refusing},${url.host}/`);
-    await using pool = poolOf(twoHosts);
-    await eventually(
-      async () => await pool.sql`SELECT 1`.then(() => true, () => false),
-      "a connection to the host that answers",
-      { timeoutMs: 10_000, intervalMs: 100 },
-    );
-  },
+postgresTest("postgres client: of two hosts, a refusing one is passed over", async (db) => {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const refusing = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  const url = new URL(db.url);
+  const twoHosts = db.url.replace(`@${url.host}/`, `@127.0.0.1:${refusing},${url.host}/`);
+  await using pool = poolOf(twoHosts);
+  await eventually(
+    async () => await pool.sql`SELECT 1`.then(() => true, () => false),
+    "a connection to the host that answers",
+    { timeoutMs: 10_000, intervalMs: 100 },
+  );
 });

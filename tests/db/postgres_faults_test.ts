@@ -16,24 +16,17 @@
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { eventually } from "../helpers/wait.ts";
-import { startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
-import { postgresAvailable, postgresClient } from "../helpers/postgres.ts";
-import {
-  objectKeys,
-  s3Available,
-  s3ForTests,
-  s3ServerFlags,
-  s3ServerKeys,
-  uploadKeys,
-} from "../helpers/s3.ts";
+import { postgresClient } from "../helpers/postgres.ts";
+import { objectKeys, uploadKeys } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
+import { scaleOutAvailable, scaleOutForTests } from "../helpers/scale_out.ts";
 import { startPostgres } from "../../scripts/lib/postgres_server.ts";
 import type { PostgresServer } from "../../scripts/lib/postgres_server.ts";
 import { multiHostUrl, postgresFaults, startStandby } from "../../scripts/lib/postgres_faults.ts";
 import { FaultLoad, patternBytes } from "../../scripts/lib/fault_load.ts";
 
-const ignore = !s3Available() || !postgresAvailable();
+const ignore = !scaleOutAvailable();
 const DB_TIMEOUT_S = 2;
 /** Longest any request may take: a few database calls, each within --db-timeout. */
 const REQUEST_DEADLINE_MS = 6 * DB_TIMEOUT_S * 1000;
@@ -55,23 +48,16 @@ async function withDeployment(
     deployment: Deployment & { primary: PostgresServer; standby: PostgresServer | null },
   ) => Promise<void>,
 ): Promise<void> {
-  await using s3 = await s3ForTests();
   await using primary = await startPostgres({ durable: false, settings: SERVER_SETTINGS });
   const standby = options.standby ? await startStandby(primary) : null;
   let current = primary;
   try {
-    const url = standby ? multiHostUrl(primary, standby) : primary.url;
-    const args = [
-      "--database",
-      url,
-      ...s3ServerFlags(s3),
-      "--db-timeout",
-      String(DB_TIMEOUT_S),
-      "--log-requests",
-      "false",
-    ];
-    const start = () =>
-      startTestServer({ args, env: s3ServerKeys(s3), jobIntervals: { "leftover-sweep": 500 } });
+    await using scaleOut = await scaleOutForTests({
+      databaseUrl: standby ? multiHostUrl(primary, standby) : primary.url,
+      args: ["--db-timeout", String(DB_TIMEOUT_S), "--log-requests", "false"],
+    });
+    const { s3 } = scaleOut;
+    const start = () => scaleOut.startInstance({ jobIntervals: { "leftover-sweep": 500 } });
     await using a = await start();
     await using b = await start();
     const load = new FaultLoad({ urls: [a.url, b.url], requestTimeoutMs: 60_000 });

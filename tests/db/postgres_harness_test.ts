@@ -17,14 +17,19 @@
  * Without PostgreSQL the tests are ignored, except in CI (CI=true), where it must be installed;
  * the PostgresUnavailableError test runs everywhere.
  */
-import { existsSync } from "../helpers/files.ts";
+import { existsSync, withTempDir } from "../helpers/files.ts";
 import postgres from "postgres";
 import {
   PostgresUnavailableError,
   processRunning,
   startPostgres,
 } from "../../scripts/lib/postgres_server.ts";
-import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
+import {
+  postgresAvailable,
+  postgresClient,
+  postgresForTests,
+  postgresTest,
+} from "../helpers/postgres.ts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { eventually, within } from "../helpers/wait.ts";
 
@@ -58,14 +63,11 @@ function parentOf(path: string): string {
 Deno.test({
   name: "postgres: startPostgres() without the binaries fails with PostgresUnavailableError",
   async fn() {
-    const emptyBinDir = await Deno.makeTempDir({ prefix: "no-postgres-" });
-    try {
+    await withTempDir("no-postgres-", async (emptyBinDir) => {
       const error = await rejection(startPostgres({ binDir: emptyBinDir }), 5_000, "start");
       assertOk(error instanceof PostgresUnavailableError, String(error));
       assertMatch(error.message, /initdb, pg_ctl, postgres, psql/);
-    } finally {
-      await Deno.remove(emptyBinDir, { recursive: true });
-    }
+    });
   },
 });
 
@@ -225,8 +227,7 @@ Deno.test({
   name: "postgres: a test file using postgresForTests passes --trace-leaks and leaves nothing",
   ignore,
   async fn() {
-    const dir = await Deno.makeTempDir({ prefix: "postgres-helper-test-" });
-    try {
+    await withTempDir("postgres-helper-test-", async (dir) => {
       const testFile = `${dir}/uses_postgres_test.ts`;
       await Deno.writeTextFile(
         testFile,
@@ -270,20 +271,16 @@ Deno.test("two", async () => {
         !existsSync(parentOf(server.dataDir)),
         "the server's temp dir outlived the test file",
       );
-    } finally {
-      await Deno.remove(dir, { recursive: true });
-    }
+    });
   },
 });
 
 // ---------------------------------------------------------------------------------------------
 // postgres.js behaviours the tests rely on
 
-Deno.test({
-  name: "postgres.js: sql.begin commits, and rolls back when its callback throws",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
+postgresTest(
+  "postgres.js: sql.begin commits, and rolls back when its callback throws",
+  async (db) => {
     await using sql = postgresClient(db.url);
     await sql`CREATE TABLE pieces (cid text PRIMARY KEY, size int NOT NULL)`;
 
@@ -305,31 +302,24 @@ Deno.test({
     assertEquals(failure.message, "abandoned");
     assertEquals((await sql`SELECT cid FROM pieces ORDER BY cid`).map((row) => row.cid), ["a"]);
   },
+);
+
+postgresTest("postgres.js: a conditional UPDATE … RETURNING claims a row once", async (db) => {
+  await using sql = postgresClient(db.url);
+  await sql`CREATE TABLE jobs (id int PRIMARY KEY, state text NOT NULL)`;
+  await sql`INSERT INTO jobs VALUES (1, 'queued')`;
+
+  const claim = () =>
+    sql<{ id: number; state: string }[]>`
+      UPDATE jobs SET state = 'claimed' WHERE id = 1 AND state = 'queued' RETURNING id, state`;
+  const [first, second] = await Promise.all([claim(), claim()]);
+  assertEquals([first.count, second.count].sort(), [0, 1]);
+  assertEquals([...first, ...second], [{ id: 1, state: "claimed" }]);
 });
 
-Deno.test({
-  name: "postgres.js: a conditional UPDATE … RETURNING claims a row once",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
-    await using sql = postgresClient(db.url);
-    await sql`CREATE TABLE jobs (id int PRIMARY KEY, state text NOT NULL)`;
-    await sql`INSERT INTO jobs VALUES (1, 'queued')`;
-
-    const claim = () =>
-      sql<{ id: number; state: string }[]>`
-        UPDATE jobs SET state = 'claimed' WHERE id = 1 AND state = 'queued' RETURNING id, state`;
-    const [first, second] = await Promise.all([claim(), claim()]);
-    assertEquals([first.count, second.count].sort(), [0, 1]);
-    assertEquals([...first, ...second], [{ id: 1, state: "claimed" }]);
-  },
-});
-
-Deno.test({
-  name: "postgres.js: an advisory lock held on a reserved connection excludes the pool's others",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
+postgresTest(
+  "postgres.js: an advisory lock held on a reserved connection excludes the pool's others",
+  async (db) => {
     await using sql = postgresClient(db.url, { max: 2 });
     const reserved = await sql.reserve();
     try {
@@ -342,16 +332,14 @@ Deno.test({
       reserved.release();
     }
     const [{ got: afterRelease, holder }] = await sql`
-      SELECT pg_try_advisory_lock(42) AS got, pg_advisory_unlock(42) AS holder`;
+    SELECT pg_try_advisory_lock(42) AS got, pg_advisory_unlock(42) AS holder`;
     assertEquals([afterRelease, holder], [true, true]);
   },
-});
+);
 
-Deno.test({
-  name: "postgres.js: BIGINT and COUNT(*) come back as strings, as bigint with postgres.BigInt",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
+postgresTest(
+  "postgres.js: BIGINT and COUNT(*) come back as strings, as bigint with postgres.BigInt",
+  async (db) => {
     const query = "SELECT count(*) AS n, 9007199254740993::int8 AS big, count(*)::int AS small";
 
     await using plain = postgresClient(db.url, { max: 1 });
@@ -364,4 +352,4 @@ Deno.test({
     const [{ echoed }] = await exact`SELECT ${2n ** 62n}::int8 AS echoed`;
     assertEquals(echoed, 2n ** 62n);
   },
-});
+);

@@ -4,9 +4,10 @@
  * refused by the other on its very next request (no cache in between).
  */
 import { assertEquals } from "../helpers/assert.ts";
-import { bearer, errorOf, jtiOf, signup, startTestServer } from "../helpers/server.ts";
+import { bearer, jtiOf, signup, startTestServer } from "../helpers/server.ts";
 import { postgresAvailable } from "../helpers/postgres.ts";
 import { startPostgres } from "../../scripts/lib/postgres_server.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 const ignore = !postgresAvailable();
 
@@ -31,7 +32,6 @@ Deno.test({
     assertEquals(revoked.status, 200);
     await revoked.body?.cancel();
     const refused = await a.upload("bafkshared000002", "after", { headers: bearer(token) });
-    assertEquals(refused.status, 401);
-    assertEquals((await errorOf(refused)).error, "revoked_token");
+    await assertErrorAnswer(refused, 401, "revoked_token");
   },
 });

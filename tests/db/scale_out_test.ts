@@ -10,29 +10,17 @@
 import { existsSync } from "../helpers/files.ts";
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { eventually, within } from "../helpers/wait.ts";
-import {
-  objectKeys,
-  s3Available,
-  s3ForTests,
-  s3ServerFlags,
-  s3ServerKeys,
-  uploadKeys,
-} from "../helpers/s3.ts";
-import type { TestBucket } from "../helpers/s3.ts";
-import { postgresInstalled, startPostgres } from "../../scripts/lib/postgres_server.ts";
-import { spawnServer } from "../../scripts/lib/spawn_server.ts";
-import type { SpawnedServer } from "../../scripts/lib/spawn_server.ts";
+import { objectKeys, uploadKeys } from "../helpers/s3.ts";
+import { scaleOutAvailable, scaleOutForTests } from "../helpers/scale_out.ts";
 import { S3Store } from "../../src/driver/s3/s3_store.ts";
 import { patternBytes } from "../helpers/server.ts";
 import { pieceCid } from "../../src/client/sdk/piece_cid.ts";
 
 const NGINX = "/usr/sbin/nginx";
 const ci = Deno.env.get("CI") === "true";
-const ignore = !s3Available() || (!ci && (!postgresInstalled() || !existsSync(NGINX)));
-
-function instanceArgs(databaseUrl: string, s3: TestBucket, extra: string[] = []): string[] {
-  return ["--database", databaseUrl, ...s3ServerFlags(s3), "--log-requests", "false", ...extra];
-}
+const ignore = !scaleOutAvailable() || (!ci && !existsSync(NGINX));
+/** What every instance runs with besides the deployment's database and bucket. */
+const QUIET = ["--log-requests", "false"];
 
 /** nginx in front of the instances: round robin, a dead upstream skipped (idempotent requests retried). */
 async function startBalancer(upstreams: string[]): Promise<{ url: string; stop(): Promise<void> }> {
@@ -118,13 +106,10 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    await using s3 = await s3ForTests();
-    await using postgres = await startPostgres({ durable: false });
-    const dirs = await Promise.all([0, 1].map(() => Deno.makeTempDir({ prefix: "scale-out-" })));
-    const spawn = (dir: string, extra: string[] = []) =>
-      spawnServer(dir, instanceArgs(postgres.url, s3, extra), { env: s3ServerKeys(s3) });
-    const doomed: SpawnedServer = await spawn(dirs[0]);
-    await using survivor = await spawn(dirs[1]);
+    await using deployment = await scaleOutForTests({ args: QUIET });
+    const { s3 } = deployment;
+    const doomed = await deployment.spawnInstance();
+    const survivor = await deployment.spawnInstance();
     const balancer = await startBalancer([doomed.url, survivor.url]);
     try {
       for (const instance of [doomed, survivor]) {
@@ -195,8 +180,6 @@ Deno.test({
       for (const { cid } of acknowledged) assertOk(stored.has(`pieces/${cid}`), cid);
     } finally {
       await balancer.stop();
-      if (doomed.process.pid) await doomed[Symbol.asyncDispose]();
-      await Promise.all(dirs.map((d) => Deno.remove(d, { recursive: true }).catch(() => {})));
     }
   },
 });
@@ -208,26 +191,21 @@ Deno.test({
 });
 
 async function sharedCap(): Promise<void> {
-  await using s3 = await s3ForTests();
-  await using postgres = await startPostgres({ durable: false });
-  const dirs = await Promise.all([0, 1].map(() => Deno.makeTempDir({ prefix: "scale-out-" })));
-  try {
-    const args = instanceArgs(postgres.url, s3, ["--sponsored-daily-cap", "20KiB"]);
-    await using a = await spawnServer(dirs[0], args, { env: s3ServerKeys(s3) });
-    await using b = await spawnServer(dirs[1], args, { env: s3ServerKeys(s3) });
-    // 40 different 1 KiB pieces from one client address, half to each instance, all at once.
-    const results = await Promise.all(
-      Array.from(
-        { length: 40 },
-        (_, i) => upload(i % 2 === 0 ? a.url : b.url, patternBytes(1024, 1000 + i)),
-      ),
-    );
-    const accepted = results.filter((r) => r.status === 200).length;
-    assertEquals(accepted, 20, `statuses: ${results.map((r) => r.status)}`);
-    assertEquals(results.filter((r) => r.status === 429).length, 20);
-    const limits = await (await fetch(`${b.url}/api/limits`)).json();
-    assertEquals(limits.usedTodayBytes, 20 * 1024, JSON.stringify(limits));
-  } finally {
-    await Promise.all(dirs.map((d) => Deno.remove(d, { recursive: true }).catch(() => {})));
-  }
+  await using deployment = await scaleOutForTests({
+    args: [...QUIET, "--sponsored-daily-cap", "20KiB"],
+  });
+  const a = await deployment.spawnInstance();
+  const b = await deployment.spawnInstance();
+  // 40 different 1 KiB pieces from one client address, half to each instance, all at once.
+  const results = await Promise.all(
+    Array.from(
+      { length: 40 },
+      (_, i) => upload(i % 2 === 0 ? a.url : b.url, patternBytes(1024, 1000 + i)),
+    ),
+  );
+  const accepted = results.filter((r) => r.status === 200).length;
+  assertEquals(accepted, 20, `statuses: ${results.map((r) => r.status)}`);
+  assertEquals(results.filter((r) => r.status === 429).length, 20);
+  const limits = await (await fetch(`${b.url}/api/limits`)).json();
+  assertEquals(limits.usedTodayBytes, 20 * 1024, JSON.stringify(limits));
 }

@@ -13,6 +13,7 @@ import {
 } from "../../scripts/compile.ts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { within } from "../helpers/wait.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -89,8 +90,7 @@ Deno.test("compile-server: refuses directories that would not mean one absolute 
 });
 
 Deno.test("compile-server: its flags and baked env serve from the chosen directory, unasked", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "compile-test-" });
-  try {
+  await withTempDir("compile-test-", async (dir) => {
     const dataDir = `${dir}/var/lib/storage-service`;
     const backups = `${dir}/var/backups/storage-service`;
     await Deno.mkdir(backups, { recursive: true });
@@ -151,7 +151,5 @@ Deno.test("compile-server: its flags and baked env serve from the chosen directo
     const rotated = await deno(["rotate-key"]).output();
     assertEquals(rotated.code, 0, new TextDecoder().decode(rotated.stderr));
     assertMatch(new TextDecoder().decode(rotated.stdout), new RegExp(`${dataDir}/hmac.key`));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -9,8 +9,8 @@
  */
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { seededBytes } from "../helpers/bytes.ts";
-import { fetch, nginxIgnored as ignore, startProxy } from "../helpers/nginx.ts";
-import type { Proxy } from "../helpers/nginx.ts";
+import { fetch, proxyTest } from "../helpers/nginx.ts";
+import type { Proxy, ProxyOptions } from "../helpers/nginx.ts";
 import { StorageClient } from "../../src/client/sdk/mod.ts";
 import { pieceCid } from "../../src/client/sdk/mod.ts";
 import { shardOf } from "../../src/driver/disk/layout.ts";
@@ -34,13 +34,14 @@ const SERVICE_HEADERS = [
   "access-control-expose-headers",
 ];
 
-async function offloadingProxy(): Promise<Proxy> {
+/** The service offloading to nginx: its data directory's group is the workers' too. */
+function offloading(): ProxyOptions {
   const { gid } = Deno.lstatSync(Deno.cwd());
-  return await startProxy({
+  return {
     serviceArgs: ["--x-accel-redirect", "/_pieces/"],
     // The data directory is the test process's group (root's, run as root): the workers join it.
     workerGroup: String(gid === 0 ? "root" : gid),
-  });
+  };
 }
 
 async function upload(proxy: Proxy, client: Deno.HttpClient, bytes: Uint8Array<ArrayBuffer>) {
@@ -56,19 +57,25 @@ async function upload(proxy: Proxy, client: Deno.HttpClient, bytes: Uint8Array<A
   return cid;
 }
 
+/** A test behind an offloading proxy, BIG uploaded through it (its cid) by `client`. */
+function offloadTest(
+  name: string,
+  fn: (proxy: Proxy, client: Deno.HttpClient, cid: string) => Promise<void>,
+): void {
+  proxyTest(name, offloading(), async (proxy) => {
+    const client = proxy.client();
+    await fn(proxy, client, await upload(proxy, client, BIG));
+  });
+}
+
 /** The service's log lines for GETs of a route, newest last. */
 function requestLines(proxy: Proxy, route: string) {
   return proxy.service.logs.filter((l) => l.msg === "request" && l.route === route);
 }
 
-Deno.test({
-  name: "nginx offload: nginx sends the piece, with the service's headers and ranges",
-  ignore,
-  async fn() {
-    await using proxy = await offloadingProxy();
-    const client = proxy.client();
-    const cid = await upload(proxy, client, BIG);
-
+offloadTest(
+  "nginx offload: nginx sends the piece, with the service's headers and ranges",
+  async (proxy, client, cid) => {
     const whole = await fetch(`${proxy.https}/p/${cid}`, { client });
     assertEquals(whole.status, 200);
     assertEquals(new Uint8Array(await whole.arrayBuffer()), BIG);
@@ -121,15 +128,11 @@ Deno.test({
     assertEquals(requestLines(proxy, "/piece/:pieceCid").at(-1)?.offloaded, true);
     assertEquals(await errorLines(proxy), []);
   },
-});
+);
 
-Deno.test({
-  name: "nginx offload: what the service answers itself comes through as it sent it",
-  ignore,
-  async fn() {
-    await using proxy = await offloadingProxy();
-    const client = proxy.client();
-    const cid = await upload(proxy, client, BIG);
+offloadTest(
+  "nginx offload: what the service answers itself comes through as it sent it",
+  async (proxy, client, cid) => {
     const proxied = async (headers: Record<string, string>, method = "GET") => {
       const response = await fetch(`${proxy.https}/p/${cid}`, { client, headers, method });
       const bytes = new Uint8Array(await response.arrayBuffer());
@@ -173,15 +176,11 @@ Deno.test({
     await internal.body?.cancel();
     assertEquals(internal.status, 404);
   },
-});
+);
 
-Deno.test({
-  name: "nginx offload: nginx's workers may read the pieces and nothing else",
-  ignore,
-  async fn() {
-    await using proxy = await offloadingProxy();
-    const client = proxy.client();
-    const cid = await upload(proxy, client, BIG);
+offloadTest(
+  "nginx offload: nginx's workers may read the pieces and nothing else",
+  async (proxy, _client, cid) => {
     const dataDir = proxy.service.dataDir;
     const piece = `${dataDir}/pieces/${shardOf(cid)}/${cid}`;
     const mode = (path: string) => ((Deno.statSync(path).mode ?? 0) & 0o777).toString(8);
@@ -225,7 +224,7 @@ Deno.test({
       "nor see uploads in flight",
     );
   },
-});
+);
 
 /** nginx's error log, but for its start-up notices. */
 async function errorLines(proxy: Proxy): Promise<string[]> {

@@ -8,7 +8,7 @@ import { patternBytes } from "../helpers/server.ts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { eventually, within } from "../helpers/wait.ts";
 import { readResponse, uploadHead, writeAll } from "../helpers/raw_http.ts";
-import { fetch, nginxIgnored as ignore, startProxy } from "../helpers/nginx.ts";
+import { fetch, proxyTest } from "../helpers/nginx.ts";
 import type { Proxy } from "../helpers/nginx.ts";
 
 const encoder = new TextEncoder();
@@ -53,11 +53,10 @@ async function connectTls(proxy: Proxy): Promise<Deno.TlsConn> {
 // ---------------------------------------------------------------------------------------------
 // The tests
 
-Deno.test({
-  name: "nginx: a retrieval's headers arrive through the proxy as the service sent them",
-  ignore,
-  async fn() {
-    await using proxy = await startProxy();
+proxyTest(
+  "nginx: a retrieval's headers arrive through the proxy as the service sent them",
+  {},
+  async (proxy) => {
     const client = proxy.client();
     // HTML: Debian's nginx.conf gzips text/html, which would weaken the ETag and drop the length.
     const cid = "nginxheaders0001";
@@ -114,13 +113,12 @@ Deno.test({
     await metrics.body?.cancel();
     assertEquals(metrics.status, 404);
   },
-});
+);
 
-Deno.test({
-  name: "nginx: port 80 serves ACME challenges and sends everything else to HTTPS",
-  ignore,
-  async fn() {
-    await using proxy = await startProxy();
+proxyTest(
+  "nginx: port 80 serves ACME challenges and sends everything else to HTTPS",
+  {},
+  async (proxy) => {
     await Deno.writeTextFile(`${proxy.dir}/acme/.well-known/acme-challenge/probe`, "challenge\n");
     const challenge = await fetch(`${proxy.http}/.well-known/acme-challenge/probe`);
     assertEquals([challenge.status, await challenge.text()], [200, "challenge\n"]);
@@ -138,13 +136,12 @@ Deno.test({
     assertEquals(upload.status, 308);
     assertEquals(other.headers.get("location"), "https://127.0.0.1/p/somecid0001?x=1");
   },
-});
+);
 
-Deno.test({
-  name: "nginx: uploads stream through to the service unbuffered, up to the 5 GiB cap",
-  ignore,
-  async fn() {
-    await using proxy = await startProxy();
+proxyTest(
+  "nginx: uploads stream through to the service unbuffered, up to the 5 GiB cap",
+  {},
+  async (proxy) => {
     const size = 2 * 1024 * 1024;
     const body = patternBytes(size, 3);
     const conn = await connectTls(proxy);
@@ -185,13 +182,12 @@ Deno.test({
     assertEquals(overCap.status, 413);
     assertMatch(overCap.body, /<center>nginx<\/center>/);
   },
-});
+);
 
-Deno.test({
-  name: "nginx: per-IP caps count the address nginx saw, whatever X-Forwarded-For a client sends",
-  ignore,
-  async fn() {
-    await using proxy = await startProxy({ serviceArgs: ["--sponsored-daily-cap", "1KiB"] });
+proxyTest(
+  "nginx: per-IP caps count the address nginx saw, whatever X-Forwarded-For a client sends",
+  { serviceArgs: ["--sponsored-daily-cap", "1KiB"] },
+  async (proxy) => {
     const one = proxy.client("127.0.0.1");
     const two = proxy.client("127.0.0.2");
     const upload = async (
@@ -225,13 +221,12 @@ Deno.test({
     assertEquals(await limitsOf(proxy.service.url, directFromTwo), 600);
     // A single global counter would say 1200 to both.
   },
-});
+);
 
-Deno.test({
-  name: "nginx: a client dripping its headers is cut off at client_header_timeout, others served",
-  ignore,
-  async fn() {
-    await using proxy = await startProxy({ headerTimeout: "2s" });
+proxyTest(
+  "nginx: a client dripping its headers is cut off at client_header_timeout, others served",
+  { headerTimeout: "2s" },
+  async (proxy) => {
     const client = proxy.client();
     const conn = await connectTls(proxy);
     // The request line at once, then the headers a byte a second: each byte comes well within
@@ -289,4 +284,4 @@ Deno.test({
       conn.close();
     }
   },
-});
+);

@@ -17,6 +17,7 @@ import { resolveClientKey } from "../../src/net/ip.ts";
 import { DEFAULT_DATA_DIR, runtimeFlags } from "../../scripts/compile.ts";
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { ignoredWithout } from "../helpers/debian_tools.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 const UNIT = new URL("../../deploy/storage-service.service", import.meta.url);
 const ENV_FILE = new URL("../../deploy/storage-service.env", import.meta.url);
@@ -29,8 +30,7 @@ Deno.test({
   name: "systemd: systemd-analyze verify accepts the unit without a single warning",
   ignore,
   async fn() {
-    const root = await Deno.makeTempDir({ prefix: "systemd-test-" });
-    try {
+    await withTempDir("systemd-test-", async (root) => {
       await Deno.mkdir(`${root}/etc/systemd/system`, { recursive: true });
       await Deno.copyFile(UNIT, `${root}/etc/systemd/system/storage-service.service`);
       await Deno.mkdir(`${root}/usr/local/bin`, { recursive: true });
@@ -51,9 +51,7 @@ Deno.test({
       const output = new TextDecoder().decode(verify.stdout) +
         new TextDecoder().decode(verify.stderr);
       assertEquals({ code: verify.code, output }, { code: 0, output: "" });
-    } finally {
-      await Deno.remove(root, { recursive: true });
-    }
+    });
   },
 });
 

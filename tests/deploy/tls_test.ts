@@ -12,7 +12,7 @@ import { readResponse, uploadHead, writeAll } from "../helpers/raw_http.ts";
 import { patternBytes, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
-import { requireTool } from "../helpers/debian_tools.ts";
+import { openssl } from "../helpers/openssl.ts";
 import { startTaskFlags } from "../../scripts/lib/spawn_server.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
@@ -29,38 +29,13 @@ interface Pair {
 async function makePair(serial: number): Promise<Pair> {
   const dir = await Deno.makeTempDir({ prefix: "tls-pair-" });
   try {
-    const args = [
-      "req",
-      "-x509",
-      "-newkey",
-      "ec",
-      "-pkeyopt",
-      "ec_paramgen_curve:P-256",
-      "-nodes",
-      "-keyout",
-      `${dir}/key.pem`,
-      "-out",
-      `${dir}/cert.pem`,
-      "-days",
-      "2",
-      "-set_serial",
-      String(serial),
-      "-subj",
-      "/CN=127.0.0.1",
-      "-addext",
-      "subjectAltName=IP:127.0.0.1,DNS:localhost",
-      // A CA certificate is not accepted as a server's own (rustls: CaUsedAsEndEntity).
-      "-addext",
-      "basicConstraints=critical,CA:FALSE",
-      "-addext",
-      "extendedKeyUsage=serverAuth",
-    ];
-    const out = await new Deno.Command(requireTool("openssl"), {
-      args,
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    if (!out.success) throw new Error(`openssl failed: ${new TextDecoder().decode(out.stderr)}`);
+    await openssl(
+      "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes " +
+        `-keyout ${dir}/key.pem -out ${dir}/cert.pem -days 2 -set_serial ${serial} ` +
+        "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1,DNS:localhost " +
+        // A CA certificate is not accepted as a server's own (rustls: CaUsedAsEndEntity).
+        "-addext basicConstraints=critical,CA:FALSE -addext extendedKeyUsage=serverAuth",
+    );
     return {
       cert: await Deno.readTextFile(`${dir}/cert.pem`),
       key: await Deno.readTextFile(`${dir}/key.pem`),

@@ -13,6 +13,7 @@
  */
 import type { BrowserContext, Page } from "playwright-core";
 import { CHROMIUM_PATH, chromiumInstalled, launchChromium } from "../../scripts/lib/chromium.ts";
+import { bundleForBrowser } from "../../scripts/lib/bundle.ts";
 
 export { bundleForBrowser } from "../../scripts/lib/bundle.ts";
 export { CHROMIUM_PATH };
@@ -129,4 +130,31 @@ export function serveStatic(files: Record<string, StaticFile>): StaticServer {
       await server.shutdown();
     },
   };
+}
+
+/**
+ * A page of its own that loads `script` (a page module, bundled for the
+ * browser and served beside it as /<name>.js): what each browser test opens.
+ */
+export async function serveTestPage(
+  { title, text, script }: { title: string; text: string; script: URL },
+): Promise<StaticServer> {
+  const served = `/${script.pathname.split("/").at(-1)!.replace(/\.ts$/, ".js")}`;
+  const html = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8">
+    <title>${title}</title>
+    <link rel="icon" href="data:,">
+    <script type="module" src="${served}"></script>
+  </head>
+  <body>
+    <p>${text}</p>
+  </body>
+</html>
+`;
+  return serveStatic({
+    "/": { body: html, type: "text/html; charset=utf-8" },
+    [served]: { body: await bundleForBrowser(script), type: "text/javascript; charset=utf-8" },
+  });
 }

@@ -1,4 +1,4 @@
-/** Listing what lies under a directory, for tests that check what was (or was not) written. */
+/** Temp directories and listing what lies under one, for tests that check what was (or was not) written. */
 
 /** Every file under a directory (not the directories), as relative paths, sorted; none if it is not there. */
 export async function listFiles(dir: string, prefix = ""): Promise<string[]> {
@@ -23,5 +23,21 @@ export function existsSync(path: string): boolean {
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return false;
     throw error;
+  }
+}
+
+/**
+ * Runs fn with a fresh temp directory, removed with all it holds afterwards
+ * (whatever fn did): the try/finally each test that writes files needs.
+ */
+export async function withTempDir(
+  prefix: string,
+  fn: (dir: string) => Promise<void> | void,
+): Promise<void> {
+  const dir = await Deno.makeTempDir({ prefix });
+  try {
+    await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 }

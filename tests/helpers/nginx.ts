@@ -18,13 +18,12 @@ import { startTestServer } from "./server.ts";
 import type { TestServer } from "./server.ts";
 import { eventually, within } from "./wait.ts";
 import { ignoredWithout, requireTool } from "./debian_tools.ts";
+import { openssl } from "./openssl.ts";
 
 const SITE = new URL("../../deploy/nginx.conf", import.meta.url);
 
 /** Whether the nginx tests are ignored here (warned about once, at import). */
 export const nginxIgnored = ignoredWithout("nginx tests", "nginx", "openssl");
-
-const decoder = new TextDecoder();
 
 /** fetch, but a request gives up after 15 s: a hung proxy or server fails the test, not stalls it. */
 export function fetch(
@@ -62,6 +61,22 @@ export interface ProxyOptions {
    * group the service's data directory is shared with, as an operator adds www-data to it.
    */
   workerGroup?: string;
+}
+
+/** A test behind a proxy of its own (startProxy with `options`), ignored as nginxIgnored says. */
+export function proxyTest(
+  name: string,
+  options: ProxyOptions,
+  fn: (proxy: Proxy) => Promise<void>,
+): void {
+  Deno.test({
+    name,
+    ignore: nginxIgnored,
+    async fn() {
+      await using proxy = await startProxy(options);
+      await fn(proxy);
+    },
+  });
 }
 
 export async function startProxy(options: ProxyOptions = {}): Promise<Proxy> {
@@ -136,64 +151,25 @@ function freePort(): number {
 
 /** A CA and a certificate for 127.0.0.1 it signed, as certbot's fullchain.pem and privkey.pem. */
 async function makeCertificates(dir: string): Promise<string> {
-  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-  await run("openssl", [
-    "req",
-    "-x509",
-    ...ec,
-    "-days",
-    "1",
+  const ecKey = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+  await openssl(
+    `req -x509 ${ecKey} -days 1 -keyout ${dir}/ca.key -out ${dir}/ca.pem`,
     "-subj",
     "/CN=nginx test CA",
-    "-keyout",
-    `${dir}/ca.key`,
-    "-out",
-    `${dir}/ca.pem`,
-  ]);
-  await run("openssl", [
-    "req",
-    ...ec,
-    "-subj",
-    "/CN=127.0.0.1",
-    "-keyout",
-    `${dir}/privkey.pem`,
-    "-out",
-    `${dir}/server.csr`,
-  ]);
+  );
+  await openssl(
+    `req ${ecKey} -subj /CN=127.0.0.1 -keyout ${dir}/privkey.pem -out ${dir}/server.csr`,
+  );
   await Deno.writeTextFile(
     `${dir}/server.ext`,
     "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n" +
       "subjectAltName=IP:127.0.0.1\n",
   );
-  await run("openssl", [
-    "x509",
-    "-req",
-    "-in",
-    `${dir}/server.csr`,
-    "-CA",
-    `${dir}/ca.pem`,
-    "-CAkey",
-    `${dir}/ca.key`,
-    "-set_serial",
-    "1",
-    "-days",
-    "1",
-    "-extfile",
-    `${dir}/server.ext`,
-    "-out",
-    `${dir}/fullchain.pem`,
-  ]);
+  await openssl(
+    `x509 -req -in ${dir}/server.csr -CA ${dir}/ca.pem -CAkey ${dir}/ca.key -set_serial 1 ` +
+      `-days 1 -extfile ${dir}/server.ext -out ${dir}/fullchain.pem`,
+  );
   return await Deno.readTextFile(`${dir}/ca.pem`);
-}
-
-async function run(command: string, args: string[]): Promise<void> {
-  const { code, stderr } = await new Deno.Command(command, {
-    args,
-    stdout: "null",
-    stderr: "piped",
-  })
-    .output();
-  if (code !== 0) throw new Error(`${command} ${args[0]} failed: ${decoder.decode(stderr)}`);
 }
 
 interface SiteOptions {

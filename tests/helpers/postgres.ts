@@ -89,3 +89,23 @@ async function asRole(
   await using sql = postgresClient(server.url, { max: 1 });
   await run(sql);
 }
+
+/**
+ * A test on a fresh database of the file's server, ignored where PostgreSQL
+ * tests do not run: the shape every PostgreSQL test had spelled out.
+ */
+export function postgresTest(
+  name: string,
+  fn: (db: TestDatabase) => Promise<void>,
+  options: Pick<Deno.TestDefinition, "sanitizeOps" | "sanitizeResources"> = {},
+): void {
+  Deno.test({
+    ...options,
+    name,
+    ignore: !postgresAvailable(),
+    async fn() {
+      await using db = await postgresForTests();
+      await fn(db);
+    },
+  });
+}

@@ -54,27 +54,38 @@ export function s3Available(): boolean {
   return s3UnavailableReason() === null;
 }
 
-let ownCluster: Promise<RadosgwCluster> | null = null;
-
-/** The S3 this file's tests use, starting the file's own cluster on first use. */
-async function fileS3(): Promise<S3Endpoint> {
-  const fromEnvironment = s3AccessFromEnvironment();
-  if (fromEnvironment !== null) return fromEnvironment;
-  if (ownCluster === null) {
-    ownCluster = startRadosgw();
-    // `unload` cannot wait: the cluster is SIGKILLed by PID (memstore keeps nothing to lose).
-    ownCluster.then(
-      (cluster) => globalThis.addEventListener("unload", () => cluster.killSync()),
-      () => {}, // every test that asks sees the failure
-    );
-  }
-  const cluster = await ownCluster;
-  return {
-    endpoint: cluster.endpoint,
-    region: cluster.region,
-    accessKeyId: cluster.accessKeyId,
-    secretAccessKey: cluster.secretAccessKey,
+/**
+ * A Ceph cluster of the test file's own, behind a getter: started by the
+ * first call (10 to 20 s, in that test's time), the same one for later calls,
+ * SIGKILLed by PID when the file's module unloads (memstore keeps nothing to
+ * lose). Each caller of this function gets a cluster of its own.
+ */
+export function clusterOnFirstUse(): () => Promise<RadosgwCluster> {
+  let cluster: Promise<RadosgwCluster> | null = null;
+  return () => {
+    if (cluster === null) {
+      cluster = startRadosgw();
+      // `unload` cannot wait: hence killSync.
+      cluster.then(
+        (started) => globalThis.addEventListener("unload", () => started.killSync()),
+        () => {}, // every test that asks sees the failure
+      );
+    }
+    return cluster;
   };
+}
+
+/** How a client reaches a cluster's S3: its endpoint, region and keys. */
+export function accessOf(cluster: RadosgwCluster): S3Endpoint {
+  const { endpoint, region, accessKeyId, secretAccessKey } = cluster;
+  return { endpoint, region, accessKeyId, secretAccessKey };
+}
+
+const ownCluster = clusterOnFirstUse();
+
+/** The S3 this file's tests use: the run's (from the environment), or the file's own cluster. */
+async function fileS3(): Promise<S3Endpoint> {
+  return s3AccessFromEnvironment() ?? accessOf(await ownCluster());
 }
 
 /**
@@ -88,6 +99,18 @@ export async function s3ForTests(): Promise<TestBucket> {
   await expectOk(await signed(s3, `/${bucket}`, { method: "PUT" }), `create bucket ${bucket}`);
   const dispose = () => removeBucket(s3, bucket);
   return { ...s3, bucket, dispose, [Symbol.asyncDispose]: dispose };
+}
+
+/** A test on a fresh bucket of its own (s3ForTests), ignored where S3 tests do not run. */
+export function s3Test(name: string, fn: (bucket: TestBucket) => Promise<void> | void): void {
+  Deno.test({
+    name,
+    ignore: !s3Available(),
+    async fn() {
+      await using bucket = await s3ForTests();
+      await fn(bucket);
+    },
+  });
 }
 
 /**

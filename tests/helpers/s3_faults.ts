@@ -8,9 +8,9 @@
  *
  * Each test gets a bucket of its own on it; buckets go with the cluster.
  */
-import { missingRadosgwBinaries, startRadosgw } from "../../scripts/lib/radosgw.ts";
-import type { RadosgwCluster, RadosgwGateway } from "../../scripts/lib/radosgw.ts";
-import { signed } from "./s3.ts";
+import { missingRadosgwBinaries } from "../../scripts/lib/radosgw.ts";
+import type { RadosgwGateway } from "../../scripts/lib/radosgw.ts";
+import { accessOf, clusterOnFirstUse, signed } from "./s3.ts";
 import type { TestBucket } from "./s3.ts";
 
 export interface FaultyBucket extends TestBucket {
@@ -23,26 +23,13 @@ export function faultyS3Available(): boolean {
   return missingRadosgwBinaries().length === 0 || Deno.env.get("CI") === "true";
 }
 
-let cluster: Promise<RadosgwCluster> | null = null;
+const fileCluster = clusterOnFirstUse();
 
 /** A new bucket on the file's own cluster, which starts on first use. */
 export async function faultyBucket(): Promise<FaultyBucket> {
-  if (cluster === null) {
-    cluster = startRadosgw();
-    // `unload` cannot wait: the cluster is SIGKILLed by PID (memstore keeps nothing to lose).
-    cluster.then(
-      (started) => globalThis.addEventListener("unload", () => started.killSync()),
-      () => {}, // every test that asks sees the failure
-    );
-  }
-  const own = await cluster;
+  const own = await fileCluster();
   const bucket = `fault-${crypto.randomUUID()}`;
-  const s3 = {
-    endpoint: own.endpoint,
-    region: own.region,
-    accessKeyId: own.accessKeyId,
-    secretAccessKey: own.secretAccessKey,
-  };
+  const s3 = accessOf(own);
   const created = await signed(s3, `/${bucket}`, { method: "PUT" });
   await created.body?.cancel();
   if (!created.ok) throw new Error(`create bucket ${bucket}: ${created.status}`);

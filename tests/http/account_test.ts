@@ -11,10 +11,25 @@ import {
 import type { TestServer } from "../helpers/server.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { KIB, MIB } from "../helpers/bytes.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 async function getJson(server: TestServer, path: string, token?: string) {
   const response = await server.get(path, { headers: token ? bearer(token) : {} });
   return { status: response.status, headers: response.headers, body: await response.json() };
+}
+
+/** Each query on path, with the token, is refused 400 invalid_request. */
+async function assertInvalidQueries(
+  server: TestServer,
+  token: string,
+  path: string,
+  queries: string[],
+): Promise<void> {
+  for (const query of queries) {
+    const response = await server.get(`${path}${query}`, { headers: bearer(token) });
+    assertEquals(response.status, 400, query);
+    assertEquals((await errorOf(response)).error, "invalid_request");
+  }
 }
 
 async function uploadAs(
@@ -123,19 +138,14 @@ Deno.test("files: pagination over 250 uploads stays exact while new uploads arri
 Deno.test("files: limit and cursor are validated; ?token= is accepted but deprecated", async () => {
   await using server = await startTestServer();
   const { token } = await signup(server);
-  for (
-    const query of [
-      "?limit=0",
-      "?limit=1001",
-      "?limit=abc",
-      "?cursor=%%%",
-      "?cursor=bm9wZSBub3BlIQ",
-    ]
-  ) {
-    const response = await server.get(`/api/files${query}`, { headers: bearer(token) });
-    assertEquals(response.status, 400, query);
-    assertEquals((await errorOf(response)).error, "invalid_request");
-  }
+  const queries = [
+    "?limit=0",
+    "?limit=1001",
+    "?limit=abc",
+    "?cursor=%%%",
+    "?cursor=bm9wZSBub3BlIQ",
+  ];
+  await assertInvalidQueries(server, token, "/api/files", queries);
   const viaQuery = await server.get(`/api/files?token=${token}`);
   assertEquals(viaQuery.status, 200);
   assertEquals(viaQuery.headers.get("deprecation"), "@1767225600");
@@ -180,19 +190,13 @@ Deno.test("usage: the default range is the last 30 days; dates and spans are val
   assertEquals(body.days.length, 30);
   assertEquals(body.from, "2026-10-23");
   assertEquals(body.to, "2026-11-21");
-  for (
-    const query of [
-      "?from=2026-13-01",
-      "?from=2026-02-30",
-      "?to=yesterday",
-      "?from=2026-11-21&to=2026-11-20",
-      "?from=2025-01-01&to=2026-11-21",
-    ]
-  ) {
-    const response = await server.get(`/api/usage${query}`, { headers: bearer(token) });
-    assertEquals(response.status, 400, query);
-    assertEquals((await errorOf(response)).error, "invalid_request");
-  }
+  await assertInvalidQueries(server, token, "/api/usage", [
+    "?from=2026-13-01",
+    "?from=2026-02-30",
+    "?to=yesterday",
+    "?from=2026-11-21&to=2026-11-20",
+    "?from=2025-01-01&to=2026-11-21",
+  ]);
   const full = await getJson(server, "/api/usage?from=2025-11-21&to=2026-11-21", token);
   assertEquals(full.body.days.length, 366);
 });
@@ -260,8 +264,7 @@ Deno.test("deals: another user's, a sponsored or an unknown deal is 404; no pin 
     assertEquals((await errorOf(response)).error, "not_found");
   }
   const forbidden = await extend(dealId, noPin);
-  assertEquals(forbidden.status, 403);
-  assertEquals((await errorOf(forbidden)).error, "insufficient_scope");
+  await assertErrorAnswer(forbidden, 403, "insufficient_scope");
   const listed = (await getJson(server, "/api/files", alice)).body.files[0];
   assertEquals(listed.term, "365 days", "nothing was extended");
 });

@@ -5,6 +5,7 @@ import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 import { rawRequest } from "../helpers/raw_http.ts";
 import type { RawResponse } from "../helpers/raw_http.ts";
 import { eventually } from "../helpers/wait.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -41,8 +42,7 @@ Deno.test("e2e: a bad flag exits 2 and names it", async () => {
 });
 
 Deno.test("e2e: the server serves, stops on SIGTERM, and keeps its data across a restart", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
-  try {
+  await withTempDir("storage-e2e-", async (dataDir) => {
     {
       await using server = await spawnServer(dataDir);
       const upload = await fetch(`${server.url}/api/upload?cid=bafke2epiece01`, {
@@ -65,14 +65,11 @@ Deno.test("e2e: the server serves, stops on SIGTERM, and keeps its data across a
     const served = await fetch(`${again.url}/p/bafke2epiece01`);
     assertEquals(await served.text(), "from another process");
     assertMatch(served.headers.get("content-disposition")!, /notes\.txt/);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("e2e: SIGTERM lets an upload in flight finish before exiting", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
-  try {
+  await withTempDir("storage-e2e-", async (dataDir) => {
     await using server = await spawnServer(dataDir);
     const port = Number(new URL(server.url).port);
     const conn = await Deno.connect({ hostname: "127.0.0.1", port });
@@ -94,14 +91,11 @@ Deno.test("e2e: SIGTERM lets an upload in flight finish before exiting", async (
     assertMatch(response, /^HTTP\/1\.1 200/);
     assertEquals(await server.exited, 0);
     assertEquals(await tempFiles(dataDir), []);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("e2e: SIGTERM with a stalled upload cleans it up after the grace period", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
-  try {
+  await withTempDir("storage-e2e-", async (dataDir) => {
     await using server = await spawnServer(dataDir, ["--shutdown-timeout", "1"]);
     const port = Number(new URL(server.url).port);
     const conn = await Deno.connect({ hostname: "127.0.0.1", port });
@@ -117,16 +111,13 @@ Deno.test("e2e: SIGTERM with a stalled upload cleans it up after the grace perio
       .map((l) => JSON.parse(l)).find((l) => l.msg === "shutdown: aborted uploads still in flight");
     assertEquals(aborted?.aborted, 1, server.stderr());
     assertEquals(await tempFiles(dataDir), []);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("e2e: a verified PieceCIDv2 upload works under the start task's permissions", async () => {
   const { PieceHasher } = await import("../../src/kernel/piece_cid/hasher.ts");
   const { pieceCidV2 } = await import("../../src/kernel/piece_cid/cid_codec.ts");
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-e2e-" });
-  try {
+  await withTempDir("storage-e2e-", async (dataDir) => {
     await using server = await spawnServer(dataDir);
     // Several segments, so the hashing Workers run inside the spawned server.
     const body = Uint8Array.from({ length: 3 * 1024 * 1024 }, (_, i) => (i * 7) & 0xff);
@@ -150,7 +141,5 @@ Deno.test("e2e: a verified PieceCIDv2 upload works under the start task's permis
     // Verification comes before the stored-bytes comparison: these bytes are not this cid's.
     assertEquals(bad.status, 400);
     assertEquals((await bad.json()).error, "cid_mismatch");
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });

@@ -11,6 +11,7 @@ import { readResponse, uploadHead, writeAll } from "../helpers/raw_http.ts";
 import { bearer, errorOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 Deno.test("deals: extensions stop at --max-term-days from now, and say so in the deal", async () => {
   const clock = new FakeClock("2026-11-21T10:00:00Z");
@@ -152,8 +153,7 @@ Deno.test("uploads in flight: bodies hashed by POST /api/piece-cids count agains
       headers: bearer(token),
       body: patternBytes(100),
     });
-    assertEquals(refused.status, 429);
-    assertEquals((await errorOf(refused)).error, "rate_limited");
+    await assertErrorAnswer(refused, 429, "rate_limited");
     await writeAll(conn, patternBytes(MIB - 1024));
     assertEquals((await readResponse(conn)).status, 200);
   } finally {

@@ -10,6 +10,7 @@ import { seededBytes } from "../helpers/bytes.ts";
 import { bearer, errorOf, signup, startTestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
 import { DAY_MS, LIFECYCLE_ARGS, retrieve, sweep, uploadOk, User } from "../ops/lifecycle_suite.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 Deno.test("deals: only the owner deletes a deal (404 otherwise, 403 without pin); again changes nothing", async () => {
   const clock = new FakeClock();
@@ -86,8 +87,7 @@ Deno.test("files: ?state= lists the deals in that state now, page by page", asyn
 
 Deno.test("healthz, metrics and the start-up summary show garbage collection", async () => {
   const clock = new FakeClock();
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-gc-" });
-  try {
+  await withTempDir("storage-gc-", async (dataDir) => {
     {
       await using server = await startTestServer({ clock, dataDir, args: LIFECYCLE_ARGS });
       const health = async () => (await (await server.get("/healthz")).json()).gc;
@@ -130,9 +130,7 @@ Deno.test("healthz, metrics and the start-up summary show garbage collection", a
       [line.intervalHours, line.graceDays, line.lastSweep, line.lastRemovedPieces],
       [6, 2, "2026-12-03T12:00:01Z", 1],
     );
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("the server sweeps by itself every --gc-interval, and logs each sweep", async () => {

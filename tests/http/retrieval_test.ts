@@ -3,6 +3,7 @@ import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { errorOf, startTestServer } from "../helpers/server.ts";
 import type { TestServer, TestServerOptions } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 const CID = "bafkretrieval01";
 const EXPOSED = [
@@ -26,6 +27,20 @@ async function withPiece(
   assertEquals(response.status, 200);
   await response.body?.cancel();
   await fn(server);
+}
+
+/** Header `name` of GET /p/{cid}, the piece stored as `init` says. */
+async function pieceHeader(
+  name: string,
+  init: { contentType?: string; filename?: string } = {},
+): Promise<string | null> {
+  let value: string | null = null;
+  await withPiece(async (server) => {
+    const response = await server.get(`/p/${CID}`);
+    await response.body?.cancel();
+    value = response.headers.get(name);
+  }, init);
+  return value;
 }
 
 Deno.test("retrieval: GET sends the bytes with every header of the contract", async () => {
@@ -55,30 +70,21 @@ Deno.test("retrieval: GET sends the bytes with every header of the contract", as
 });
 
 Deno.test("retrieval: Content-Type is returned verbatim, odd casing and parameters included", async () => {
-  await withPiece(async (server) => {
-    const response = await server.get(`/p/${CID}`);
-    await response.body?.cancel();
-    assertEquals(response.headers.get("content-type"), 'Text/Plain;Charset="utf-8";x=1');
-  }, { contentType: 'Text/Plain;Charset="utf-8";x=1' });
+  assertEquals(
+    await pieceHeader("content-type", { contentType: 'Text/Plain;Charset="utf-8";x=1' }),
+    'Text/Plain;Charset="utf-8";x=1',
+  );
 });
 
 Deno.test("retrieval: without a filename Content-Disposition is plain inline", async () => {
-  await withPiece(async (server) => {
-    const response = await server.get(`/p/${CID}`);
-    await response.body?.cancel();
-    assertEquals(response.headers.get("content-disposition"), "inline");
-  });
+  assertEquals(await pieceHeader("content-disposition"), "inline");
 });
 
 Deno.test("retrieval: a non-ASCII or quoted filename gets an ASCII fallback and filename*", async () => {
-  await withPiece(async (server) => {
-    const response = await server.get(`/p/${CID}`);
-    await response.body?.cancel();
-    assertEquals(
-      response.headers.get("content-disposition"),
-      `inline; filename="r_sum_ _v2_.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9%20%22v2%22.pdf`,
-    );
-  }, { filename: encodeURIComponent('résumé "v2".pdf') });
+  assertEquals(
+    await pieceHeader("content-disposition", { filename: encodeURIComponent('résumé "v2".pdf') }),
+    `inline; filename="r_sum_ _v2_.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9%20%22v2%22.pdf`,
+  );
 });
 
 Deno.test("retrieval: HEAD has GET's headers and no body", async () => {
@@ -178,8 +184,7 @@ Deno.test("cors: upload results and errors carry Access-Control-Allow-Origin", a
 Deno.test("routing: an unknown route is 404 not_found and a wrong method 405 with Allow", async () => {
   await using server = await startTestServer();
   const missing = await server.get("/api/nothing");
-  assertEquals(missing.status, 404);
-  assertEquals((await errorOf(missing)).error, "not_found");
+  await assertErrorAnswer(missing, 404, "not_found");
   const wrong = await server.get("/api/upload");
   assertEquals(wrong.status, 405);
   assertEquals(wrong.headers.get("allow"), "POST, OPTIONS");
@@ -251,8 +256,7 @@ Deno.test("cache: a cached piece answers 503 once its store has gone, and 200 on
       try {
         await eventually(async () => await status() === 503, "a 503 for the cached piece");
         const response = await server.get(`/p/${CID}`);
-        assertEquals(response.status, 503);
-        assertEquals((await errorOf(response)).error, "storage_offline");
+        await assertErrorAnswer(response, 503, "storage_offline");
       } finally {
         await Deno.rename(`${pieces}-away`, pieces);
       }

@@ -1,9 +1,10 @@
 /** Token-tier uploads: owner, per-file cap, per-user daily quota shared by a user's tokens. */
 import { assertEquals, assertMatch } from "../helpers/assert.ts";
-import { bearer, errorOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
+import { bearer, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { rawRequest } from "../helpers/raw_http.ts";
 import { KIB, MIB } from "../helpers/bytes.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 Deno.test("token upload: sponsored false, owner is the token's e-mail, term 365 days", async () => {
   await using server = await startTestServer();
@@ -41,8 +42,7 @@ Deno.test("token upload: the token tier's per-file cap applies, not the sponsore
   const over = await server.upload("bafkfilecap002", new Uint8Array(4 * KIB + 1), {
     headers: bearer(token),
   });
-  assertEquals(over.status, 413);
-  assertEquals((await errorOf(over)).error, "too_large");
+  await assertErrorAnswer(over, 413, "too_large");
 });
 
 Deno.test("token upload: the default per-file cap is 5 GiB, checked from Content-Length", async () => {
@@ -69,8 +69,7 @@ Deno.test("quota: two tokens of one user share one daily quota (429 quota_exceed
   const refused = await server.upload("bafkquota00002", patternBytes(600 * KIB, 1), {
     headers: bearer(b.token),
   });
-  assertEquals(refused.status, 429);
-  assertEquals((await errorOf(refused)).error, "quota_exceeded");
+  await assertErrorAnswer(refused, 429, "quota_exceeded");
   assertEquals(refused.headers.get("retry-after"), String(6 * 3600));
   assertMatch(refused.headers.get("ratelimit")!, new RegExp(`r=${424 * KIB};`));
   const fits = await server.upload("bafkquota00003", patternBytes(424 * KIB, 2), {
@@ -161,8 +160,7 @@ Deno.test("quota: a token's quota never exceeds the tier's daily cap", async () 
     method: "POST",
     body: JSON.stringify({ email: "a@b.co", label: "x", quotaMb: 3 }),
   });
-  assertEquals(response.status, 400);
-  assertEquals((await errorOf(response)).error, "invalid_quota");
+  await assertErrorAnswer(response, 400, "invalid_quota");
   const { quotaMb } = await signup(server);
   assertEquals(quotaMb, 2);
 });

@@ -16,6 +16,7 @@ import type { TestServer } from "../helpers/server.ts";
 import { pieceCidOf, tusCreated, tusHead, tusPatch } from "../helpers/tus_requests.ts";
 import { eventually, within } from "../helpers/wait.ts";
 import { blocksOf, CAR_TYPE, packFiles } from "../helpers/ipfs.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 const FILE = seededBytes(6 * MIB + 4321, 27);
 const CID = pieceCidOf(FILE);
@@ -73,8 +74,7 @@ Deno.test("tus: a request for an expired upload finds it gone before any sweep",
 });
 
 Deno.test("tus: a restart in the middle resumes: offset, reservation, and the cid check from the stored bytes", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-tus-restart-" });
-  try {
+  await withTempDir("storage-tus-restart-", async (dataDir) => {
     let url: string;
     let token: string;
     {
@@ -92,14 +92,11 @@ Deno.test("tus: a restart in the middle resumes: offset, reservation, and the ci
     assertEquals(last.headers.get("x-storage-cid"), CID);
     assertEquals(await reserved(second), 0);
     assertEquals(new Uint8Array(await (await second.get(`/p/${CID}`)).arrayBuffer()), FILE);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("tus: after a restart, bytes that do not hash to the cid are still caught", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-tus-restart-" });
-  try {
+  await withTempDir("storage-tus-restart-", async (dataDir) => {
     let url: string;
     {
       await using first = await startTestServer({ dataDir });
@@ -114,16 +111,13 @@ Deno.test("tus: after a restart, bytes that do not hash to the cid are still cau
     assertEquals([last.status, (await errorOf(last)).error], [400, "cid_mismatch"]);
     assertEquals(await storedPieces(second.dataDir), []);
     assertEquals(await reserved(second), 0);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("tus: a restart in the middle of a CAR; the blocks sent before it are indexed too", async () => {
   const { car } = await packFiles({ "a.bin": FILE.slice(0, 3 * MIB), "b.txt": new Uint8Array(9) });
   const cid = pieceCidOf(car);
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-tus-restart-" });
-  try {
+  await withTempDir("storage-tus-restart-", async (dataDir) => {
     let url: string;
     {
       await using first = await startTestServer({ dataDir });
@@ -138,9 +132,7 @@ Deno.test("tus: a restart in the middle of a CAR; the blocks sent before it are 
     assertEquals(await second.server.metadata.blocks.countBlocks(cid), blocks.length);
     const first = await second.get(`/ipfs/${blocks[0].cid}?format=raw`);
     assertEquals(new Uint8Array(await first.arrayBuffer()), blocks[0].bytes);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("tus: a PATCH cut off by its client keeps what arrived; the upload continues from there", async () => {

@@ -9,51 +9,45 @@
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { MIB, seededBytes } from "../helpers/bytes.ts";
 import { FakeClock } from "../helpers/clock.ts";
-import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
-import type { TestDatabase } from "../helpers/postgres.ts";
-import {
-  objectKeys,
-  s3Available,
-  s3ForTests,
-  s3ServerFlags,
-  s3ServerKeys,
-  uploadKeys,
-} from "../helpers/s3.ts";
-import type { TestBucket } from "../helpers/s3.ts";
-import { bearer, errorOf, signup, startTestServer } from "../helpers/server.ts";
-import type { TestServerOptions } from "../helpers/server.ts";
+import { postgresClient } from "../helpers/postgres.ts";
+import { objectKeys, uploadKeys } from "../helpers/s3.ts";
+import { scaleOutAvailable, scaleOutForTests } from "../helpers/scale_out.ts";
+import type { ScaleOut } from "../helpers/scale_out.ts";
+import { bearer, errorOf, signup } from "../helpers/server.ts";
 import { MemoryUrlStorage, tusMetadata, tusUpload } from "../helpers/tus_client.ts";
 import { pieceCidOf, tusCreated, tusHead, tusPatch } from "../helpers/tus_requests.ts";
 import { eventually } from "../helpers/wait.ts";
 
-const ignore = !s3Available() || !postgresAvailable();
 const FILE = seededBytes(19 * MIB + 99, 91);
 const CID = pieceCidOf(FILE);
 
-function shared(db: TestDatabase, bucket: TestBucket, options: TestServerOptions = {}) {
-  return startTestServer({
-    ...options,
-    args: ["--database", db.url, ...s3ServerFlags(bucket), ...(options.args ?? [])],
-    env: s3ServerKeys(bucket),
+/** A test on a deployment of its own: one database and one bucket, for the instances it starts. */
+function scaleOutTest(name: string, fn: (deployment: ScaleOut) => Promise<void>): void {
+  Deno.test({
+    name: `tus scale-out: ${name}`,
+    ignore: !scaleOutAvailable(),
+    async fn() {
+      await using deployment = await scaleOutForTests();
+      await fn(deployment);
+    },
   });
 }
 
 /** What PostgreSQL holds in reservations: rows and the counters' reserved bytes. */
-async function reservedInDatabase(db: TestDatabase): Promise<{ rows: number; bytes: number }> {
-  await using sql = postgresClient(db.url);
+async function reservedInDatabase(
+  deployment: { databaseUrl: string },
+): Promise<{ rows: number; bytes: number }> {
+  await using sql = postgresClient(deployment.databaseUrl);
   const [rows] = await sql`SELECT COUNT(*)::int AS n FROM cap_reservations`;
   const [bytes] = await sql`SELECT COALESCE(SUM(reserved_bytes), 0)::int8 AS b FROM usage_daily`;
   return { rows: Number(rows.n), bytes: Number(bytes.b) };
 }
 
-Deno.test({
-  name: "tus scale-out: instances take turns on one upload; the hash is rebuilt from the bucket",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
-    await using bucket = await s3ForTests();
-    await using a = await shared(db, bucket);
-    await using b = await shared(db, bucket);
+scaleOutTest(
+  "instances take turns on one upload; the hash is rebuilt from the bucket",
+  async (deployment) => {
+    await using a = await deployment.startInstance();
+    await using b = await deployment.startInstance();
     const { token } = await signup(a);
     const auth = bearer(token);
     const url = await tusCreated(a.url, { cid: CID, length: FILE.length, headers: auth });
@@ -77,81 +71,72 @@ Deno.test({
     const stored = new Uint8Array(await (await a.get(`/p/${CID}`)).arrayBuffer());
     assertEquals(stored, FILE);
     assertEquals((await (await fetch(on(a), { headers: auth })).json()).cid, CID);
-    assertEquals(await reservedInDatabase(db), { rows: 0, bytes: 0 });
-    assertEquals(await objectKeys(bucket, "partial/"), [], "the parts went with the commit");
-    assertEquals(await uploadKeys(bucket), []);
+    assertEquals(await reservedInDatabase(deployment), { rows: 0, bytes: 0 });
+    assertEquals(await objectKeys(deployment.s3, "partial/"), [], "the parts went with the commit");
+    assertEquals(await uploadKeys(deployment.s3), []);
   },
-});
+);
 
-Deno.test({
-  name: "tus scale-out: the reservation outlives the instance that made it; another one finishes",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
-    await using bucket = await s3ForTests();
-    await using b = await shared(db, bucket, { args: ["--sponsored-daily-cap", "30MiB"] });
+scaleOutTest(
+  "the reservation outlives the instance that made it; another one finishes",
+  async (deployment) => {
+    await using b = await deployment.startInstance({ args: ["--sponsored-daily-cap", "30MiB"] });
     let url: string;
     {
-      await using a = await shared(db, bucket, { args: ["--sponsored-daily-cap", "30MiB"] });
+      await using a = await deployment.startInstance({ args: ["--sponsored-daily-cap", "30MiB"] });
       url = await tusCreated(a.url, { cid: CID, length: FILE.length });
       assertEquals((await tusPatch(url, 0, FILE.slice(0, 8 * MIB))).status, 204);
     }
     // a is gone (its own reservations went with it); the upload's is no instance's.
-    assertEquals(await reservedInDatabase(db), { rows: 1, bytes: FILE.length });
+    assertEquals(await reservedInDatabase(deployment), { rows: 1, bytes: FILE.length });
     const refused = await b.upload("bafkplainupload1", new Uint8Array(12 * MIB));
     assertEquals([refused.status, (await errorOf(refused)).error], [429, "rate_limited"]);
     const moved = url.replace(new URL(url).origin, b.url);
     const last = await tusPatch(moved, 8 * MIB, FILE.slice(8 * MIB));
     assertEquals(last.status, 204, await last.text());
     assertEquals(last.headers.get("x-storage-cid"), CID);
-    assertEquals(await reservedInDatabase(db), { rows: 0, bytes: 0 });
+    assertEquals(await reservedInDatabase(deployment), { rows: 0, bytes: 0 });
   },
-});
+);
 
-Deno.test({
-  name: "tus scale-out: a wrong cid keeps no object; expiry releases the reservation row",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
-    await using bucket = await s3ForTests();
+scaleOutTest(
+  "a wrong cid keeps no object; expiry releases the reservation row",
+  async (deployment) => {
     const clock = new FakeClock(Date.now());
-    await using server = await shared(db, bucket, {
+    await using server = await deployment.startInstance({
       clock,
       jobIntervals: { "resumable-expiry": 20 },
     });
     const wrong = seededBytes(FILE.length, 92);
     const url = await tusCreated(server.url, { cid: CID, length: FILE.length });
     assertEquals((await tusPatch(url, 0, wrong.slice(0, 11 * MIB))).status, 204);
-    assertOk((await objectKeys(bucket, "partial/")).length > 0);
+    assertOk((await objectKeys(deployment.s3, "partial/")).length > 0);
     const last = await tusPatch(url, 11 * MIB, wrong.slice(11 * MIB));
     assertEquals([last.status, (await errorOf(last)).error], [400, "cid_mismatch"]);
-    assertEquals(await objectKeys(bucket, "partial/"), []);
-    assertEquals(await objectKeys(bucket, "pieces/"), []);
-    assertEquals(await reservedInDatabase(db), { rows: 0, bytes: 0 });
+    assertEquals(await objectKeys(deployment.s3, "partial/"), []);
+    assertEquals(await objectKeys(deployment.s3, "pieces/"), []);
+    assertEquals(await reservedInDatabase(deployment), { rows: 0, bytes: 0 });
 
     const abandoned = await tusCreated(server.url, { cid: CID, length: FILE.length });
     assertEquals((await tusPatch(abandoned, 0, FILE.slice(0, 6 * MIB))).status, 204);
-    assertEquals(await reservedInDatabase(db), { rows: 1, bytes: FILE.length });
+    assertEquals(await reservedInDatabase(deployment), { rows: 1, bytes: FILE.length });
     clock.advance(24 * 3_600_000 + 1000);
     await eventually(
-      async () => (await reservedInDatabase(db)).rows === 0,
+      async () => (await reservedInDatabase(deployment)).rows === 0,
       "the sweep releases the expired upload's reservation",
     );
-    assertEquals((await reservedInDatabase(db)).bytes, 0);
+    assertEquals((await reservedInDatabase(deployment)).bytes, 0);
     await eventually(
-      async () => (await objectKeys(bucket, "partial/")).length === 0,
+      async () => (await objectKeys(deployment.s3, "partial/")).length === 0,
       "objects gone",
     );
   },
-});
+);
 
-Deno.test({
-  name: "tus scale-out: tus-js-client aborts, resumes on the other instance's offset, and finishes",
-  ignore,
-  async fn() {
-    await using db = await postgresForTests();
-    await using bucket = await s3ForTests();
-    await using server = await shared(db, bucket);
+scaleOutTest(
+  "tus-js-client aborts, resumes on the other instance's offset, and finishes",
+  async (deployment) => {
+    await using server = await deployment.startInstance();
     const options = {
       endpoint: `${server.url}/api/tus`,
       metadata: tusMetadata(CID),
@@ -167,4 +152,4 @@ Deno.test({
     assertEquals(second.lastResponse!.getHeader("X-Storage-Cid"), CID);
     assertEquals(new Uint8Array(await (await server.get(`/p/${CID}`)).arrayBuffer()), FILE);
   },
-});
+);

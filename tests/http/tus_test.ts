@@ -19,7 +19,9 @@ import {
   uploadMetadata,
 } from "../helpers/tus_requests.ts";
 import { sha256Cid } from "../../src/kernel/piece_cid/cid_codec.ts";
-import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../src/kernel/manifest_format.ts";
+import { MANIFEST_CONTENT_TYPE } from "../../src/kernel/manifest_format.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
+import { manifestOf } from "../helpers/manifests.ts";
 
 const FILE = seededBytes(3 * MIB + 777, 26);
 const CID = pieceCidOf(FILE);
@@ -108,8 +110,7 @@ Deno.test("tus: a wrong cid fails at the last PATCH with 400 cid_mismatch and ke
   assertEquals((await tusPatch(url, 0, other.slice(0, 2 * MIB))).status, 204);
   assertEquals(await reserved(server), FILE.length);
   const last = await tusPatch(url, 2 * MIB, other.slice(2 * MIB));
-  assertEquals(last.status, 400);
-  assertEquals((await errorOf(last)).error, "cid_mismatch");
+  await assertErrorAnswer(last, 400, "cid_mismatch");
   assertEquals(last.headers.get("tus-resumable"), "1.0.0");
   assertEquals((await tusHead(url)).status, 404, "the upload is gone");
   assertEquals(await storedPieces(server.dataDir), []);
@@ -124,8 +125,7 @@ Deno.test("tus: a PATCH at another offset is 409 with the upload's offset, and c
   assertEquals((await tusPatch(url, 0, FILE.slice(0, 1000))).status, 204);
   for (const offset of [0, 999, 1001]) {
     const answer = await tusPatch(url, offset, FILE.slice(offset, offset + 10));
-    assertEquals(answer.status, 409);
-    assertEquals((await errorOf(answer)).error, "offset_mismatch");
+    await assertErrorAnswer(answer, 409, "offset_mismatch");
     assertEquals(answer.headers.get("upload-offset"), "1000");
   }
   assertEquals((await tusHead(url)).offset, 1000);
@@ -313,15 +313,10 @@ Deno.test("tus: a manifest is committed only once every piece it lists is stored
   await using server = await startTestServer();
   const parts = [seededBytes(300 * KIB, 7), seededBytes(200 * KIB, 8)];
   const whole = new Uint8Array([...parts[0], ...parts[1]]);
-  const manifest = serializeManifest({
-    format: "storage-manifest",
-    version: 1,
-    name: "whole.bin",
-    contentType: "application/octet-stream",
-    size: whole.length,
-    sha256: (await sha256(whole)).toHex(),
-    pieces: parts.map((part) => ({ cid: pieceCidOf(part), size: part.length })),
-  });
+  const manifest = await manifestOf(
+    "whole.bin",
+    parts.map((bytes) => ({ cid: pieceCidOf(bytes), bytes })),
+  );
   const cid = pieceCidOf(manifest);
   const send = () =>
     tusCreate(server.url, {

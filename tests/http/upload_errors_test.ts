@@ -8,6 +8,7 @@ import { errorOf, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { parseResponse, rawRequest, writeAll } from "../helpers/raw_http.ts";
 import { storedPieces, tempFiles } from "../helpers/pieces.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 interface Scenario {
   name: string;
@@ -288,8 +289,7 @@ Deno.test("upload: a storage path the store cannot write to is 502 stage_failed"
   const { shardOf } = await import("../../src/driver/disk/layout.ts");
   await Deno.mkdir(`${server.dataDir}/pieces/${shardOf(CID)}/${CID}/blocker`, { recursive: true });
   const response = await server.upload(CID, "hello");
-  assertEquals(response.status, 502);
-  assertEquals((await errorOf(response)).error, "stage_failed");
+  await assertErrorAnswer(response, 502, "stage_failed");
   assertEquals(await tempFiles(server.dataDir), []);
   // Nothing was charged and nothing is served.
   assertEquals((await server.server.services.ledger.status("ip:v4:127.0.0.1", 1)).usedBytes, 0);

@@ -6,6 +6,8 @@ import { rawRequest } from "../helpers/raw_http.ts";
 import { KIB, MIB, sha256Hex } from "../helpers/bytes.ts";
 import { eventually } from "../helpers/wait.ts";
 import { storedPieces, tempFiles, tempFileSizes } from "../helpers/pieces.ts";
+import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 Deno.test("upload: a sponsored upload returns every field of the upload result", async () => {
   await using server = await startTestServer();
@@ -57,8 +59,7 @@ Deno.test("upload: a file of exactly the per-file cap is accepted, one byte more
   await using server = await startTestServer({ args: ["--sponsored-max-file-size", "4KiB"] });
   assertEquals((await server.upload("bafkexactcap01", new Uint8Array(4 * KIB))).status, 200);
   const over = await server.upload("bafkexactcap02", new Uint8Array(4 * KIB + 1));
-  assertEquals(over.status, 413);
-  assertEquals((await errorOf(over)).error, "too_large");
+  await assertErrorAnswer(over, 413, "too_large");
 });
 
 Deno.test("upload: the daily cap answers 429 with Retry-After until UTC midnight, then resets", async () => {
@@ -141,8 +142,7 @@ Deno.test("upload: different bytes under a stored cid are 409 cid_conflict and c
   await using server = await startTestServer({ args: ["--sponsored-daily-cap", "20B"] });
   assertEquals((await server.upload("bafkconflict01", "original!!")).status, 200);
   const conflict = await server.upload("bafkconflict01", "imposter!!");
-  assertEquals(conflict.status, 409);
-  assertEquals((await errorOf(conflict)).error, "cid_conflict");
+  await assertErrorAnswer(conflict, 409, "cid_conflict");
   assertEquals(await (await server.get("/p/bafkconflict01")).text(), "original!!");
   // The refused upload was not charged: 10 more bytes still fit under 20.
   assertEquals((await server.upload("bafkconflict02", "0123456789")).status, 200);
@@ -191,8 +191,7 @@ Deno.test("upload: an upload aborted mid-body stores nothing and charges nothing
 });
 
 Deno.test("upload: a restart keeps pieces, metadata and daily counters", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-restart-" });
-  try {
+  await withTempDir("storage-restart-", async (dataDir) => {
     const args = ["--sponsored-daily-cap", "3KiB"];
     {
       await using server = await startTestServer({ dataDir, args });
@@ -213,14 +212,11 @@ Deno.test("upload: a restart keeps pieces, metadata and daily counters", async (
     const refused = await again.upload("bafkrestart002", patternBytes(2 * KIB));
     assertEquals(refused.status, 429);
     await refused.body?.cancel();
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("upload: temp files left by a crash are removed right after start-up", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-leftover-" });
-  try {
+  await withTempDir("storage-leftover-", async (dataDir) => {
     await Deno.mkdir(`${dataDir}/pieces/tmp`, { recursive: true });
     await Deno.writeTextFile(`${dataDir}/pieces/tmp/dead-upload.part`, "half an upload");
     await using server = await startTestServer({ dataDir });
@@ -230,9 +226,7 @@ Deno.test("upload: temp files left by a crash are removed right after start-up",
       "the start-up sweep",
     );
     assertEquals(await tempFiles(dataDir), []);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 for (const size of [1, MIB, 100 * MIB]) {

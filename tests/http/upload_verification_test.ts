@@ -6,6 +6,7 @@ import { MIB, sha256 } from "../helpers/bytes.ts";
 import { storedPieces, tempFiles } from "../helpers/pieces.ts";
 import { PieceHasher } from "../../src/kernel/piece_cid/hasher.ts";
 import { pieceCidV1, pieceCidV2, sha256Cid } from "../../src/kernel/piece_cid/cid_codec.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 function cidsOf(bytes: Uint8Array) {
   const hasher = new PieceHasher();
@@ -59,8 +60,7 @@ for (const form of ["PieceCIDv2", "PieceCIDv1", "sha2-256 CIDv1"] as const) {
       ]
     ) {
       const response = await server.upload(cid, body);
-      assertEquals(response.status, 400);
-      assertEquals((await errorOf(response)).error, "cid_mismatch");
+      await assertErrorAnswer(response, 400, "cid_mismatch");
     }
     const other = patternBytes(PAYLOAD.length, 99);
     const response = await server.upload(cid, other);
@@ -106,8 +106,7 @@ Deno.test("verify: small payloads and uppercase cids verify too; opaque cids sti
 Deno.test("verify: --require-verifiable-cids refuses opaque cids", async () => {
   await using server = await startTestServer({ args: ["--require-verifiable-cids", "true"] });
   const opaque = await server.upload("myopaquename01", patternBytes(10));
-  assertEquals(opaque.status, 400);
-  assertEquals((await errorOf(opaque)).error, "invalid_cid");
+  await assertErrorAnswer(opaque, 400, "invalid_cid");
   const bytes = patternBytes(10);
   const verified = await server.upload(cidsOf(bytes).v2, bytes);
   assertEquals(verified.status, 200);

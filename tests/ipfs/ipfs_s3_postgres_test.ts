@@ -3,41 +3,25 @@
  * radosgw), metadata in a real PostgreSQL, so blocks are found through
  * PostgreSQL's block index and read with ranged GETs.
  */
-import { objectKeys, s3Available, s3ForTests, s3ServerFlags, s3ServerKeys } from "../helpers/s3.ts";
-import { postgresAvailable, postgresForTests } from "../helpers/postgres.ts";
-import { startTestServer } from "../helpers/server.ts";
+import { objectKeys } from "../helpers/s3.ts";
+import { scaleOutAvailable, scaleOutServer } from "../helpers/scale_out.ts";
+import type { ScaleOut } from "../helpers/scale_out.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { ipfsSuite } from "./ipfs_suite.ts";
 
-const buckets = new WeakMap<TestServer, Awaited<ReturnType<typeof s3ForTests>>>();
+const deployments = new WeakMap<TestServer, ScaleOut>();
 
 ipfsSuite({
   name: "S3 + PostgreSQL",
-  ignore: !s3Available() || !postgresAvailable(),
+  ignore: !scaleOutAvailable(),
   async start(options = {}) {
-    const database = await postgresForTests();
-    const bucket = await s3ForTests();
-    const server = await startTestServer({
-      args: [
-        "--database",
-        database.url,
-        ...s3ServerFlags(bucket),
-        ...(options.sponsoredCap === undefined
-          ? []
-          : ["--sponsored-daily-cap", String(options.sponsoredCap)]),
-      ],
-      env: s3ServerKeys(bucket),
+    const server = await scaleOutServer({
+      args: options.sponsoredCap === undefined
+        ? []
+        : ["--sponsored-daily-cap", String(options.sponsoredCap)],
     });
-    const disposeServer = server[Symbol.asyncDispose];
-    const disposable = Object.assign(server, {
-      async [Symbol.asyncDispose]() {
-        await disposeServer.call(server);
-        await bucket.dispose();
-        await database[Symbol.asyncDispose]();
-      },
-    });
-    buckets.set(disposable, bucket);
-    return disposable;
+    deployments.set(server, server.deployment);
+    return server;
   },
-  staged: async (server) => await objectKeys(buckets.get(server)!, "staging/"),
+  staged: async (server) => await objectKeys(deployments.get(server)!.s3, "staging/"),
 });

@@ -23,6 +23,7 @@ import { pieceCidOfStream, sha256Cid } from "../../src/kernel/piece_cid/mod.ts";
 import { startServer } from "../../src/server/start.ts";
 import { shardOf } from "../../src/driver/disk/layout.ts";
 import { RatePacer } from "../../src/ops/rate_pacer.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 /** A backup may read the live directory and write only its own. */
 function backupFlags(source: string, destination: string): string[] {
@@ -315,8 +316,7 @@ Deno.test("scrub: the server's periodic scrub finds a corrupt piece by itself", 
 });
 
 Deno.test("backup and scrub: a bad command line or destination (used, a dangling link) is one line and exit 2; a used destination is left alone", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-backup-args-" });
-  try {
+  await withTempDir("storage-backup-args-", async (dataDir) => {
     {
       await using _server = await startTestServer({ dataDir });
     }
@@ -349,9 +349,7 @@ Deno.test("backup and scrub: a bad command line or destination (used, a dangling
     }
     assertEquals([...Deno.readDirSync(used)].map((e) => e.name), ["keep.txt"]);
     assertEquals(await Deno.readTextFile(`${used}/keep.txt`), "mine");
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("scrub: the rate pacer holds a reader to its bytes per second", async () => {
@@ -408,8 +406,7 @@ Deno.test("backup: a removed piece's row is copied without bytes; the backup ans
   const swept = await server.server.gc.sweep({ asOf: Date.now() + 365 * 86_400_000 });
   assertEquals(swept?.removedPieces, 2);
   await uploadOk(server, "backupkeep001", patternBytes(3000, 31)); // stored again
-  const destination = await Deno.makeTempDir({ prefix: "backup-removed-" });
-  try {
+  await withTempDir("backup-removed-", async (destination) => {
     const run = await runMain(["backup", destination, "--data-dir", server.dataDir], {
       flags: backupFlags(server.dataDir, destination),
     });
@@ -422,7 +419,5 @@ Deno.test("backup: a removed piece's row is copied without bytes; the backup ans
     assertEquals((await restored.get("/p/backupkeep001")).status, 200);
     const gone = await restored.get("/p/backupgone001");
     assertEquals([gone.status, (await gone.json()).error], [410, "gone"]);
-  } finally {
-    await Deno.remove(destination, { recursive: true });
-  }
+  });
 });

@@ -10,13 +10,14 @@
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { seededBytes } from "../helpers/bytes.ts";
-import { runMain } from "../helpers/main_process.ts";
-import type { MainRun } from "../helpers/main_process.ts";
-import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
-import type { TestDatabase } from "../helpers/postgres.ts";
-import { s3ForTests, s3ServerFlags, s3ServerKeys, s3UnavailableReason } from "../helpers/s3.ts";
-import type { TestBucket } from "../helpers/s3.ts";
-import { startTestServer } from "../helpers/server.ts";
+import { postgresClient } from "../helpers/postgres.ts";
+import {
+  COMMAND_FLAGS,
+  scaleOutAvailable,
+  scaleOutForTests,
+  scaleOutServer,
+} from "../helpers/scale_out.ts";
+import type { ScaleOut } from "../helpers/scale_out.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
 import {
@@ -27,58 +28,25 @@ import {
   uploadOk,
 } from "./lifecycle_suite.ts";
 
-const ignore = !postgresAvailable() || s3UnavailableReason() !== null;
+const ignore = !scaleOutAvailable();
 const ROOT = new URL("../..", import.meta.url).pathname;
-
-/** A server on a fresh database and bucket, disposed with them. */
-async function scaleOutServer(
-  options: Parameters<Parameters<typeof runLifecycleSuite>[1]>[0],
-): Promise<TestServer> {
-  const pg = await postgresForTests();
-  const bucket = await s3ForTests();
-  const server = await startTestServer({
-    ...options,
-    args: [...options.args, "--database", pg.url, ...s3ServerFlags(bucket)],
-    env: s3ServerKeys(bucket),
-  });
-  return {
-    ...server,
-    async [Symbol.asyncDispose]() {
-      await server[Symbol.asyncDispose]();
-      await bucket[Symbol.asyncDispose]();
-      await pg[Symbol.asyncDispose]();
-    },
-  };
-}
 
 runLifecycleSuite("postgres + s3", scaleOutServer, { ignore });
 
-interface Deployment {
-  pg: TestDatabase;
-  bucket: TestBucket;
-  flags: string[];
-  env: Record<string, string>;
+/** The scale-out deployment, its instances on the suite's flags and a clock of their own. */
+interface Deployment extends ScaleOut {
   /** An instance on the deployment, with its own clock. */
   instance(clock: FakeClock, args?: string[]): Promise<TestServer>;
-  /** `main.ts …args` on the deployment: the network and the environment only. */
-  command(args: string[]): Promise<MainRun>;
 }
 
 async function withDeployment(fn: (d: Deployment) => Promise<void>): Promise<void> {
-  await using pg = await postgresForTests();
-  await using bucket = await s3ForTests();
-  const flags = ["--database", pg.url, ...s3ServerFlags(bucket)];
-  const env = s3ServerKeys(bucket);
-  await fn({
-    pg,
-    bucket,
-    flags,
-    env,
-    instance: (clock, args = []) =>
-      startTestServer({ clock, args: [...LIFECYCLE_ARGS, ...args, ...flags], env }),
-    command: (args) =>
-      runMain([...args, ...flags], { flags: ["--allow-net", "--allow-env=STORAGE_*,PG*"], env }),
-  });
+  await using deployment = await scaleOutForTests({ args: LIFECYCLE_ARGS });
+  await fn(
+    Object.assign(deployment, {
+      instance: (clock: FakeClock, args: string[] = []) =>
+        deployment.startInstance({ clock, args }),
+    }),
+  );
 }
 
 Deno.test({
@@ -171,7 +139,7 @@ Deno.test({
     "scale-out gc: main.ts gc SIGKILLed mid-sweep three times; scrub finds nothing missing or unnamed",
   ignore,
   fn: () =>
-    withDeployment(async ({ pg, flags, env, instance, command }) => {
+    withDeployment(async ({ databaseUrl, backendFlags, env, instance, command }) => {
       const pieces = 120;
       const clock = new FakeClock("2026-01-01T00:00:00Z");
       {
@@ -182,7 +150,7 @@ Deno.test({
           "every digest recorded",
         );
       }
-      await using sql = postgresClient(pg.url, { max: 1 });
+      await using sql = postgresClient(databaseUrl, { max: 1 });
       const count = async (where: string) =>
         Number((await sql.unsafe(`SELECT COUNT(*) AS n FROM removed_pieces WHERE ${where}`))[0].n);
       const findings = [];
@@ -190,13 +158,12 @@ Deno.test({
         const child = new Deno.Command(Deno.execPath(), {
           args: [
             "run",
-            "--allow-net",
-            "--allow-env=STORAGE_*,PG*",
+            ...COMMAND_FLAGS,
             `${ROOT}main.ts`,
             "gc",
             "--gc-rate",
             "100",
-            ...flags,
+            ...backendFlags,
           ],
           env,
           stdout: "null",

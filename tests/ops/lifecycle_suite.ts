@@ -15,8 +15,7 @@ import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { bearer, errorOf, signup } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
-import { seededBytes, sha256, sha256Hex } from "../helpers/bytes.ts";
-import { serializeManifest } from "../../src/client/sdk/manifest.ts";
+import { seededBytes, sha256 } from "../helpers/bytes.ts";
 import { MANIFEST_CONTENT_TYPE } from "../../src/client/sdk/types.ts";
 import { pieceCidOfStream, sha256Cid } from "../../src/kernel/piece_cid/mod.ts";
 import type { SweepReport } from "../../src/ops/gc.ts";
@@ -25,6 +24,7 @@ import { withOverrides } from "../helpers/overrides.ts";
 import { CAR_TYPE, carOf, rawBlock } from "../helpers/ipfs.ts";
 import { pieceCid } from "../../src/client/sdk/piece_cid.ts";
 import { toRfc3339 } from "../../src/kernel/clock.ts";
+import { manifestOf } from "../helpers/manifests.ts";
 
 export const DAY_MS = 86_400_000;
 
@@ -139,16 +139,7 @@ export async function splitFile(seed: number) {
     bytes.map(async (b) => (await pieceCidOfStream(ReadableStream.from([b]))).cid),
   );
   const parts = bytes.map((b, i) => ({ bytes: b, cid: cids[i] }));
-  const whole = new Uint8Array([...bytes[0], ...bytes[1]]);
-  const manifest = serializeManifest({
-    format: "storage-manifest",
-    version: 1,
-    name: "file.bin",
-    contentType: "application/octet-stream",
-    size: whole.length,
-    sha256: await sha256Hex(whole),
-    pieces: parts.map((p) => ({ cid: p.cid, size: p.bytes.length })),
-  });
+  const manifest = await manifestOf("file.bin", parts);
   return { parts, manifest };
 }
 

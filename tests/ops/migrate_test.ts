@@ -220,6 +220,23 @@ function withSource(fn: (migration: Migration) => Promise<void>): () => Promise<
     });
 }
 
+/** Runs fn on a fresh database and an empty source directory; removes it and the target after it. */
+function withEmptySource(
+  prefix: string,
+  fn: (migration: { pg: TestDatabase; dir: string; target: string }) => Promise<void>,
+): () => Promise<void> {
+  return () =>
+    withPostgres(async (pg) => {
+      const dir = await Deno.makeTempDir({ prefix });
+      const target = `${dir}-target`;
+      try {
+        await fn({ pg, dir, target });
+      } finally {
+        await removeDirs(dir, target);
+      }
+    });
+}
+
 /** The summary's count of rows written: those named, and none of the others. */
 function rowsWritten(counts: Partial<Record<string, number>> = {}) {
   return { pieces: 0, deals: 0, usage: 0, tokens: 0, corruptMarks: 0, blocks: 0, ...counts };
@@ -595,123 +612,103 @@ async function listTree(dir: string, prefix = ""): Promise<string[]> {
 Deno.test({
   name: "migrate: a source of an older build is refused, not upgraded under its server",
   ignore,
-  fn: () =>
-    withPostgres(async (pg) => {
-      const root = await Deno.makeTempDir({ prefix: "migrate-old-" });
-      try {
-        await Deno.mkdir(`${root}/pieces`);
-        openDatabase({ path: `${root}/storage.db`, migrations: MIGRATIONS.slice(0, -1) }).close();
-        const before = await Deno.readFile(`${root}/storage.db`);
-        const run = await migrate(["--from-data-dir", root, "--database", pg.url], {
-          source: root,
-        });
-        assertEquals(run.code, 2, run.stderr);
-        assertMatch(run.stderr, /^error: .*older build .*start this build's server on/);
-        // Not brought up to date (SQLite may have made its -wal and -shm beside it to read).
-        assertEquals(await Deno.readFile(`${root}/storage.db`), before, "the source was written");
-        assertEquals(await query(pg.url, "SELECT count(*)::int AS n FROM pieces"), [{ n: 0 }]);
-      } finally {
-        await removeDirs(root);
-      }
-    }),
+  fn: withEmptySource("migrate-old-", async ({ pg, dir: root }) => {
+    await Deno.mkdir(`${root}/pieces`);
+    openDatabase({ path: `${root}/storage.db`, migrations: MIGRATIONS.slice(0, -1) }).close();
+    const before = await Deno.readFile(`${root}/storage.db`);
+    const run = await migrate(["--from-data-dir", root, "--database", pg.url], {
+      source: root,
+    });
+    assertEquals(run.code, 2, run.stderr);
+    assertMatch(run.stderr, /^error: .*older build .*start this build's server on/);
+    // Not brought up to date (SQLite may have made its -wal and -shm beside it to read).
+    assertEquals(await Deno.readFile(`${root}/storage.db`), before, "the source was written");
+    assertEquals(await query(pg.url, "SELECT count(*)::int AS n FROM pieces"), [{ n: 0 }]);
+  }),
 });
 
 Deno.test({
   name: "migrate: deleted deals and removed pieces travel as they are; the targets answer 410",
   ignore,
-  fn: () =>
-    withPostgres(async (pg) => {
-      const dir = await Deno.makeTempDir({ prefix: "migrate-lifecycle-" });
-      const target = `${dir}-target`;
-      try {
-        const kept = patternBytes(3 * KIB, 21);
-        const gone = patternBytes(4 * KIB, 22);
-        let token: string;
-        {
-          await using server = await startTestServer({ dataDir: dir });
-          token = (await signup(server, { email: "leaver@example.org" })).token;
-          const headers = bearer(token);
-          await uploadOk(server, "migratekept0001", kept, new Map(), headers);
-          const response = await server.upload("migrategone0001", gone, { headers });
-          const { dealId } = await response.json();
-          const deleted = await server.get(`/api/deals/${dealId}`, { method: "DELETE", headers });
-          assertEquals(deleted.status, 200);
-          await deleted.body?.cancel();
-          const swept = await server.server.gc.sweep({ asOf: Date.now() + 30 * 86_400_000 });
-          assertEquals(swept?.removedPieces, 1);
-        }
-        const run = await migrate(
-          ["--from-data-dir", dir, "--database", pg.url, "--data-dir", target],
-          { source: dir, targets: [target] },
-        );
-        assertEquals(run.code, 0, run.stderr);
-        assertEquals([run.summary.pieces.copied, run.summary.pieces.carriedRemoved], [1, 1]);
-        await using server = await startTestServer({
-          dataDir: target,
-          args: ["--database", pg.url],
-        });
-        assertEquals((await server.get("/p/migratekept0001")).status, 200);
-        const removed = await server.get("/p/migrategone0001");
-        assertEquals([removed.status, (await removed.json()).error], [410, "gone"]);
-        const files = await getJson(server.url, "/api/files", token);
-        assertEquals(
-          files.files.map((f: { cid: string; state: string }) => `${f.cid} ${f.state}`),
-          ["migrategone0001 deleted", "migratekept0001 active"],
-        );
-      } finally {
-        await removeDirs(dir, target);
-      }
-    }),
+  fn: withEmptySource("migrate-lifecycle-", async ({ pg, dir, target }) => {
+    const kept = patternBytes(3 * KIB, 21);
+    const gone = patternBytes(4 * KIB, 22);
+    let token: string;
+    {
+      await using server = await startTestServer({ dataDir: dir });
+      token = (await signup(server, { email: "leaver@example.org" })).token;
+      const headers = bearer(token);
+      await uploadOk(server, "migratekept0001", kept, new Map(), headers);
+      const response = await server.upload("migrategone0001", gone, { headers });
+      const { dealId } = await response.json();
+      const deleted = await server.get(`/api/deals/${dealId}`, { method: "DELETE", headers });
+      assertEquals(deleted.status, 200);
+      await deleted.body?.cancel();
+      const swept = await server.server.gc.sweep({ asOf: Date.now() + 30 * 86_400_000 });
+      assertEquals(swept?.removedPieces, 1);
+    }
+    const run = await migrate(
+      ["--from-data-dir", dir, "--database", pg.url, "--data-dir", target],
+      { source: dir, targets: [target] },
+    );
+    assertEquals(run.code, 0, run.stderr);
+    assertEquals([run.summary.pieces.copied, run.summary.pieces.carriedRemoved], [1, 1]);
+    await using server = await startTestServer({
+      dataDir: target,
+      args: ["--database", pg.url],
+    });
+    assertEquals((await server.get("/p/migratekept0001")).status, 200);
+    const removed = await server.get("/p/migrategone0001");
+    assertEquals([removed.status, (await removed.json()).error], [410, "gone"]);
+    const files = await getJson(server.url, "/api/files", token);
+    assertEquals(
+      files.files.map((f: { cid: string; state: string }) => `${f.cid} ${f.state}`),
+      ["migrategone0001 deleted", "migratekept0001 active"],
+    );
+  }),
 });
 
 Deno.test({
   name: "migrate: a CAR removed in the source after a first run takes its blocks from the target",
   ignore,
-  fn: () =>
-    withPostgres(async (pg) => {
-      const dir = await Deno.makeTempDir({ prefix: "migrate-car-gone-" });
-      const target = `${dir}-target`;
-      const blocks = [
-        await rawBlock(patternBytes(2 * KIB, 23)),
-        await rawBlock(patternBytes(KIB, 24)),
-      ];
-      const car = await carOf([blocks[0].cid], blocks);
-      const blockCount = async () =>
-        (await query(pg.url, `SELECT count(*)::int AS n FROM blocks`))[0].n;
-      try {
-        let dealId: string;
-        {
-          await using server = await startTestServer({ dataDir: dir });
-          const response = await server.upload("migratecargone1", car, {
-            contentType: "application/vnd.ipld.car",
-          });
-          assertEquals(response.status, 200, await response.clone().text());
-          dealId = (await response.json()).dealId;
-        }
-        const args = ["--from-data-dir", dir, "--database", pg.url, "--data-dir", target];
-        const first = await migrate(args, { source: dir, targets: [target] });
-        assertEquals([first.code, first.summary.rows.blocks], [0, 2], first.stderr);
-        {
-          // The source serves on and removes the CAR (its deal long ended) before the rerun.
-          await using server = await startTestServer({ dataDir: dir });
-          const swept = await server.server.gc.sweep({ asOf: Date.now() + 60 * 86_400_000 });
-          assertEquals(swept?.removedPieces, 1, dealId);
-        }
-        const rerun = await migrate(args, { source: dir, targets: [target] });
-        assertEquals(rerun.code, 0, rerun.stderr);
-        assertEquals(await blockCount(), 0, "a block lives while its piece does");
-        await using server = await startTestServer({
-          dataDir: target,
-          args: ["--database", pg.url],
-        });
-        assertEquals((await server.get("/p/migratecargone1")).status, 410);
-        for (const block of blocks) {
-          const answer = await server.get(`/ipfs/${block.cid}?format=raw`);
-          assertEquals(answer.status, 404, `${block.cid}`);
-          await answer.body?.cancel();
-        }
-      } finally {
-        await removeDirs(dir, target);
-      }
-    }),
+  fn: withEmptySource("migrate-car-gone-", async ({ pg, dir, target }) => {
+    const blocks = [
+      await rawBlock(patternBytes(2 * KIB, 23)),
+      await rawBlock(patternBytes(KIB, 24)),
+    ];
+    const car = await carOf([blocks[0].cid], blocks);
+    const blockCount = async () =>
+      (await query(pg.url, `SELECT count(*)::int AS n FROM blocks`))[0].n;
+    let dealId: string;
+    {
+      await using server = await startTestServer({ dataDir: dir });
+      const response = await server.upload("migratecargone1", car, {
+        contentType: "application/vnd.ipld.car",
+      });
+      assertEquals(response.status, 200, await response.clone().text());
+      dealId = (await response.json()).dealId;
+    }
+    const args = ["--from-data-dir", dir, "--database", pg.url, "--data-dir", target];
+    const first = await migrate(args, { source: dir, targets: [target] });
+    assertEquals([first.code, first.summary.rows.blocks], [0, 2], first.stderr);
+    {
+      // The source serves on and removes the CAR (its deal long ended) before the rerun.
+      await using server = await startTestServer({ dataDir: dir });
+      const swept = await server.server.gc.sweep({ asOf: Date.now() + 60 * 86_400_000 });
+      assertEquals(swept?.removedPieces, 1, dealId);
+    }
+    const rerun = await migrate(args, { source: dir, targets: [target] });
+    assertEquals(rerun.code, 0, rerun.stderr);
+    assertEquals(await blockCount(), 0, "a block lives while its piece does");
+    await using server = await startTestServer({
+      dataDir: target,
+      args: ["--database", pg.url],
+    });
+    assertEquals((await server.get("/p/migratecargone1")).status, 410);
+    for (const block of blocks) {
+      const answer = await server.get(`/ipfs/${block.cid}?format=raw`);
+      assertEquals(answer.status, 404, `${block.cid}`);
+      await answer.body?.cancel();
+    }
+  }),
 });

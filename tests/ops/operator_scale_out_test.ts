@@ -33,47 +33,31 @@ import {
 } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
-import {
-  putObject,
-  s3ForTests,
-  s3ServerFlags,
-  s3ServerKeys,
-  s3UnavailableReason,
-  signed,
-} from "../helpers/s3.ts";
+import { putObject, s3ServerFlags, signed } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
-import { postgresAvailable, postgresClient, postgresForTests } from "../helpers/postgres.ts";
-import type { TestDatabase } from "../helpers/postgres.ts";
+import { postgresClient } from "../helpers/postgres.ts";
+import { COMMAND_FLAGS, scaleOutAvailable, scaleOutForTests } from "../helpers/scale_out.ts";
+import type { ScaleOut } from "../helpers/scale_out.ts";
 import { sha256Cid } from "../../src/kernel/piece_cid/mod.ts";
+import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
-const ignore = !postgresAvailable() || s3UnavailableReason() !== null;
+const ignore = !scaleOutAvailable();
 
 /** A PostgreSQL + S3 deployment: a server, and main.ts commands pointed at the same backends. */
 interface Deployment {
-  pg: TestDatabase;
+  databaseUrl: string;
   bucket: TestBucket;
   server: TestServer;
   /** `main.ts …args` with the deployment's flags, the network and the environment only. */
-  command(args: string[], options?: { allowDir?: string }): Promise<MainRun>;
+  command: ScaleOut["command"];
 }
 
 async function withDeployment(fn: (deployment: Deployment) => Promise<void>): Promise<void> {
-  await using pg = await postgresForTests();
-  await using bucket = await s3ForTests();
-  const backendFlags = ["--database", pg.url, ...s3ServerFlags(bucket)];
-  await using server = await startTestServer({ args: backendFlags, env: s3ServerKeys(bucket) });
-  const command = (args: string[], options: { allowDir?: string } = {}) =>
-    runMain([...args, ...backendFlags], {
-      flags: [
-        "--allow-net",
-        "--allow-env=STORAGE_*,PG*",
-        ...(options.allowDir === undefined
-          ? []
-          : [`--allow-read=${options.allowDir}`, `--allow-write=${options.allowDir}`]),
-      ],
-      env: s3ServerKeys(bucket),
-    });
-  await fn({ pg, bucket, server, command });
+  await using deployment = await scaleOutForTests();
+  await using server = await deployment.startInstance();
+  const { databaseUrl, s3: bucket, command } = deployment;
+  await fn({ databaseUrl, bucket, server, command });
 }
 
 async function uploadOk(
@@ -88,8 +72,8 @@ async function uploadOk(
 }
 
 /** Uploads are answered before their SHA-256 is recorded; the checks below need it. */
-async function digestsRecorded(pg: TestDatabase): Promise<void> {
-  await using sql = postgresClient(pg.url, { max: 1 });
+async function digestsRecorded(databaseUrl: string): Promise<void> {
+  await using sql = postgresClient(databaseUrl, { max: 1 });
   await eventually(async () => {
     const [row] = await sql`SELECT COUNT(*)::int AS n FROM pieces WHERE sha256 IS NULL`;
     return row.n === 0;
@@ -159,8 +143,7 @@ Deno.test({
       assertEquals(revoked.code, 0, revoked.stderr);
       assertEquals(JSON.parse(revoked.stdout).revoked, true);
       const refused = await server.get("/api/files", { headers: bearer(token) });
-      assertEquals(refused.status, 401);
-      assertEquals((await errorOf(refused)).error, "revoked_token");
+      await assertErrorAnswer(refused, 401, "revoked_token");
       const stillFine = await server.get("/api/files", { headers: bearer(other.token) });
       assertEquals(stillFine.status, 200);
       await stillFine.body?.cancel();
@@ -176,7 +159,7 @@ Deno.test({
     "scrub on PostgreSQL + S3: rot, a missing object and an orphan are found; 503 until repaired",
   ignore,
   fn: () =>
-    withDeployment(async ({ pg, bucket, server, command }) => {
+    withDeployment(async ({ databaseUrl, bucket, server, command }) => {
       const verifiable = patternBytes(100 * KIB, 2);
       const pieces = new Map([
         [sha256Cid(await sha256(verifiable)), verifiable],
@@ -184,7 +167,7 @@ Deno.test({
         ["scrubs3gone001", patternBytes(5 * KIB, 4)],
       ]);
       for (const [cid, bytes] of pieces) await uploadOk(server, cid, bytes);
-      await digestsRecorded(pg);
+      await digestsRecorded(databaseUrl);
       const clean = jsonOf(await command(["scrub"]));
       assertEquals([clean.pieces, clean.passed, clean.orphans], [3, 3, []]);
 
@@ -229,7 +212,7 @@ Deno.test({
   name: "backup of PostgreSQL + S3: a standalone data directory that serves every piece and token",
   ignore,
   fn: () =>
-    withDeployment(async ({ pg, bucket, server, command }) => {
+    withDeployment(async ({ databaseUrl, bucket, server, command }) => {
       const user = await signup(server, { email: "keeper@example.org" });
       const old = await signup(server, { email: "keeper@example.org", label: "old laptop" });
       const revoke = await fetch(`${server.url}/api/tokens/revoke`, {
@@ -249,11 +232,10 @@ Deno.test({
       const hashed = patternBytes(70 * KIB, 8);
       pieces.set(sha256Cid(await sha256(hashed)), hashed);
       await uploadOk(server, sha256Cid(await sha256(hashed)), hashed);
-      await digestsRecorded(pg);
+      await digestsRecorded(databaseUrl);
       const files = await filesOf(server, user.token);
 
-      const parent = await Deno.makeTempDir({ prefix: "storage-pg-backup-" });
-      try {
+      await withTempDir("storage-pg-backup-", async (parent) => {
         const destination = `${parent}/copy`;
         const run = await command(["backup", destination], { allowDir: parent });
         assertEquals(run.code, 0, run.stderr);
@@ -269,7 +251,7 @@ Deno.test({
           ["700", "600", "600"],
         );
         {
-          await using sql = postgresClient(pg.url, { max: 1 });
+          await using sql = postgresClient(databaseUrl, { max: 1 });
           const [{ key_hex }] = await sql`SELECT key_hex FROM hmac_key WHERE id = 1`;
           assertEquals(
             (await Deno.readTextFile(`${destination}/hmac.key`)).trim(),
@@ -292,9 +274,7 @@ Deno.test({
         const failed = JSON.parse(second.stdout).failed;
         assertEquals(failed.map((f: { cid: string }) => f.cid), ["pgbackup000002"]);
         assertMatch(failed[0].problem, /do not match their recorded SHA-256/);
-      } finally {
-        await Deno.remove(parent, { recursive: true });
-      }
+      });
     }),
 });
 
@@ -303,22 +283,16 @@ Deno.test({
     "the mixed deployments: scrub and backup a data directory with a bucket, and PostgreSQL with a data directory",
   ignore,
   async fn() {
-    await using bucket = await s3ForTests();
-    await using pg = await postgresForTests();
+    // The scale-out deployment's backends, each with a data directory instead of the other.
+    await using backends = await scaleOutForTests();
     const mixes: { name: string; args: string[]; env: Record<string, string> }[] = [
-      { name: "SQLite + S3", args: s3ServerFlags(bucket), env: s3ServerKeys(bucket) },
-      { name: "PostgreSQL + disk", args: ["--database", pg.url], env: {} },
+      { name: "SQLite + S3", args: s3ServerFlags(backends.s3), env: backends.env },
+      { name: "PostgreSQL + disk", args: ["--database", backends.databaseUrl], env: {} },
     ];
-    const parent = await Deno.makeTempDir({ prefix: "storage-mixed-" });
-    try {
+    await withTempDir("storage-mixed-", async (parent) => {
       for (const [n, mix] of mixes.entries()) {
         const dataDir = `${parent}/live${n}`;
-        const flags = [
-          "--allow-net",
-          "--allow-env=STORAGE_*,PG*",
-          `--allow-read=${parent}`,
-          `--allow-write=${parent}`,
-        ];
+        const flags = [...COMMAND_FLAGS, `--allow-read=${parent}`, `--allow-write=${parent}`];
         const run = (args: string[]) =>
           runMain([...args, "--data-dir", dataDir, ...mix.args], { flags, env: mix.env });
         await using server = await startTestServer({ dataDir, args: mix.args, env: mix.env });
@@ -347,8 +321,6 @@ Deno.test({
         assertEquals(files.status, 200, `${mix.name}: the minted token works on the copy`);
         await files.body?.cancel();
       }
-    } finally {
-      await Deno.remove(parent, { recursive: true });
-    }
+    });
   },
 });

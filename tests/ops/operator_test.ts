@@ -6,11 +6,13 @@
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { readResponse, uploadHead, writeAll } from "../helpers/raw_http.ts";
-import { bearer, errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
+import { bearer, patternBytes, startTestServer } from "../helpers/server.ts";
 import { startTaskFlags } from "../../scripts/lib/spawn_server.ts";
 import { eventually } from "../helpers/wait.ts";
 import { modeOf, runMain } from "../helpers/main_process.ts";
 import type { MainRun } from "../helpers/main_process.ts";
+import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 /** A start-up failure: status 2, exactly one line on stderr, `error: …`, no stack trace. */
 function assertOneLineError(run: MainRun, pattern: RegExp): void {
@@ -100,13 +102,11 @@ Deno.test("token mint/revoke on a running server's data dir take effect at once"
   assertEquals(revoked.code, 0, revoked.stderr);
   assertEquals(JSON.parse(revoked.stdout).revoked, true);
   const after = await server.get("/api/files", { headers: bearer(result.token) });
-  assertEquals(after.status, 401);
-  assertEquals((await errorOf(after)).error, "revoked_token");
+  await assertErrorAnswer(after, 401, "revoked_token");
 });
 
 Deno.test("token commands: bad fields and unknown actions are one line, exit 2", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-token-cli-" });
-  try {
+  await withTempDir("storage-token-cli-", async (dataDir) => {
     assertOneLineError(
       await runMain(["token", "mint", "--email", "nope", "--label", "x", "--data-dir", dataDir], {
         dataDir,
@@ -138,14 +138,11 @@ Deno.test("token commands: bad fields and unknown actions are one line, exit 2",
       dataDir,
     });
     assertOneLineError(missing, /No token has jti no-such-jti/);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("files at rest: the data dir is 0700 and the database files 0600", async () => {
-  const parent = await Deno.makeTempDir({ prefix: "storage-modes-" });
-  try {
+  await withTempDir("storage-modes-", async (parent) => {
     const fresh = `${parent}/fresh`;
     {
       await using server = await startTestServer({ dataDir: fresh });
@@ -162,9 +159,7 @@ Deno.test("files at rest: the data dir is 0700 and the database files 0600", asy
     assertEquals(modeOf(fresh), "700");
     assertEquals(modeOf(`${fresh}/storage.db`), "600");
     assertEquals((await again.get("/p/modescheck001")).status, 200);
-  } finally {
-    await Deno.remove(parent, { recursive: true });
-  }
+  });
 });
 
 Deno.test("start-up: a port in use is one line and exit 2", async () => {
@@ -182,15 +177,12 @@ Deno.test("start-up: a port in use is one line and exit 2", async () => {
 });
 
 Deno.test("start-up: rotate-key on a directory the permissions do not cover names the flags", async () => {
-  const elsewhere = await Deno.makeTempDir({ prefix: "storage-rotate-" });
-  try {
+  await withTempDir("storage-rotate-", async (elsewhere) => {
     const run = await runMain(["rotate-key", "--data-dir", elsewhere], {
       flags: await startTaskFlags("./data"),
     });
     assertOneLineError(run, /--allow-read=DIR --allow-write=DIR/);
-  } finally {
-    await Deno.remove(elsewhere, { recursive: true });
-  }
+  });
 });
 
 Deno.test("start-up: a port in use releases the data directory for the next start", async () => {
@@ -213,22 +205,18 @@ Deno.test("start-up: a port in use releases the data directory for the next star
 });
 
 Deno.test("token list and revoke on a data dir that does not exist create nothing", async () => {
-  const parent = await Deno.makeTempDir({ prefix: "storage-token-typo-" });
-  try {
+  await withTempDir("storage-token-typo-", async (parent) => {
     const missing = `${parent}/no-such-dir`;
     for (const args of [["token", "list"], ["token", "revoke", "x"]]) {
       const run = await runMain([...args, "--data-dir", missing], { dataDir: missing });
       assertOneLineError(run, /No database at/);
     }
     assertEquals([...Deno.readDirSync(parent)], []);
-  } finally {
-    await Deno.remove(parent, { recursive: true });
-  }
+  });
 });
 
 Deno.test("start-up: a database migrated by a newer build is one line and exit 2, untouched", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-newer-db-" });
-  try {
+  await withTempDir("storage-newer-db-", async (dataDir) => {
     // A first start creates the database; then a "newer build" moves its schema on.
     {
       await using _server = await startTestServer({ dataDir });
@@ -242,9 +230,7 @@ Deno.test("start-up: a database migrated by a newer build is one line and exit 2
     const { user_version } = after.prepare("PRAGMA user_version").get() as { user_version: number };
     after.close();
     assertEquals(Number(user_version), 99);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("start-up: rotate-key on a data directory that does not exist is one line, exit 2", async () => {

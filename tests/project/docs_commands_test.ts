@@ -10,6 +10,7 @@
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { startTestServer } from "../helpers/server.ts";
 import { runDeno } from "../helpers/main_process.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 const PINNED = "npx -y deno@2.9.6";
@@ -64,8 +65,7 @@ function argvOf(command: string, paths: Record<string, string>, jti: string): st
 }
 
 Deno.test("docs: the data directory commands of operations.md run as written", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "storage-docs-" });
-  try {
+  await withTempDir("storage-docs-", async (dir) => {
     const paths = {
       "./data": `${dir}/data`,
       "/srv/stage": `${dir}/data`,
@@ -95,7 +95,5 @@ Deno.test("docs: the data directory commands of operations.md run as written", a
       if (command.includes("token mint")) jti = JSON.parse(result.stdout).jti;
     }
     assertOk(jti !== "", "token mint printed a jti");
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

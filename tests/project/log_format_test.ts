@@ -8,6 +8,7 @@ import { deadRpcUrl, walletArgs } from "../helpers/wallet.ts";
 import { createStderrLogger, createTextLogger, resolveLogFormat } from "../../src/kernel/log.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 import { VERSION } from "../../src/kernel/version.ts";
+import { withTempDir } from "../helpers/files.ts";
 
 const TIME = String.raw`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z`;
 
@@ -89,8 +90,7 @@ Deno.test("log format: a real server's start-up summary and shutdown line, as te
   args.push("--signup", "verify", "--smtp-url", `smtp://mailer:${secrets[1]}@127.0.0.1:2525`);
   args.push("--mail-from", "stage@example.org", "--metrics-token", secrets[2]);
   const rpcUrl = `${deadRpcUrl()}/v3/${secrets[0]}`;
-  const dataDir = await Deno.makeTempDir({ prefix: "log-summary-" });
-  try {
+  await withTempDir("log-summary-", async (dataDir) => {
     await using server = await spawnServer(dataDir, [...args, ...walletArgs(rpcUrl)]);
     server.process.kill("SIGTERM");
     assertEquals(await server.exited, 0);
@@ -116,7 +116,5 @@ Deno.test("log format: a real server's start-up summary and shutdown line, as te
       /^info {2}stopped uploadsFinished=0 uploadsAborted=0 connectionsClosed=true ms=\d+$/,
     );
     for (const secret of secrets) assertEquals(lines.join("\n").includes(secret), false, secret);
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });

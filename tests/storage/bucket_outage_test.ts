@@ -32,6 +32,19 @@ function serverOf(s3: FaultyBucket): Promise<TestServer> {
   });
 }
 
+/** A test on a bucket of the file's own cluster and a server on it (serverOf). */
+function outageTest(name: string, fn: (s3: FaultyBucket, server: TestServer) => Promise<void>) {
+  Deno.test({
+    name,
+    ignore,
+    fn: async () => {
+      await using s3 = await faultyBucket();
+      await using server = await serverOf(s3);
+      await fn(s3, server);
+    },
+  });
+}
+
 /** Answered 503 storage_offline with a Retry-After. */
 async function assertOffline(response: Response, what: string): Promise<void> {
   assertEquals(response.status, 503, what);
@@ -92,12 +105,9 @@ async function noStagingLeftovers(s3: FaultyBucket): Promise<void> {
   });
 }
 
-Deno.test({
-  name: "bucket outage: a silent (SIGSTOPped) gateway is 503 + Retry-After, not a hang",
-  ignore,
-  fn: async () => {
-    await using s3 = await faultyBucket();
-    await using server = await serverOf(s3);
+outageTest(
+  "bucket outage: a silent (SIGSTOPped) gateway is 503 + Retry-After, not a hang",
+  async (s3, server) => {
     const kept = patternBytes(200 * 1024, 1); // above the small-piece cache: read from S3
     const big = patternBytes(24 * MIB, 2);
     assertEquals(await upload(server, "bafksilentkept01", kept), 200);
@@ -143,14 +153,11 @@ Deno.test({
       fresh: ["bafksilentafter1", patternBytes(12 * MIB, 5)],
     });
   },
-});
+);
 
-Deno.test({
-  name: "bucket outage: a refusing gateway is 503 + Retry-After at once; back when it starts",
-  ignore,
-  fn: async () => {
-    await using s3 = await faultyBucket();
-    await using server = await serverOf(s3);
+outageTest(
+  "bucket outage: a refusing gateway is 503 + Retry-After at once; back when it starts",
+  async (s3, server) => {
     const kept = patternBytes(300 * 1024, 6);
     assertEquals(await upload(server, "bafkrefusekept01", kept), 200);
     await s3.gateway.stop();
@@ -178,7 +185,7 @@ Deno.test({
       fresh: ["bafkrefuseafter1", patternBytes(9 * MIB, 9)],
     });
   },
-});
+);
 
 Deno.test({
   name: "bucket outage: main.ts starts while the bucket is unreachable, unready, then recovers",

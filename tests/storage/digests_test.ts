@@ -6,12 +6,14 @@
 import { withOverrides } from "../helpers/overrides.ts";
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "../helpers/assert.ts";
-import { errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
+import { patternBytes, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { migrate, openDatabase } from "../../src/db/sqlite/database.ts";
 import { MIGRATIONS } from "../../src/db/sqlite/migrations/mod.ts";
 import { sha256Cid } from "../../src/kernel/piece_cid/cid_codec.ts";
 import { KIB, MIB, sha256, sha256Hex } from "../helpers/bytes.ts";
+import { withTempDir } from "../helpers/files.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 function recordedSha256(server: TestServer, cid: string): string | null {
   const row = server.server.db.prepare("SELECT sha256 FROM pieces WHERE cid = ?").get(cid) as
@@ -80,8 +82,7 @@ Deno.test("digests: with the stored digest still unknown, different bytes are st
   server.server.db.prepare("UPDATE pieces SET sha256 = NULL WHERE cid = ?").run("bafkdigest0002");
 
   const other = await server.upload("bafkdigest0002", patternBytes(5 * MIB, 4));
-  assertEquals(other.status, 409);
-  assertEquals((await errorOf(other)).error, "cid_conflict");
+  await assertErrorAnswer(other, 409, "cid_conflict");
   // Deciding computed (and kept) the stored piece's digest.
   assertEquals(recordedSha256(server, "bafkdigest0002"), await sha256Hex(first));
   const served = new Uint8Array(await (await server.get("/p/bafkdigest0002")).arrayBuffer());
@@ -121,8 +122,7 @@ Deno.test("digests: racing uploads of one cid, none hashed on the way, keep exac
 });
 
 Deno.test("digests: pieces left unhashed by a stop are hashed after the next start", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-test-" });
-  try {
+  await withTempDir("storage-test-", async (dataDir) => {
     const bytes = patternBytes(200 * KIB, 6);
     {
       await using server = await startTestServer({ dataDir });
@@ -138,14 +138,11 @@ Deno.test("digests: pieces left unhashed by a stop are hashed after the next sta
     );
     await again.server.services.digests.whenIdle();
     assertEquals(recordedSha256(again, "bafkdigest0005"), await sha256Hex(bytes));
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("digests: a shutdown right after a large upload leaves the digest to the next start", async () => {
-  const dataDir = await Deno.makeTempDir({ prefix: "storage-test-" });
-  try {
+  await withTempDir("storage-test-", async (dataDir) => {
     const bytes = patternBytes(64 * MIB, 12);
     {
       await using server = await startTestServer({ dataDir });
@@ -157,9 +154,7 @@ Deno.test("digests: a shutdown right after a large upload leaves the digest to t
     await again.server.services.digests.whenIdle();
     assertEquals(recordedSha256(again, "bafkdigest0007"), await sha256Hex(bytes));
     assertEquals(await healthDigests(again), { backlog: 0, failures: 0 });
-  } finally {
-    await Deno.remove(dataDir, { recursive: true });
-  }
+  });
 });
 
 Deno.test("digests: a piece whose bytes vanished is counted as a failure, not retried forever", async () => {
@@ -216,8 +211,7 @@ Deno.test("migration 3 keeps every piece and deal of an older database and allow
 });
 
 Deno.test("migration 3 applies to a database file that openDatabase created at version 2", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "storage-test-" });
-  try {
+  await withTempDir("storage-test-", (dir) => {
     const old = openDatabase({
       path: `${dir}/s.db`,
       migrations: MIGRATIONS.filter((m) => m.version <= 2),
@@ -227,7 +221,5 @@ Deno.test("migration 3 applies to a database file that openDatabase created at v
     const version = db.prepare("PRAGMA user_version").get() as { user_version: number };
     assertEquals(Number(version.user_version), MIGRATIONS.at(-1)!.version);
     db.close();
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -7,28 +7,17 @@
 import { assertEquals } from "../helpers/assert.ts";
 import { MIB } from "../helpers/bytes.ts";
 import { patternBytes } from "../helpers/server.ts";
-import {
-  abandonedUpload,
-  objectKeys,
-  putObject,
-  s3Available,
-  s3ForTests,
-  uploadKeys,
-} from "../helpers/s3.ts";
+import { abandonedUpload, objectKeys, putObject, s3Test, uploadKeys } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
 import { S3Store } from "../../src/driver/s3/s3_store.ts";
-
-const ignore = !s3Available();
 
 function storeOf(s3: TestBucket, writer: string): S3Store {
   return new S3Store({ ...s3, writer, partSizeBytes: 5 * MIB });
 }
 
-Deno.test({
-  name: "s3 leftovers: a dead writer's go at once; a live one's, an unnamed one's stay",
-  ignore,
-  fn: async () => {
-    await using s3 = await s3ForTests();
+s3Test(
+  "s3 leftovers: a dead writer's go at once; a live one's, an unnamed one's stay",
+  async (s3) => {
     const store = storeOf(s3, "self");
     const bytes = patternBytes(1024);
     for (const writer of ["live", "dead", "self"]) {
@@ -43,24 +32,20 @@ Deno.test({
     // Without the live set (one writer, SQLite), only this store's own would go.
     assertEquals(await store.cleanup(), { removedTemporaryFiles: 0 });
   },
-});
+);
 
-Deno.test({
-  name: "s3 leftovers: a dead writer's younger than `before` stay (it may have just registered)",
-  ignore,
-  fn: async () => {
-    await using s3 = await s3ForTests();
+s3Test(
+  "s3 leftovers: a dead writer's younger than `before` stay (it may have just registered)",
+  async (s3) => {
     await putObject(s3, "staging/newcomer/object", patternBytes(10));
     const writers = { live: new Set<string>(), before: Date.now() - 60_000 };
     assertEquals(await storeOf(s3, "self").cleanup({ writers }), { removedTemporaryFiles: 0 });
   },
-});
+);
 
-Deno.test({
-  name: "s3 leftovers: an upload in progress is left alone by its own store's cleanup",
-  ignore,
-  fn: async () => {
-    await using s3 = await s3ForTests();
+s3Test(
+  "s3 leftovers: an upload in progress is left alone by its own store's cleanup",
+  async (s3) => {
     const store = storeOf(s3, "self");
     const bytes = patternBytes(12 * MIB, 5);
     let release = () => {};
@@ -87,4 +72,4 @@ Deno.test({
     const opened = await store.open("bafkleftoverinuse");
     assertEquals(new Uint8Array(await new Response(opened!.body).arrayBuffer()), bytes);
   },
-});
+);

@@ -9,12 +9,11 @@
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { MIB } from "../helpers/bytes.ts";
 import { patternBytes } from "../helpers/server.ts";
-import { s3Available, s3ForTests } from "../helpers/s3.ts";
+import { s3Test } from "../helpers/s3.ts";
 import type { TestBucket } from "../helpers/s3.ts";
 import { eventually } from "../helpers/wait.ts";
 import { S3Store } from "../../src/driver/s3/s3_store.ts";
 
-const ignore = !s3Available();
 const PART = 8 * MIB;
 
 interface CountingRelay extends AsyncDisposable {
@@ -116,26 +115,19 @@ async function appendHeld(s3: TestBucket, ending: "rest" | "cut") {
   return { appended, bytes, stored };
 }
 
-Deno.test({
-  name: "s3 partials: an append's part streams to the bucket while its body is still arriving",
-  ignore,
-  fn: async () => {
-    await using s3 = await s3ForTests();
+s3Test(
+  "s3 partials: an append's part streams to the bucket while its body is still arriving",
+  async (s3) => {
     const { appended, bytes, stored } = await appendHeld(s3, "rest");
     assertEquals(appended.cut, null);
     assertEquals(appended.state.size, PART);
     assertOk(stored.every((byte, i) => byte === bytes[i]), "the part holds the body's bytes");
   },
-});
+);
 
-Deno.test({
-  name: "s3 partials: a body cut while its part streams keeps what arrived",
-  ignore,
-  fn: async () => {
-    await using s3 = await s3ForTests();
-    const { appended, bytes, stored } = await appendHeld(s3, "cut");
-    assertOk(appended.cut !== null, "the append says the body was cut");
-    assertEquals(appended.state.size, PART - MIB);
-    assertOk(stored.every((byte, i) => byte === bytes[i]), "what arrived is stored as it came");
-  },
+s3Test("s3 partials: a body cut while its part streams keeps what arrived", async (s3) => {
+  const { appended, bytes, stored } = await appendHeld(s3, "cut");
+  assertOk(appended.cut !== null, "the append says the body was cut");
+  assertEquals(appended.state.size, PART - MIB);
+  assertOk(stored.every((byte, i) => byte === bytes[i]), "what arrived is stored as it came");
 });

@@ -6,6 +6,7 @@ import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
 import { MIB } from "../helpers/bytes.ts";
 import { tempFiles } from "../helpers/pieces.ts";
+import { assertErrorAnswer } from "../helpers/error_answers.ts";
 
 async function canMount(): Promise<boolean> {
   if (Deno.build.os !== "linux" || Deno.uid() !== 0) return false;
@@ -46,8 +47,7 @@ async function withTmpfs(sizeBytes: number, fn: (dir: string) => Promise<void>):
 Deno.test("offline: with no data directory configured the server starts and answers 503", async () => {
   await using server = await startTestServer({ args: ["--data-dir", ""] });
   const upload = await server.upload("bafkoffline0001", "x");
-  assertEquals(upload.status, 503);
-  assertEquals((await errorOf(upload)).error, "storage_offline");
+  await assertErrorAnswer(upload, 503, "storage_offline");
   const get = await server.get("/p/bafkoffline0001");
   assertEquals(get.status, 503);
   assertEquals(get.headers.get("content-type"), "application/json");
@@ -66,8 +66,7 @@ Deno.test("offline: a data directory that cannot be created leaves the server up
     await Deno.writeTextFile(`${parent}/a-file`, "not a directory");
     await using server = await startTestServer({ dataDir: `${parent}/a-file/data` });
     const upload = await server.upload("bafkoffline0002", "x");
-    assertEquals(upload.status, 503);
-    assertEquals((await errorOf(upload)).error, "storage_offline");
+    await assertErrorAnswer(upload, 503, "storage_offline");
     const health = await (await server.get("/healthz")).json();
     assertMatch(health.storage.detail, /Cannot use data directory/);
   } finally {
@@ -85,11 +84,9 @@ Deno.test("offline: a data directory removed while running is 503, and recovers 
   await Deno.rename(piecesDir, backup);
   try {
     const upload = await server.upload("bafkremoved0002", "new bytes");
-    assertEquals(upload.status, 503);
-    assertEquals((await errorOf(upload)).error, "storage_offline");
+    await assertErrorAnswer(upload, 503, "storage_offline");
     const get = await server.get("/p/bafkremoved0001");
-    assertEquals(get.status, 503);
-    assertEquals((await errorOf(get)).error, "storage_offline");
+    await assertErrorAnswer(get, 503, "storage_offline");
     const head = await server.get("/p/bafkremoved0001", { method: "HEAD" });
     assertEquals(head.status, 503);
     assertEquals((await server.get("/healthz")).status, 503);
@@ -114,8 +111,7 @@ Deno.test({
         args: ["--sponsored-daily-cap", "6MiB"],
       });
       const response = await server.upload("bafkdiskfull001", patternBytes(5 * MIB));
-      assertEquals(response.status, 507);
-      assertEquals((await errorOf(response)).error, "insufficient_storage");
+      await assertErrorAnswer(response, 507, "insufficient_storage");
       assertEquals(await tempFiles(dir), []);
       assertEquals((await server.get("/p/bafkdiskfull001")).status, 404);
       // Nothing was charged: another 5 MiB would still fit the 6 MiB cap if the disk had room,
@@ -145,8 +141,7 @@ Deno.test({
     try {
       assertEquals(await run("mount", ["-o", "remount,bind,ro", pieces]), true);
       const refused = await server.upload("bafkreadonly002", "during");
-      assertEquals(refused.status, 503);
-      assertEquals((await errorOf(refused)).error, "storage_offline");
+      await assertErrorAnswer(refused, 503, "storage_offline");
       assertEquals(await server.server.services.ledger.reservedTotal(), 0);
       // Reading still works from a read-only store.
       assertEquals(await (await server.get("/p/bafkreadonly001")).text(), "before");
@@ -188,8 +183,7 @@ Deno.test("faults: a driver that runs out of space mid-upload is 507, nothing ke
     } as typeof store),
   });
   const response = await server.upload("bafkdriverfull1", patternBytes(2 * MIB));
-  assertEquals(response.status, 507);
-  assertEquals((await errorOf(response)).error, "insufficient_storage");
+  await assertErrorAnswer(response, 507, "insufficient_storage");
   assertEquals(await tempFiles(server.dataDir), []);
   assertEquals((await server.server.services.ledger.status("ip:v4:127.0.0.1", 1)).usedBytes, 0);
   assertEquals(await server.server.services.ledger.reservedTotal(), 0);

@@ -7,7 +7,7 @@
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { MIB, sha256Hex } from "../helpers/bytes.ts";
-import { bundleForBrowser, serveStatic, withBrowser } from "../helpers/browser.ts";
+import { serveTestPage, withBrowser } from "../helpers/browser.ts";
 import { patternBytes, startTestServer } from "../helpers/server.ts";
 import { pieceCidOfStream } from "../../src/kernel/piece_cid/mod.ts";
 import type { StorageTestPage } from "../fixtures/browser/sdk_page.ts";
@@ -24,15 +24,10 @@ type PageGlobal = { storageTest: StorageTestPage };
 
 Deno.test("browser: the SDK in Chromium hashes a Blob on Workers, uploads it and downloads it", async () => {
   await using server = await startTestServer();
-  await using site = serveStatic({
-    "/": {
-      body: await Deno.readTextFile(new URL("page.html", FIXTURES)),
-      type: "text/html; charset=utf-8",
-    },
-    "/sdk_page.js": {
-      body: await bundleForBrowser(new URL("sdk_page.ts", FIXTURES)),
-      type: "text/javascript; charset=utf-8",
-    },
+  await using site = await serveTestPage({
+    title: "Storage SDK in a browser",
+    text: "Storage SDK browser test page",
+    script: new URL("sdk_page.ts", FIXTURES),
   });
   const bytes = patternBytes(SIZE, SEED);
   const expected = await pieceCidOfStream(ReadableStream.from([bytes]));

@@ -7,7 +7,7 @@
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { MIB, seededBytes } from "../helpers/bytes.ts";
-import { bundleForBrowser, serveStatic, withBrowser } from "../helpers/browser.ts";
+import { serveTestPage, withBrowser } from "../helpers/browser.ts";
 import { startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { pieceCidOf } from "../helpers/tus_requests.ts";
@@ -46,15 +46,10 @@ async function withUppy(
   options: { allowErrors?: string[]; stored?: boolean } = {},
 ) {
   await using server = await startTestServer();
-  await using site = serveStatic({
-    "/": {
-      body: await Deno.readTextFile(new URL("uppy_page.html", FIXTURES)),
-      type: "text/html; charset=utf-8",
-    },
-    "/uppy_page.js": {
-      body: await bundleForBrowser(new URL("uppy_page.ts", FIXTURES)),
-      type: "text/javascript; charset=utf-8",
-    },
+  await using site = await serveTestPage({
+    title: "Uppy against the storage service",
+    text: "Uppy tus test page",
+    script: new URL("uppy_page.ts", FIXTURES),
   });
   const cid = pieceCidOf(seededBytes(SIZE, seed));
   const setup = { endpoint: `${server.url}/api/tus`, size: SIZE, seed, cid };

@@ -7,12 +7,35 @@ import {
   bearer,
   chainDown,
   CID,
+  expecting,
   ownDeal,
   removedPiece,
+  request,
   tokenScenarios,
+  withToken,
   wrongMethod,
 } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
+
+/** A request on a deal of the caller's own, as `deal` makes it (ownDeal, or removedPiece). */
+function onDeal(
+  name: string,
+  deal: typeof ownDeal,
+  method: string,
+  pathOf: (dealId: string) => string,
+  answer: string,
+): Scenario {
+  return {
+    name,
+    send: async (p) => {
+      const { auth, dealId } = await deal(p);
+      return p.send(method, pathOf(dealId), { headers: auth });
+    },
+    ...expecting(answer),
+  };
+}
+
+const extendPath = (dealId: string) => `/api/deals/${dealId}/extend`;
 
 export const scenarios: Record<string, Scenario[]> = {
   listFiles: [
@@ -25,145 +48,55 @@ export const scenarios: Record<string, Scenario[]> = {
       },
       status: 200,
     },
-    {
-      name: "limit=0",
-      send: async (p) => p.send("GET", "/api/files?limit=0", { headers: bearer(await p.token()) }),
-      status: 400,
-      code: "invalid_request",
-    },
-    {
-      name: "a cursor this service never returned",
-      send: async (p) =>
-        p.send("GET", "/api/files?cursor=%21%21", { headers: bearer(await p.token()) }),
-      status: 400,
-      code: "invalid_request",
-    },
-    {
-      name: "a cid that is none",
-      send: async (p) => p.send("GET", "/api/files?cid=x", { headers: bearer(await p.token()) }),
-      status: 400,
-      code: "invalid_cid",
-    },
-    {
-      name: "only the deleted deals",
-      send: async (p) =>
-        p.send("GET", "/api/files?state=deleted", { headers: bearer(await p.token()) }),
-      status: 200,
-    },
-    {
-      name: "a state there is not",
-      send: async (p) =>
-        p.send("GET", "/api/files?state=gone", { headers: bearer(await p.token()) }),
-      status: 400,
-      code: "invalid_request",
-    },
+    withToken("limit=0", "GET /api/files?limit=0", "400 invalid_request"),
+    withToken(
+      "a cursor this service never returned",
+      "GET /api/files?cursor=%21%21",
+      "400 invalid_request",
+    ),
+    withToken("a cid that is none", "GET /api/files?cid=x", "400 invalid_cid"),
+    withToken("only the deleted deals", "GET /api/files?state=deleted", "200"),
+    withToken("a state there is not", "GET /api/files?state=gone", "400 invalid_request"),
     ...tokenScenarios("GET", "/api/files", { scope: "list" }),
     wrongMethod("DELETE", "/api/files"),
   ],
-  headListFiles: [
-    {
-      name: "a token with the list scope",
-      send: async (p) => p.send("HEAD", "/api/files", { headers: bearer(await p.token()) }),
-      status: 200,
-    },
-  ],
+  headListFiles: [withToken("a token with the list scope", "HEAD /api/files", "200")],
   getUsage: [
-    {
-      name: "the default range",
-      send: async (p) => p.send("GET", "/api/usage", { headers: bearer(await p.token()) }),
-      status: 200,
-    },
-    {
-      name: "a date that does not exist",
-      send: async (p) =>
-        p.send("GET", "/api/usage?from=2026-02-30", { headers: bearer(await p.token()) }),
-      status: 400,
-      code: "invalid_request",
-    },
-    ...tokenScenarios("GET", "/api/usage", { scope: "list" }),
-    chainDown(
-      "a wallet token, its chain down",
-      (p, auth) => p.send("GET", "/api/usage", { headers: auth }),
+    withToken("the default range", "GET /api/usage", "200"),
+    withToken(
+      "a date that does not exist",
+      "GET /api/usage?from=2026-02-30",
+      "400 invalid_request",
     ),
+    ...tokenScenarios("GET", "/api/usage", { scope: "list" }),
+    chainDown("a wallet token, its chain down", "GET /api/usage"),
     wrongMethod("POST", "/api/usage"),
   ],
-  headUsage: [
-    {
-      name: "the default range",
-      send: async (p) => p.send("HEAD", "/api/usage", { headers: bearer(await p.token()) }),
-      status: 200,
-    },
-  ],
+  headUsage: [withToken("the default range", "HEAD /api/usage", "200")],
   extendDeal: [
-    {
-      name: "the caller's deal",
-      send: async (p) => {
-        const { auth, dealId } = await ownDeal(p);
-        return p.send("POST", `/api/deals/${dealId}/extend`, { headers: auth });
-      },
-      status: 200,
-    },
-    {
-      name: "an unknown deal",
-      send: async (p) =>
-        p.send("POST", "/api/deals/no-such-deal/extend", { headers: bearer(await p.token()) }),
-      status: 404,
-      code: "not_found",
-    },
-    {
-      name: "a deal whose piece a sweep removed",
-      send: async (p) => {
-        const { auth, dealId } = await removedPiece(p);
-        return p.send("POST", `/api/deals/${dealId}/extend`, { headers: auth });
-      },
-      status: 410,
-      code: "gone",
-    },
+    onDeal("the caller's deal", ownDeal, "POST", extendPath, "200"),
+    withToken("an unknown deal", "POST /api/deals/no-such-deal/extend", "404 not_found"),
+    onDeal("a deal whose piece a sweep removed", removedPiece, "POST", extendPath, "410 gone"),
     ...tokenScenarios("POST", "/api/deals/no-such-deal/extend", { scope: "pin" }),
     wrongMethod("GET", "/api/deals/no-such-deal/extend"),
   ],
   deleteDeal: [
-    {
-      name: "the caller's deal",
-      send: async (p) => {
-        const { auth, dealId } = await ownDeal(p);
-        return p.send("DELETE", `/api/deals/${dealId}`, { headers: auth });
-      },
-      status: 200,
-    },
-    {
-      name: "an unknown deal",
-      send: async (p) =>
-        p.send("DELETE", "/api/deals/no-such-deal", { headers: bearer(await p.token()) }),
-      status: 404,
-      code: "not_found",
-    },
+    onDeal("the caller's deal", ownDeal, "DELETE", (dealId) => `/api/deals/${dealId}`, "200"),
+    withToken("an unknown deal", "DELETE /api/deals/no-such-deal", "404 not_found"),
     ...tokenScenarios("DELETE", "/api/deals/no-such-deal", { scope: "pin" }),
     wrongMethod("PUT", "/api/deals/no-such-deal"),
   ],
   getLimits: [
-    { name: "sponsored", send: (p) => p.send("GET", "/api/limits"), status: 200 },
-    {
-      name: "with a token and ?size=",
-      send: async (p) => p.send("GET", "/api/limits?size=10", { headers: bearer(await p.token()) }),
-      status: 200,
-    },
-    {
-      name: "size=0",
-      send: (p) => p.send("GET", "/api/limits?size=0"),
-      status: 400,
-      code: "invalid_request",
-    },
+    request("sponsored", "GET /api/limits", "200"),
+    withToken("with a token and ?size=", "GET /api/limits?size=10", "200"),
+    request("size=0", "GET /api/limits?size=0", "400 invalid_request"),
     ...tokenScenarios("GET", "/api/limits").filter((s) => s.name !== "no token"),
-    chainDown(
-      "a wallet token, its chain down",
-      (p, auth) => p.send("GET", "/api/limits", { headers: auth }),
-    ),
+    chainDown("a wallet token, its chain down", "GET /api/limits"),
     wrongMethod("POST", "/api/limits"),
   ],
   headLimits: [
-    { name: "sponsored", send: (p) => p.send("HEAD", "/api/limits"), status: 200 },
-    { name: "size=0", send: (p) => p.send("HEAD", "/api/limits?size=0"), status: 400 },
+    request("sponsored", "HEAD /api/limits", "200"),
+    request("size=0", "HEAD /api/limits?size=0", "400"),
   ],
 };
 

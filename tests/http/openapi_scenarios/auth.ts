@@ -9,9 +9,12 @@ import {
   bearer,
   JSON_HEADERS,
   jsonBodyScenarios,
+  posted,
   postJson,
+  request,
   tokenScenarios,
   WALLET_ARGS,
+  withToken,
   wrongMethod,
 } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
@@ -24,107 +27,57 @@ const DEAD_SMTP_URL = (() => {
   return `smtp://127.0.0.1:${port}`;
 })();
 
+/** The signup every scenario varies: an e-mail and a label. */
+const A_USER = { email: "a@b.co", label: "x" };
+
+const signup = (name: string, body: unknown, answer: string, options?: { args?: string[] }) =>
+  posted(name, "/api/auth/signup", body, answer, options);
+
+/** A POST /api/auth/signup/verify for A_USER's e-mail, with `code` (none when undefined). */
+const verify = (
+  name: string,
+  code: string | undefined,
+  answer: string,
+  options?: { args?: string[] },
+) => posted(name, "/api/auth/signup/verify", { email: A_USER.email, code }, answer, options);
+
 export const scenarios: Record<string, Scenario[]> = {
   signup: [
-    {
-      name: "an e-mail and a label",
-      send: (p) => postJson(p, "/api/auth/signup", { email: "a@b.co", label: "x" }),
-      status: 201,
-    },
-    {
-      name: "an e-mail without @",
-      send: (p) => postJson(p, "/api/auth/signup", { email: "nobody", label: "x" }),
-      status: 400,
-      code: "invalid_email",
-    },
-    {
-      name: "an empty label",
-      send: (p) => postJson(p, "/api/auth/signup", { email: "a@b.co", label: "" }),
-      status: 400,
-      code: "invalid_label",
-    },
-    {
-      name: "an unknown scope",
-      send: (p) => postJson(p, "/api/auth/signup", { email: "a@b.co", label: "x", scopes: ["x"] }),
-      status: 400,
-      code: "invalid_scopes",
-    },
-    {
-      name: "a zero quota",
-      send: (p) => postJson(p, "/api/auth/signup", { email: "a@b.co", label: "x", quotaMb: 0 }),
-      status: 400,
-      code: "invalid_quota",
-    },
+    signup("an e-mail and a label", A_USER, "201"),
+    signup("an e-mail without @", { ...A_USER, email: "nobody" }, "400 invalid_email"),
+    signup("an empty label", { ...A_USER, label: "" }, "400 invalid_label"),
+    signup("an unknown scope", { ...A_USER, scopes: ["x"] }, "400 invalid_scopes"),
+    signup("a zero quota", { ...A_USER, quotaMb: 0 }, "400 invalid_quota"),
     {
       name: "a second signup past --signup-limit 1",
       args: ["--signup-limit", "1"],
       send: async (p) => {
         await p.token();
-        return postJson(p, "/api/auth/signup", { email: "a@b.co", label: "x" });
+        return postJson(p, "/api/auth/signup", A_USER);
       },
       status: 429,
       code: "rate_limited",
     },
-    {
-      name: "no storage bound",
-      args: ["--data-dir", ""],
-      send: (p) => postJson(p, "/api/auth/signup", { email: "a@b.co", label: "x" }),
-      status: 503,
-      code: "storage_offline",
-    },
-    {
-      name: "--signup closed",
-      args: ["--signup", "closed"],
-      send: (p) => postJson(p, "/api/auth/signup", { email: "a@b.co", label: "x" }),
-      status: 403,
-      code: "signup_closed",
-    },
-    {
-      name: "--signup verify with a mail server that is not there",
+    signup("no storage bound", A_USER, "503 storage_offline", { args: ["--data-dir", ""] }),
+    signup("--signup closed", A_USER, "403 signup_closed", { args: ["--signup", "closed"] }),
+    signup("--signup verify with a mail server that is not there", A_USER, "503 mail_unavailable", {
       args: ["--signup", "verify", "--smtp-url", DEAD_SMTP_URL, "--mail-from", "s@example.org"],
-      send: (p) => postJson(p, "/api/auth/signup", { email: "a@b.co", label: "x" }),
-      status: 503,
-      code: "mail_unavailable",
-    },
+    }),
     wrongMethod("GET", "/api/auth/signup"),
     ...jsonBodyScenarios("/api/auth/signup"),
   ],
   verifySignup: [
-    {
-      name: "a code when none was sent (--signup open)",
-      send: (p) => postJson(p, "/api/auth/signup/verify", { email: "a@b.co", code: "12345678" }),
-      status: 400,
-      code: "invalid_code",
-    },
-    {
-      name: "no code",
-      send: (p) => postJson(p, "/api/auth/signup/verify", { email: "a@b.co" }),
-      status: 400,
-      code: "invalid_request",
-    },
-    {
-      name: "--signup closed",
-      args: ["--signup", "closed"],
-      send: (p) => postJson(p, "/api/auth/signup/verify", { email: "a@b.co", code: "1" }),
-      status: 403,
-      code: "signup_closed",
-    },
+    verify("a code when none was sent (--signup open)", "12345678", "400 invalid_code"),
+    verify("no code", undefined, "400 invalid_request"),
+    verify("--signup closed", "1", "403 signup_closed", { args: ["--signup", "closed"] }),
     wrongMethod("GET", "/api/auth/signup/verify"),
     ...jsonBodyScenarios("/api/auth/signup/verify"),
   ],
   getWalletNonce: [
-    {
-      name: "a server with a wallet tier",
+    request("a server with a wallet tier", "GET /api/auth/wallet/nonce", "200", {
       args: WALLET_ARGS,
-      send: (p) => p.send("GET", "/api/auth/wallet/nonce"),
-      status: 200,
-    },
-    {
-      name: "a server without one",
-      send: (p) => p.send("GET", "/api/auth/wallet/nonce"),
-      status: 503,
-      code: "wallet_unavailable",
-    },
+    }),
+    request("a server without one", "GET /api/auth/wallet/nonce", "503 wallet_unavailable"),
     {
       name: "past the nonces one address may ask for per hour",
       args: WALLET_ARGS,
@@ -166,20 +119,18 @@ export const scenarios: Record<string, Scenario[]> = {
       status: 401,
       code: "invalid_signature",
     },
-    {
-      name: "a message that is not a string",
-      args: WALLET_ARGS,
-      send: (p) => postJson(p, "/api/auth/wallet", { message: 1, signature: "0x00" }),
-      status: 400,
-      code: "invalid_request",
-    },
+    posted(
+      "a message that is not a string",
+      "/api/auth/wallet",
+      { message: 1, signature: "0x00" },
+      "400 invalid_request",
+      { args: WALLET_ARGS },
+    ),
     ...jsonBodyScenarios("/api/auth/wallet", { args: WALLET_ARGS }),
-    {
-      name: "a server without a wallet tier",
-      send: (p) => postJson(p, "/api/auth/wallet", { message: "x", signature: "0x00" }),
-      status: 503,
-      code: "wallet_unavailable",
-    },
+    posted("a server without a wallet tier", "/api/auth/wallet", {
+      message: "x",
+      signature: "0x00",
+    }, "503 wallet_unavailable"),
     wrongMethod("GET", "/api/auth/wallet"),
   ],
   revokeToken: [
@@ -221,21 +172,13 @@ export const scenarios: Record<string, Scenario[]> = {
     ...jsonBodyScenarios("/api/tokens/revoke", { withToken: true }),
   ],
   listTokens: [
-    {
-      name: "a token with the list scope",
-      send: async (p) => p.send("GET", "/api/tokens", { headers: bearer(await p.token()) }),
-      status: 200,
-    },
+    withToken("a token with the list scope", "GET /api/tokens", "200"),
     ...tokenScenarios("GET", "/api/tokens", { scope: "list" }),
     wrongMethod("POST", "/api/tokens"),
   ],
   headListTokens: [
-    {
-      name: "a token with the list scope",
-      send: async (p) => p.send("HEAD", "/api/tokens", { headers: bearer(await p.token()) }),
-      status: 200,
-    },
-    { name: "no token", send: (p) => p.send("HEAD", "/api/tokens"), status: 401 },
+    withToken("a token with the list scope", "HEAD /api/tokens", "200"),
+    request("no token", "HEAD /api/tokens", "401"),
   ],
 };
 

@@ -11,6 +11,7 @@ import { sha256Cid } from "../../../src/kernel/piece_cid/cid_codec.ts";
 import type { Answer, Probe, SendInit } from "../openapi_probe.ts";
 import { corrupted } from "./retrieval.ts";
 import {
+  afterStoring,
   bearer,
   chainDown,
   CID,
@@ -199,15 +200,12 @@ export const scenarios: Record<string, Scenario[]> = {
       status: 400,
       code: "invalid_car",
     },
-    {
-      name: "the whole file, other bytes than those stored under the cid",
-      send: async (p) => {
-        assertEquals((await p.upload(CID, "first")).status, 200);
-        return create(p, creation(6), { headers: { "content-type": OFFSET_BODY }, body: "second" });
-      },
-      status: 409,
-      code: "cid_conflict",
-    },
+    afterStoring(
+      "the whole file, other bytes than those stored under the cid",
+      "first",
+      (p) => create(p, creation(6), { headers: { "content-type": OFFSET_BODY }, body: "second" }),
+      "409 cid_conflict",
+    ),
     {
       name: "a manifest over its size limit",
       send: (p) => create(p, creation(17 * 1024 * 1024, { filetype: MANIFEST_CONTENT_TYPE })),
@@ -382,15 +380,12 @@ export const scenarios: Record<string, Scenario[]> = {
       status: 408,
       code: "request_timeout",
     },
-    {
-      name: "last bytes other than those stored under the cid",
-      send: async (p) => {
-        assertEquals((await p.upload(CID, "first")).status, 200);
-        return patch(p, await created(p, 6), 0, "second");
-      },
-      status: 409,
-      code: "cid_conflict",
-    },
+    afterStoring(
+      "last bytes other than those stored under the cid",
+      "first",
+      async (p) => patch(p, await created(p, 6), 0, "second"),
+      "409 cid_conflict",
+    ),
     {
       name: "an upload whose bytes an operator removed",
       send: async (p) => {
@@ -432,14 +427,12 @@ export const scenarios: Record<string, Scenario[]> = {
     wrongMethod("PUT", UNKNOWN),
   ],
   createDeal: [
-    {
-      name: "a cid someone stored",
-      send: async (p) => {
-        assertEquals((await p.upload(CID, "stored")).status, 200);
-        return dealOn(p, CID, bearer(await p.token()));
-      },
-      status: 200,
-    },
+    afterStoring(
+      "a cid someone stored",
+      "stored",
+      async (p) => dealOn(p, CID, bearer(await p.token())),
+      "200",
+    ),
     { name: "a cid nobody stored", send: (p) => dealOn(p, CID), status: 404, code: "not_found" },
     {
       name: "no cid",

@@ -5,7 +5,7 @@
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "../../helpers/assert.ts";
 import type { Probe } from "../openapi_probe.ts";
-import { CID, removedPiece, wrongMethod } from "./scenario.ts";
+import { CID, removedPiece, request, wrongMethod } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 
 /** A stored piece and its cid, for retrieval scenarios. */
@@ -32,13 +32,53 @@ export async function corrupted(p: Probe, cid?: string): Promise<string> {
   return cid;
 }
 
+/** What GET and HEAD /p/{cid} answer alike (a HEAD answer has no body, so no code). */
+function pieceScenarios(method: "GET" | "HEAD"): Scenario[] {
+  const answer = (status: string, code: string) => method === "GET" ? `${status} ${code}` : status;
+  const ofStored = (name: string, headers: Record<string, string>, status: number) => ({
+    name,
+    send: async (p: Probe) => p.send(method, `/p/${await stored(p)}`, { headers }),
+    status,
+  });
+  return [
+    ofStored("a stored piece", {}, 200),
+    ofStored("If-None-Match with its ETag", { "if-none-match": `"${CID}"` }, 304),
+    // GET asks for a span, HEAD for a suffix: both forms are served.
+    ofStored("one byte range", { range: method === "GET" ? "bytes=1-3" : "bytes=-3" }, 206),
+    {
+      ...ofStored("a range that starts past the end", { range: "bytes=99-" }, 416),
+      code: method === "GET" ? "range_not_satisfiable" : undefined,
+    },
+    request("a malformed cid", `${method} /p/abc`, answer("400", "invalid_cid")),
+    request(
+      "a cid nothing is stored under",
+      `${method} /p/bafkmissing0001`,
+      answer("404", "not_found"),
+    ),
+    request("no storage bound", `${method} /p/bafkmissing0001`, answer("503", "storage_offline"), {
+      args: ["--data-dir", ""],
+    }),
+    {
+      name: "a piece a scrub marked corrupt",
+      send: async (p) => p.send(method, `/p/${await corrupted(p)}`),
+      status: 503,
+      code: method === "GET" ? "piece_corrupt" : undefined,
+    },
+    {
+      name: "a piece a sweep removed (no deal kept it)",
+      send: async (p) => {
+        await removedPiece(p);
+        return p.send(method, `/p/${CID}`);
+      },
+      status: 410,
+      code: method === "GET" ? "gone" : undefined,
+    },
+  ];
+}
+
 export const scenarios: Record<string, Scenario[]> = {
   getPiece: [
-    {
-      name: "a stored piece",
-      send: async (p) => p.send("GET", `/p/${await stored(p)}`),
-      status: 200,
-    },
+    ...pieceScenarios("GET"),
     {
       name: "a stored piece, again (from the small-piece cache)",
       send: async (p) => {
@@ -47,111 +87,9 @@ export const scenarios: Record<string, Scenario[]> = {
       },
       status: 200,
     },
-    {
-      name: "If-None-Match with its ETag",
-      send: async (p) =>
-        p.send("GET", `/p/${await stored(p)}`, { headers: { "if-none-match": `"${CID}"` } }),
-      status: 304,
-    },
-    {
-      name: "one byte range",
-      send: async (p) =>
-        p.send("GET", `/p/${await stored(p)}`, { headers: { range: "bytes=1-3" } }),
-      status: 206,
-    },
-    {
-      name: "a range that starts past the end",
-      send: async (p) =>
-        p.send("GET", `/p/${await stored(p)}`, { headers: { range: "bytes=99-" } }),
-      status: 416,
-      code: "range_not_satisfiable",
-    },
-    {
-      name: "a malformed cid",
-      send: (p) => p.send("GET", "/p/abc"),
-      status: 400,
-      code: "invalid_cid",
-    },
-    {
-      name: "a cid nothing is stored under",
-      send: (p) => p.send("GET", "/p/bafkmissing0001"),
-      status: 404,
-      code: "not_found",
-    },
-    {
-      name: "no storage bound",
-      args: ["--data-dir", ""],
-      send: (p) => p.send("GET", "/p/bafkmissing0001"),
-      status: 503,
-      code: "storage_offline",
-    },
-    {
-      name: "a piece a scrub marked corrupt",
-      send: async (p) => p.send("GET", `/p/${await corrupted(p)}`),
-      status: 503,
-      code: "piece_corrupt",
-    },
-    {
-      name: "a piece a sweep removed (no deal kept it)",
-      send: async (p) => {
-        await removedPiece(p);
-        return p.send("GET", `/p/${CID}`);
-      },
-      status: 410,
-      code: "gone",
-    },
     wrongMethod("POST", `/p/${CID}`),
   ],
-  headPiece: [
-    {
-      name: "a stored piece",
-      send: async (p) => p.send("HEAD", `/p/${await stored(p)}`),
-      status: 200,
-    },
-    {
-      name: "If-None-Match with its ETag",
-      send: async (p) =>
-        p.send("HEAD", `/p/${await stored(p)}`, { headers: { "if-none-match": `"${CID}"` } }),
-      status: 304,
-    },
-    {
-      name: "one byte range",
-      send: async (p) =>
-        p.send("HEAD", `/p/${await stored(p)}`, { headers: { range: "bytes=-3" } }),
-      status: 206,
-    },
-    {
-      name: "a range that starts past the end",
-      send: async (p) =>
-        p.send("HEAD", `/p/${await stored(p)}`, { headers: { range: "bytes=99-" } }),
-      status: 416,
-    },
-    { name: "a malformed cid", send: (p) => p.send("HEAD", "/p/abc"), status: 400 },
-    {
-      name: "a cid nothing is stored under",
-      send: (p) => p.send("HEAD", "/p/bafkmissing0001"),
-      status: 404,
-    },
-    {
-      name: "no storage bound",
-      args: ["--data-dir", ""],
-      send: (p) => p.send("HEAD", "/p/bafkmissing0001"),
-      status: 503,
-    },
-    {
-      name: "a piece a scrub marked corrupt",
-      send: async (p) => p.send("HEAD", `/p/${await corrupted(p)}`),
-      status: 503,
-    },
-    {
-      name: "a piece a sweep removed (no deal kept it)",
-      send: async (p) => {
-        await removedPiece(p);
-        return p.send("HEAD", `/p/${CID}`);
-      },
-      status: 410,
-    },
-  ],
+  headPiece: pieceScenarios("HEAD"),
 };
 
 export const outOfReach: OutOfReach = {};

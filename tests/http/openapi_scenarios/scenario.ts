@@ -147,6 +147,80 @@ export function jsonBodyScenarios(
   ];
 }
 
+/** What a request() scenario needs besides its request line. */
+export interface RequestOptions {
+  /** Flags of the scenario's own server. */
+  args?: string[];
+  /** Sent with a fresh token of every scope (a new user's own). */
+  token?: boolean;
+  headers?: Record<string, string>;
+}
+
+/**
+ * The most common scenario, one request without a body, in a line: the
+ * request as "METHOD /path" and the answer as the test names it, "status" or
+ * "status code", e.g. request("limit=0", "GET /api/files?limit=0", * "400 invalid_request", { token: true }).
+ */
+export function request(
+  name: string,
+  requestLine: string,
+  answer: string,
+  { args, token, headers }: RequestOptions = {},
+): Scenario {
+  const [method, path] = requestLine.split(" ");
+  return {
+    name,
+    args,
+    send: async (p) =>
+      p.send(method, path, { headers: { ...headers, ...(token ? bearer(await p.token()) : {}) } }),
+    ...expecting(answer),
+  };
+}
+
+/** A POST of a JSON body, in a line like request(): the path, the body, the answer expected. */
+export function posted(
+  name: string,
+  path: string,
+  body: unknown,
+  answer: string,
+  { args }: { args?: string[] } = {},
+): Scenario {
+  return { name, args, send: (p) => postJson(p, path, body), ...expecting(answer) };
+}
+
+/** A scenario that first stores `first` under CID (answered 200), then sends what it tests. */
+export function afterStoring(
+  name: string,
+  first: string,
+  send: (p: Probe) => Promise<Answer>,
+  answer: string,
+): Scenario {
+  return {
+    name,
+    send: async (p) => {
+      assertEquals((await p.upload(CID, first)).status, 200);
+      return send(p);
+    },
+    ...expecting(answer),
+  };
+}
+
+/** "status" or "status code", as the test names an answer, as a Scenario's fields. */
+export function expecting(answer: string): { status: number; code?: string } {
+  const [status, code] = answer.split(" ");
+  return { status: Number(status), code };
+}
+
+/** request() with a fresh token of every scope (a new user's own). */
+export function withToken(
+  name: string,
+  requestLine: string,
+  answer: string,
+  options: RequestOptions = {},
+): Scenario {
+  return request(name, requestLine, answer, { ...options, token: true });
+}
+
 export function wrongMethod(method: string, path: string): Scenario {
   return {
     name: `${method} on a path that does not serve it`,
@@ -170,15 +244,22 @@ export async function walletToken(p: Probe): Promise<string> {
   return JSON.parse(answer.body).token;
 }
 
-/** A wallet token's request on a server whose chain cannot be reached. */
+/**
+ * A wallet token's request on a server whose chain cannot be reached: sent by
+ * `send`, or, without a body, given as "METHOD /path".
+ */
 export function chainDown(
   name: string,
-  send: (p: Probe, auth: Record<string, string>) => Promise<Answer>,
+  send: string | ((p: Probe, auth: Record<string, string>) => Promise<Answer>),
 ) {
+  const [method, path] = typeof send === "string" ? send.split(" ") : [];
+  const sent = typeof send === "string"
+    ? (p: Probe, headers: Record<string, string>) => p.send(method, path, { headers })
+    : send;
   return {
     name,
     args: WALLET_ARGS,
-    send: async (p: Probe) => send(p, bearer(await walletToken(p))),
+    send: async (p: Probe) => sent(p, bearer(await walletToken(p))),
     status: 503,
     code: "wallet_unavailable",
   };

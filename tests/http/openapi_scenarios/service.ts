@@ -3,128 +3,104 @@
  * itself: piece-cid forms, health, metrics, the web page, deprecations and
  * the API document.
  */
-import type { Answer, Probe } from "../openapi_probe.ts";
-import { bearer, wrongMethod } from "./scenario.ts";
+import { bearer, request, wrongMethod } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 
-/** A GET of path sent again with the ETag of the first answer. */
-async function revalidated(p: Probe, path: string): Promise<Answer> {
-  const first = await fetch(`${p.server.url}${path}`);
-  await first.body?.cancel();
-  return p.send("GET", path, { headers: { "if-none-match": first.headers.get("etag")! } });
+/** A GET of path sent again with the ETag of the first answer: 304. */
+function revalidated(name: string, path: string): Scenario {
+  return {
+    name,
+    send: async (p) => {
+      const first = await fetch(`${p.server.url}${path}`);
+      await first.body?.cancel();
+      return p.send("GET", path, { headers: { "if-none-match": first.headers.get("etag")! } });
+    },
+    status: 304,
+  };
+}
+
+/** What served() varies from one route to the next. */
+interface Served {
+  /** The method the route does not serve (405). Default POST. */
+  wrong?: string;
+  /** [name, path] of a GET sent again with the first answer's ETag (304). */
+  again?: [string, string];
+  /** [name, path] of the HEAD; default the GET's. */
+  head?: [string, string];
+  /** The route's own scenarios, after the GET's and before the wrong method's. */
+  more?: Scenario[];
+}
+
+/**
+ * A route that only serves, its GET and HEAD operations (ids `get` and
+ * `head`): the GET (200), `again`, `more`, the wrong method (405); the HEAD (200).
+ */
+function served(
+  get: string,
+  head: string,
+  [name, path]: [string, string],
+  options: Served = {},
+): Record<string, Scenario[]> {
+  const [headName, headPath] = options.head ?? [name, path];
+  return {
+    [get]: [
+      request(name, `GET ${path}`, "200"),
+      ...(options.again
+        ? [revalidated(`${options.again[0]} again, with its ETag`, options.again[1])]
+        : []),
+      ...options.more ?? [],
+      wrongMethod(options.wrong ?? "POST", path),
+    ],
+    [head]: [request(headName, `HEAD ${headPath}`, "200")],
+  };
 }
 
 /** The --metrics-token of the scenarios that protect /metrics. */
 const METRICS_TOKEN = "metrics-scenario-token-01";
 
 export const scenarios: Record<string, Scenario[]> = {
-  describePieceCids: [
-    { name: "the forms", send: (p) => p.send("GET", "/api/piece-cids"), status: 200 },
-    wrongMethod("DELETE", "/api/piece-cids"),
-  ],
-  headDescribePieceCids: [
-    { name: "the forms", send: (p) => p.send("HEAD", "/api/piece-cids"), status: 200 },
-  ],
-  getHealth: [
-    { name: "a healthy server", send: (p) => p.send("GET", "/healthz"), status: 200 },
-    {
-      name: "no storage bound (degraded)",
-      args: ["--data-dir", ""],
-      send: (p) => p.send("GET", "/healthz"),
-      status: 503,
-    },
-    wrongMethod("POST", "/healthz"),
-  ],
-  headHealth: [{ name: "a healthy server", send: (p) => p.send("HEAD", "/healthz"), status: 200 }],
+  ...served("describePieceCids", "headDescribePieceCids", ["the forms", "/api/piece-cids"], {
+    wrong: "DELETE",
+  }),
+  ...served("getHealth", "headHealth", ["a healthy server", "/healthz"], {
+    more: [
+      request("no storage bound (degraded)", "GET /healthz", "503", { args: ["--data-dir", ""] }),
+    ],
+  }),
   getMetrics: [
-    { name: "the metrics", send: (p) => p.send("GET", "/metrics"), status: 200 },
-    {
-      name: "the metrics, with the --metrics-token",
+    request("the metrics", "GET /metrics", "200"),
+    request("the metrics, with the --metrics-token", "GET /metrics", "200", {
       args: ["--metrics-token", METRICS_TOKEN],
-      send: (p) => p.send("GET", "/metrics", { headers: bearer(METRICS_TOKEN) }),
-      status: 200,
-    },
-    {
-      name: "no token, on a server with --metrics-token",
+      headers: bearer(METRICS_TOKEN),
+    }),
+    request("no token, on a server with --metrics-token", "GET /metrics", "401 invalid_token", {
       args: ["--metrics-token", METRICS_TOKEN],
-      send: (p) => p.send("GET", "/metrics"),
-      status: 401,
-      code: "invalid_token",
-    },
-    {
-      name: "another token than the --metrics-token",
+    }),
+    request("another token than the --metrics-token", "GET /metrics", "401 invalid_token", {
       args: ["--metrics-token", METRICS_TOKEN],
-      send: (p) => p.send("GET", "/metrics", { headers: bearer(`${METRICS_TOKEN}x`) }),
-      status: 401,
-      code: "invalid_token",
-    },
-    {
-      name: "metrics off",
-      args: ["--metrics", "false"],
-      send: (p) => p.send("GET", "/metrics"),
-      status: 404,
-      code: "not_found",
-    },
+      headers: bearer(`${METRICS_TOKEN}x`),
+    }),
+    request("metrics off", "GET /metrics", "404 not_found", { args: ["--metrics", "false"] }),
     wrongMethod("POST", "/metrics"),
   ],
-  headMetrics: [{ name: "the metrics", send: (p) => p.send("HEAD", "/metrics"), status: 200 }],
-  getWebPage: [
-    { name: "the page", send: (p) => p.send("GET", "/"), status: 200 },
-    {
-      name: "the page again, with its ETag",
-      send: (p) => revalidated(p, "/"),
-      status: 304,
-    },
-    wrongMethod("POST", "/"),
-  ],
-  headWebPage: [{ name: "the page", send: (p) => p.send("HEAD", "/"), status: 200 }],
-  getWebAsset: [
-    { name: "the script", send: (p) => p.send("GET", "/app/app.js"), status: 200 },
-    {
-      name: "the Worker's script again, with its ETag",
-      send: (p) => revalidated(p, "/app/hash-worker.js"),
-      status: 304,
-    },
-    {
-      name: "a file the page does not have",
-      send: (p) => p.send("GET", "/app/nope.js"),
-      status: 404,
-      code: "not_found",
-    },
-    wrongMethod("POST", "/app/app.js"),
-  ],
-  headWebAsset: [{ name: "the style", send: (p) => p.send("HEAD", "/app/app.css"), status: 200 }],
-  getFavicon: [
-    { name: "the icon", send: (p) => p.send("GET", "/favicon.ico"), status: 200 },
-    {
-      name: "the icon again, with its ETag",
-      send: (p) => revalidated(p, "/favicon.ico"),
-      status: 304,
-    },
-    wrongMethod("POST", "/favicon.ico"),
-  ],
-  headFavicon: [{ name: "the icon", send: (p) => p.send("HEAD", "/favicon.ico"), status: 200 }],
-  listDeprecations: [
-    { name: "the list", send: (p) => p.send("GET", "/docs/deprecations"), status: 200 },
-    wrongMethod("POST", "/docs/deprecations"),
-  ],
-  headListDeprecations: [
-    { name: "the list", send: (p) => p.send("HEAD", "/docs/deprecations"), status: 200 },
-  ],
-  getOpenApi: [
-    { name: "the document", send: (p) => p.send("GET", "/openapi.json"), status: 200 },
-    {
+  headMetrics: [request("the metrics", "HEAD /metrics", "200")],
+  ...served("getWebPage", "headWebPage", ["the page", "/"], { again: ["the page", "/"] }),
+  ...served("getWebAsset", "headWebAsset", ["the script", "/app/app.js"], {
+    again: ["the Worker's script", "/app/hash-worker.js"],
+    head: ["the style", "/app/app.css"],
+    more: [request("a file the page does not have", "GET /app/nope.js", "404 not_found")],
+  }),
+  ...served("getFavicon", "headFavicon", ["the icon", "/favicon.ico"], {
+    again: ["the icon", "/favicon.ico"],
+  }),
+  ...served("listDeprecations", "headListDeprecations", ["the list", "/docs/deprecations"]),
+  ...served("getOpenApi", "headOpenApi", ["the document", "/openapi.json"], {
+    more: [{
       name: "the document, with the deprecated ?token=",
       send: async (p) => p.send("GET", `/openapi.json?token=${await p.token()}`),
       status: 200,
-    },
-    wrongMethod("POST", "/openapi.json"),
-  ],
-  headOpenApi: [{
-    name: "the document",
-    send: (p) => p.send("HEAD", "/openapi.json"),
-    status: 200,
-  }],
+    }],
+  }),
 };
 
 export const outOfReach: OutOfReach = {};

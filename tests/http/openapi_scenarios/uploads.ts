@@ -6,9 +6,17 @@ import { DatabaseSync } from "node:sqlite";
 import { assertEquals } from "../../helpers/assert.ts";
 import { shardOf } from "../../../src/driver/disk/layout.ts";
 import { patternBytes } from "../../helpers/server.ts";
-import type { Probe } from "../openapi_probe.ts";
+import type { Answer, Probe, RawInit } from "../openapi_probe.ts";
 import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/kernel/manifest_format.ts";
-import { bearer, chainDown, CID, rawPost, tokenScenarios, wrongMethod } from "./scenario.ts";
+import {
+  afterStoring,
+  bearer,
+  chainDown,
+  CID,
+  rawPost,
+  tokenScenarios,
+  wrongMethod,
+} from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 
 /** The real PieceCIDv2 of `bytes`, computed by the server. */
@@ -21,20 +29,24 @@ async function pieceCidOf(p: Probe, bytes: string): Promise<string> {
   return JSON.parse(answer.body).cid;
 }
 
+/** A raw POST /api/piece-cids with a fresh token and this Content-Length. */
+async function rawPieceCids(p: Probe, contentLength: string, init: RawInit): Promise<Answer> {
+  const head = `Authorization: Bearer ${await p.token()}\nContent-Length: ${contentLength}\n`;
+  return await p.raw(rawPost("/api/piece-cids", head), init);
+}
+
 const uploadPath = `/api/upload?cid=${CID}`;
 
 export const scenarios: Record<string, Scenario[]> = {
   upload: [
     chainDown("a wallet token, its chain down", (p, auth) => p.upload(CID, "x", { headers: auth })),
     { name: "a sponsored upload", send: (p) => p.upload(CID, "hello"), status: 200 },
-    {
-      name: "the same bytes again under a stored cid",
-      send: async (p) => {
-        assertEquals((await p.upload(CID, "hello")).status, 200);
-        return p.upload(CID, "hello");
-      },
-      status: 200,
-    },
+    afterStoring(
+      "the same bytes again under a stored cid",
+      "hello",
+      (p) => p.upload(CID, "hello"),
+      "200",
+    ),
     {
       name: "an upload with a token",
       send: async (p) => p.upload(CID, "hello", { headers: bearer(await p.token()) }),
@@ -202,15 +214,12 @@ export const scenarios: Record<string, Scenario[]> = {
       status: 400,
       code: "invalid_request",
     },
-    {
-      name: "other bytes under a stored cid",
-      send: async (p) => {
-        assertEquals((await p.upload(CID, "first")).status, 200);
-        return p.upload(CID, "second");
-      },
-      status: 409,
-      code: "cid_conflict",
-    },
+    afterStoring(
+      "other bytes under a stored cid",
+      "first",
+      (p) => p.upload(CID, "second"),
+      "409 cid_conflict",
+    ),
     {
       name: "a store that refuses the write (a directory where the piece goes)",
       send: async (p) => {
@@ -299,41 +308,20 @@ export const scenarios: Record<string, Scenario[]> = {
     },
     {
       name: "a body that ends before its Content-Length",
-      send: async (p) =>
-        p.raw(
-          rawPost(
-            "/api/piece-cids",
-            `Authorization: Bearer ${await p.token()}\nContent-Length: 100\n`,
-          ),
-          { body: "x".repeat(50), closeWrite: true },
-        ),
+      send: (p) => rawPieceCids(p, "100", { body: "x".repeat(50), closeWrite: true }),
       status: 400,
       code: "incomplete_body",
     },
     {
       name: "a body that stalls",
       args: ["--body-idle-timeout", "1"],
-      send: async (p) =>
-        p.raw(
-          rawPost(
-            "/api/piece-cids",
-            `Authorization: Bearer ${await p.token()}\nContent-Length: 100\n`,
-          ),
-          { body: "x".repeat(50) },
-        ),
+      send: (p) => rawPieceCids(p, "100", { body: "x".repeat(50) }),
       status: 408,
       code: "request_timeout",
     },
     {
       name: "a Content-Length past what a number holds exactly",
-      send: async (p) =>
-        p.raw(
-          rawPost(
-            "/api/piece-cids",
-            `Authorization: Bearer ${await p.token()}\nContent-Length: 9007199254740993\n`,
-          ),
-          { body: "x" },
-        ),
+      send: (p) => rawPieceCids(p, "9007199254740993", { body: "x" }),
       status: 400,
       code: "invalid_request",
     },
