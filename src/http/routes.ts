@@ -1,8 +1,8 @@
 /**
  * The route table of the whole service: each row is a method, a path, the
  * handler built from the services the composition root (server/) made, and
- * the route's API documentation, which each handler's file exports beside the
- * handler (route_doc.ts). /openapi.json is generated from these rows.
+ * the route's API documentation, from docs/ (one file per room; route_doc.ts
+ * draws the shape). /openapi.json is generated from these rows.
  */
 import type { SignupVerification } from "../auth/signup_verification.ts";
 import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
@@ -136,7 +136,7 @@ export interface RouteServices {
 /** The upload route (also how the metrics tell uploads from other answers). */
 export const UPLOAD_PATH = "/api/upload";
 
-/** One row of the table: method, path, handler, and the doc exported beside the handler. */
+/** One row of the table: method, path, handler, and the route's doc (from docs/). */
 type Row = [Route["method"], string, Handler, RouteDoc];
 
 /**

@@ -1,9 +1,9 @@
 /**
  * What a route says about itself for the API document (/openapi.json is
- * generated from these, see openapi.ts). Each handler's file exports its
- * route's doc beside the handler (`uploadDoc` in upload.ts, …), so what a
- * route reads, sends and refuses is written once, next to the code that does
- * it; a row of the route table (routes.ts) cannot be served without one.
+ * generated from these, see openapi.ts). Every route's doc lives in this
+ * folder, one file per room of http/ (`uploadDoc` in upload_docs.ts, …), so
+ * the handlers hold only handling and what the API promises reads in one
+ * place; a row of the route table (routes.ts) cannot be served without one.
  * Below the shapes: the parts several routes' docs share.
  */
 import type { Scope } from "../../domain/vocabulary.ts";
