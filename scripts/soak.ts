@@ -161,11 +161,11 @@ try {
 
   latencies.sort((a, b) => a - b);
   const fivexx = [...statuses].filter(([s]) => s >= 500).reduce((n, [, c]) => n + c, 0);
-  // RSS saw-tooths with the garbage collector, so each end of the growth is the
-  // median of the last five samples up to it, not one sample that may sit on a tooth.
+  // RSS saw-tooths with the garbage collector and steps as the heap resizes, so each end of
+  // the growth is the median of the ten samples (10 s) up to it, not one that may sit on a tooth.
   const splitAt = Math.min(60, seconds / 2);
-  const early = medianOfLast(rssSamples.filter((s) => s.t <= splitAt), 5);
-  const late = medianOfLast(rssSamples, 5);
+  const early = medianOfLast(rssSamples.filter((s) => s.t <= splitAt), 10);
+  const late = medianOfLast(rssSamples, 10);
   const report = {
     seconds: Math.round(elapsed),
     connections,
