@@ -25,6 +25,7 @@ function piece(cid: string, size = 10): PieceRecord {
     createdAt: CREATED,
     corruptAt: null,
     removedAt: null,
+    pieceCidV2: null,
   };
 }
 
