@@ -10,6 +10,7 @@ import type { MetadataFixture } from "./metadata_conformance.ts";
 import type { DealRecord, PieceRecord } from "../../src/domain/catalog_records.ts";
 import type { Metadata } from "../../src/backends/metadata.ts";
 import { pieceCidV1, pieceCidV2 } from "../../src/kernel/piece_cid/cid_codec.ts";
+import { deal as lifecycleDeal, piece as lifecyclePiece } from "./lifecycle_conformance.ts";
 
 const DAY = "2026-11-21";
 const CREATED = "2026-11-21T12:00:00Z";
@@ -21,34 +22,11 @@ function cidsOf(seed: number): { v2: string; v1: string } {
 }
 
 function piece(cid: string, pieceCidV2: string | null, createdAt = CREATED): PieceRecord {
-  return {
-    cid,
-    size: 10,
-    sha256: null,
-    contentType: "application/octet-stream",
-    filename: null,
-    createdAt,
-    corruptAt: null,
-    removedAt: null,
-    pieceCidV2,
-  };
+  return { ...lifecyclePiece(cid), sha256: null, createdAt, pieceCidV2 };
 }
 
 function deal(id: string, cid: string): DealRecord {
-  return {
-    id,
-    cid,
-    tier: "token",
-    ownerSub: "u1",
-    ownerName: "a@b.org",
-    size: 10,
-    contentType: "application/octet-stream",
-    filename: null,
-    termDays: 1,
-    createdAt: CREATED,
-    termEndsAt: "2026-11-22T12:00:00Z",
-    deletedAt: null,
-  };
+  return lifecycleDeal(id, cid, "2026-11-22T12:00:00Z");
 }
 
 async function store(metadata: Metadata, row: PieceRecord, dealId: string): Promise<void> {
