@@ -235,8 +235,10 @@ export class PieceCatalog {
       revivedPiece,
       repairedPiece,
     }, lockLost);
-    // What the cid does not tell is read back from the stored bytes, after the answer.
-    if (committed !== null && (committed.sha256 === null || committed.pieceCidV2 === null)) {
+    // What the cid does not tell is read back from the stored bytes, after the answer (a
+    // repaired piece's too: the pass skips pieces marked corrupt).
+    const stored = committed ?? (repairedPiece ? existing : null);
+    if (stored && (stored.sha256 === null || stored.pieceCidV2 === null)) {
       digests.enqueue(input.cid);
     }
     return deal;

@@ -153,3 +153,20 @@ Deno.test("piece cid v2: migration 12 keeps an older database's pieces, each wai
     db.close();
   }
 });
+
+Deno.test("piece cid v2: a corrupt piece waits for its repair, then gets its PieceCIDv2", async () => {
+  await using server = await startTestServer();
+  const bytes = seededBytes(300_000, 51);
+  await uploaded(server, "opaquerepair0001", bytes);
+  await server.server.services.digests.whenIdle();
+  const records = new SqliteCatalogRecords(server.server.db);
+  server.server.db.exec("UPDATE pieces SET piece_cid_v2 = NULL, piece_cid_v1 = NULL");
+  await records.markPieceCorrupt("opaquerepair0001", "2026-11-28T00:00:00Z", "sha256 mismatch");
+  // The pass skips it (its bytes are wrong), and counts no failure.
+  server.server.services.digests.enqueue("opaquerepair0001");
+  await server.server.services.digests.whenIdle();
+  assertEquals(await gatewayStatus(server, reference(bytes).v2), 404);
+  await uploaded(server, "opaquerepair0001", bytes);
+  await servedByPieceCids(server, bytes, "repaired piece");
+  assertEquals(server.server.services.digests.status().failures, 0);
+});
