@@ -30,6 +30,9 @@
  *
  * Conflicts are decided by SHA-256. A first upload is usually staged without
  * it (see digests.ts), so a re-upload computes whichever side is missing.
+ * Each piece's PieceCIDv2 is recorded with it when its cid fixes it (a
+ * PieceCIDv2, or a PieceCIDv1 and the size), and read back from the stored
+ * bytes by the same background pass otherwise.
  *
  * The one exception to "stored bytes never change" is a repair: when a scrub
  * marked a piece corrupt (ops/scrub.ts), an upload of the right bytes
@@ -55,6 +58,7 @@ import type { PieceDigests } from "./digests.ts";
 import type { CidLocks } from "../domain/locks.ts";
 import { isManifestType } from "../kernel/manifest_format.ts";
 import { manifestListingOf } from "./manifest_listing.ts";
+import { pieceCidV2Known } from "../kernel/piece_cid/piece_cid_forms.ts";
 
 export class CidConflictError extends Error {
   constructor(cid: string) {
@@ -118,6 +122,11 @@ export class PieceCatalog {
 
   getPiece(cid: string): Promise<PieceRecord | null> {
     return this.#options.records.getPiece(cid);
+  }
+
+  /** A piece whose recorded PieceCIDv2 or v1 is `pieceCid`, whatever it is stored under. */
+  findPieceByPieceCid(pieceCid: string): Promise<PieceRecord | null> {
+    return this.#options.records.findPieceByPieceCid(pieceCid);
   }
 
   getDeal(id: string): Promise<DealRecord | null> {
@@ -226,7 +235,12 @@ export class PieceCatalog {
       revivedPiece,
       repairedPiece,
     }, lockLost);
-    if (committed?.sha256 === null) digests.enqueue(input.cid);
+    // What the cid does not tell is read back from the stored bytes, after the answer (a
+    // repaired piece's too: the pass skips pieces marked corrupt).
+    const stored = committed ?? (repairedPiece ? existing : null);
+    if (stored && (stored.sha256 === null || stored.pieceCidV2 === null)) {
+      digests.enqueue(input.cid);
+    }
     return deal;
   }
 
@@ -358,5 +372,6 @@ function pieceOf(input: AcceptUploadInput, now: number): PieceRecord {
     createdAt: toRfc3339(now),
     corruptAt: null,
     removedAt: null,
+    pieceCidV2: pieceCidV2Known(input.cid, input.staged.size),
   };
 }

@@ -21,6 +21,7 @@
  * target's own is what it shows).
  */
 import type { PieceRecord } from "../domain/catalog_records.ts";
+import { pieceCidsOf } from "./piece_cid_columns.ts";
 
 /** The tables copied after the pieces, in the order they are copied. */
 export const COPIED_TABLES = ["deals", "usage", "tokens", "corruptMarks", "blocks"] as const;
@@ -139,10 +140,13 @@ export const PIECE_COLUMNS = [
   "content_type",
   "filename",
   "created_at",
+  "piece_cid_v2",
+  "piece_cid_v1",
 ] as const;
 
 /** A PieceRecord as the row of PIECE_COLUMNS. */
 export function pieceRowOf(piece: PieceRecord): TableRow {
+  const [v2, v1] = pieceCidsOf(piece);
   return {
     cid: piece.cid,
     size: piece.size,
@@ -150,6 +154,8 @@ export function pieceRowOf(piece: PieceRecord): TableRow {
     content_type: piece.contentType,
     filename: piece.filename,
     created_at: piece.createdAt,
+    piece_cid_v2: v2,
+    piece_cid_v1: v1,
   };
 }
 

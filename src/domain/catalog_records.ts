@@ -30,6 +30,13 @@ export interface PieceRecord {
    * bytes brings the piece back and clears it.
    */
   removedAt: string | null;
+  /**
+   * The piece's PieceCIDv2 (FRC-0069), by which a storage provider pulls it from
+   * /piece/. Known at upload for a cid that is a piece cid (v2, or v1 and the
+   * size); computed from the stored bytes afterwards for any other
+   * (catalog/digests.ts): null until then. The records keep its v1 beside it.
+   */
+  pieceCidV2: string | null;
 }
 
 export interface DealRecord {
@@ -169,6 +176,19 @@ export interface CatalogRecords {
   setPieceSha256(cid: string, sha256: string): Promise<void>;
   /** Cids of pieces whose digest is still unknown (after a restart, say). */
   piecesWithoutSha256(): Promise<string[]>;
+  /**
+   * Records a piece's PieceCIDv2 (and its v1, for finding it by that) once it is
+   * known; one already recorded is never replaced.
+   */
+  setPieceCidV2(cid: string, pieceCidV2: string): Promise<void>;
+  /** Cids of pieces still stored whose PieceCIDv2 is unknown (stored before it was recorded, say). */
+  piecesWithoutPieceCidV2(): Promise<string[]>;
+  /**
+   * A piece whose recorded PieceCIDv2 or PieceCIDv1 is `pieceCid`, whatever cid it
+   * is stored under; one stored and not marked corrupt first, then the oldest.
+   * Null when none (or its PieceCIDv2 is not known yet).
+   */
+  findPieceByPieceCid(pieceCid: string): Promise<PieceRecord | null>;
   /** Up to `limit` pieces with cids after `afterCid`, in cid order: a scrub's (or a copy's) pages. */
   piecesAfter(afterCid: string, limit: number): Promise<PieceRecord[]>;
   /** Marks a piece's bytes as failing verification; false if it was marked already. */

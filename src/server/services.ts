@@ -202,9 +202,11 @@ async function buildPieceServices(
   const hashPool = config.hashWorkers === 0
     ? null
     : new HashWorkerPool({ workers: config.hashWorkers ?? undefined });
-  const digests = new PieceDigests({ store, records, logger });
+  const digests = new PieceDigests({ store, records, logger, pool: hashPool });
   const resumed = await digests.resume();
-  if (resumed > 0) logger.info("hashing pieces stored before the last stop", { resumed });
+  if (resumed > 0) {
+    logger.info("hashing pieces stored before the last stop or upgrade", { resumed });
+  }
   const catalog = new PieceCatalog({
     store,
     records,

@@ -15,7 +15,8 @@ const DAY = "2026-11-21";
 const CREATED = "2026-11-21T12:00:00Z";
 const MANIFEST_TYPE = "application/vnd.storage-manifest+json";
 
-function piece(cid: string, size = 10): PieceRecord {
+/** A stored piece's record (the PieceCID suite builds on it too). */
+export function piece(cid: string, size = 10): PieceRecord {
   return {
     cid,
     size,
@@ -25,10 +26,17 @@ function piece(cid: string, size = 10): PieceRecord {
     createdAt: CREATED,
     corruptAt: null,
     removedAt: null,
+    pieceCidV2: null,
   };
 }
 
-function deal(id: string, cid: string, termEndsAt: string, extra: Partial<DealRecord> = {}) {
+/** A deal on cid ending at termEndsAt (the PieceCID suite builds on it too). */
+export function deal(
+  id: string,
+  cid: string,
+  termEndsAt: string,
+  extra: Partial<DealRecord> = {},
+) {
   return {
     id,
     cid,

@@ -10,6 +10,7 @@ import type { Metadata } from "../../src/backends/metadata.ts";
 import type { DealRecord, PieceRecord } from "../../src/domain/catalog_records.ts";
 import type { TokenRecord } from "../../src/domain/auth_records.ts";
 import { runLifecycleConformance } from "./lifecycle_conformance.ts";
+import { runPieceCidConformance } from "./piece_cid_conformance.ts";
 
 export interface MetadataFixture extends AsyncDisposable {
   metadata: Metadata;
@@ -29,6 +30,7 @@ function pieceOf(cid: string, size = 10, sha256: string | null = "a".repeat(64))
     createdAt: CREATED,
     corruptAt: null,
     removedAt: null,
+    pieceCidV2: null,
   };
 }
 
@@ -79,6 +81,7 @@ export function runMetadataConformance(
     });
 
   runLifecycleConformance(test);
+  runPieceCidConformance(test);
 
   test("an upload records its piece, deal and usage together", async ({ metadata }) => {
     const { catalog } = metadata;

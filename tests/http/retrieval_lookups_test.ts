@@ -28,6 +28,7 @@ function record(cid: string, contentType = "text/plain"): PieceRecord {
     createdAt: "2025-01-01T00:00:00.000Z",
     corruptAt: null,
     removedAt: null,
+    pieceCidV2: null,
   };
 }
 

@@ -421,3 +421,34 @@ Deno.test("backup: a removed piece's row is copied without bytes; the backup ans
     assertEquals([gone.status, (await gone.json()).error], [410, "gone"]);
   });
 });
+
+Deno.test("backup: the pieces' PieceCIDv2 and v1 travel with their rows", async () => {
+  await using live = await startTestServer();
+  const parent = await Deno.makeTempDir({ prefix: "storage-backup-" });
+  const destination = `${parent}/copy`;
+  try {
+    await uploadOk(live, "backupopaque001", patternBytes(200 * KIB, 5));
+    await uploadOk(live, "backupwaiting01", patternBytes(3 * KIB, 6));
+    await live.server.services.digests.whenIdle();
+    // One piece whose v2 is not known yet: it travels as not known, for the copy's pass.
+    live.server.db.exec(
+      "UPDATE pieces SET piece_cid_v2 = NULL, piece_cid_v1 = NULL WHERE cid = 'backupwaiting01'",
+    );
+    const query = "SELECT cid, piece_cid_v2, piece_cid_v1 FROM pieces ORDER BY cid";
+    const rows = live.server.db.prepare(query).all().map((row) => ({ ...row }));
+    assertOk(rows[0].piece_cid_v2 !== null, JSON.stringify(rows));
+    const run = await runMain(["backup", destination, "--data-dir", live.dataDir], {
+      flags: backupFlags(live.dataDir, destination),
+    });
+    assertEquals(run.code, 0, run.stderr);
+    const { DatabaseSync } = await import("node:sqlite");
+    const copy = new DatabaseSync(`${destination}/storage.db`, { readOnly: true });
+    try {
+      assertEquals(copy.prepare(query).all().map((row) => ({ ...row })), rows);
+    } finally {
+      copy.close();
+    }
+  } finally {
+    await Deno.remove(parent, { recursive: true });
+  }
+});

@@ -57,6 +57,8 @@ interface Source {
   hashedCid: string;
   /** A piece the user uploaded (its deal is the user's). */
   userCid: string;
+  /** Every piece's cid, PieceCIDv2 and v1 as the source records them. */
+  pieceCids: Record<string, unknown>[];
 }
 
 async function makeSource(): Promise<Source> {
@@ -102,11 +104,16 @@ async function makeSource(): Promise<Source> {
     ...bearer(JSON.parse(minted.stdout).token),
   });
 
-  // Digests are computed after the upload's answer; the tests need them recorded.
+  // Digests and PieceCIDv2s are computed after the upload's answer; the tests need them recorded.
   await eventually(
-    () => countRows(server, "SELECT COUNT(*) AS n FROM pieces WHERE sha256 IS NULL") === 0,
-    "every piece's SHA-256 recorded",
+    () =>
+      countRows(
+        server,
+        "SELECT COUNT(*) AS n FROM pieces WHERE sha256 IS NULL OR piece_cid_v2 IS NULL",
+      ) === 0,
+    "every piece's SHA-256 and PieceCIDv2 recorded",
   );
+  const pieceCids = server.server.db.prepare(PIECE_CIDS).all().map((row) => ({ ...row }));
   const userFiles = await filesOf(server.url, user.token);
   const userUsage = await getJson(server.url, "/api/usage", user.token);
   return {
@@ -119,6 +126,7 @@ async function makeSource(): Promise<Source> {
     revokedToken: revoked.token,
     hashedCid,
     userCid: "migratetok00002",
+    pieceCids,
   };
 }
 
@@ -134,6 +142,8 @@ async function uploadOk(
   await response.body?.cancel();
   pieces.set(cid, bytes);
 }
+
+const PIECE_CIDS = "SELECT cid, piece_cid_v2, piece_cid_v1 FROM pieces ORDER BY cid";
 
 function countRows(server: TestServer, sql: string): number {
   return Number((server.server.db.prepare(sql).get() as { n: number }).n);
@@ -268,6 +278,8 @@ Deno.test({
     assertEquals(summary.deferred, { deals: 0, corruptMarks: 0, blocks: 0 });
     assertEquals(summary.warnings, []);
     assertEquals(summary.targets.store, `disk at ${target}/pieces`);
+    // The pieces' PieceCIDv2 and v1 came along: /piece/ finds them at once on the targets.
+    assertEquals(await query(pg.url, PIECE_CIDS), source.pieceCids);
 
     await using server = await startTestServer({
       dataDir: target,

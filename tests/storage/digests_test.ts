@@ -133,7 +133,7 @@ Deno.test("digests: pieces left unhashed by a stop are hashed after the next sta
     }
     await using again = await startTestServer({ dataDir });
     assertEquals(
-      again.logs.some((l) => l.msg === "hashing pieces stored before the last stop"),
+      again.logs.some((l) => l.msg === "hashing pieces stored before the last stop or upgrade"),
       true,
     );
     await again.server.services.digests.whenIdle();
@@ -170,6 +170,7 @@ Deno.test("digests: a piece whose bytes vanished is counted as a failure, not re
     store: server.server.store,
     records: new SqliteCatalogRecords(server.server.db),
     logger: { info() {}, warn() {}, error() {} },
+    pool: null,
   });
   assertEquals(await digests.resume(), 1);
   await digests.whenIdle();
@@ -190,8 +191,8 @@ Deno.test("migration 3 keeps every piece and deal of an older database and allow
     assertEquals(db.prepare("SELECT cid, sha256, filename FROM pieces").all(), [
       { __proto__: null, cid: "bafkold00001", sha256: "a".repeat(64), filename: "a.txt" },
     ]);
-    db.exec(`INSERT INTO pieces VALUES ('bafknew00001', 1, NULL, 'text/plain', NULL,
-             '2026-01-02T00:00:00Z')`);
+    db.exec(`INSERT INTO pieces (cid, size, sha256, content_type, filename, created_at)
+             VALUES ('bafknew00001', 1, NULL, 'text/plain', NULL, '2026-01-02T00:00:00Z')`);
     // Foreign keys are on again, and still point at the rebuilt table.
     assertEquals(
       Number((db.prepare("PRAGMA foreign_keys").get() as { foreign_keys: number }).foreign_keys),

@@ -9,13 +9,15 @@ import { indexBlocks } from "./block_records.ts";
 import { ResumableUploadMovedError } from "../../domain/catalog_records.ts";
 import type * as Records from "../../domain/catalog_records.ts";
 import { recordListing } from "./lifecycle_records.ts";
+import { pieceCidsOf, SERVABLE_FIRST } from "../piece_cid_columns.ts";
 
 /**
  * A PieceRecord's columns with its corrupt mark and removal, FROM the joins
  * (row_copy.ts reads it too).
  */
 export const PIECE_COLUMNS = `p.cid, p.size, p.sha256, p.content_type AS "contentType", p.filename,
-  p.created_at AS "createdAt", c.marked_at AS "corruptAt", r.removing_at AS "removedAt"
+  p.created_at AS "createdAt", c.marked_at AS "corruptAt", r.removing_at AS "removedAt",
+  p.piece_cid_v2 AS "pieceCidV2"
   FROM pieces p LEFT JOIN corrupt_pieces c ON c.cid = p.cid
   LEFT JOIN removed_pieces r ON r.cid = p.cid`;
 
@@ -111,6 +113,28 @@ export class PostgresCatalogRecords implements Records.CatalogRecords {
     return rows.map((row) => row.cid as string);
   }
 
+  async setPieceCidV2(cid: string, pieceCidV2: string): Promise<void> {
+    const [v2, v1] = pieceCidsOf({ pieceCidV2 });
+    await this.#sql`UPDATE pieces SET piece_cid_v2 = ${v2}, piece_cid_v1 = ${v1}
+      WHERE cid = ${cid} AND piece_cid_v2 IS NULL`;
+  }
+
+  async piecesWithoutPieceCidV2(): Promise<string[]> {
+    // A removed piece has no bytes to hash; an upload that stores it again sets its v2 anew.
+    const rows = await this.#sql`SELECT cid FROM pieces p WHERE piece_cid_v2 IS NULL
+      AND NOT EXISTS (SELECT 1 FROM removed_pieces r WHERE r.cid = p.cid) ORDER BY cid`;
+    return rows.map((row) => row.cid as string);
+  }
+
+  async findPieceByPieceCid(pieceCid: string): Promise<Records.PieceRecord | null> {
+    const [row] = await this.#sql.unsafe(
+      `SELECT ${PIECE_COLUMNS} WHERE p.piece_cid_v2 = $1 OR p.piece_cid_v1 = $1
+       ORDER BY ${SERVABLE_FIRST} LIMIT 1`,
+      [pieceCid],
+    );
+    return (row as unknown as Records.PieceRecord | undefined) ?? null;
+  }
+
   async piecesAfter(afterCid: string, limit: number): Promise<Records.PieceRecord[]> {
     const rows = await this.#sql.unsafe(
       `SELECT ${PIECE_COLUMNS} WHERE p.cid > $1 ORDER BY p.cid LIMIT $2`,
@@ -160,21 +184,24 @@ export class PostgresCatalogRecords implements Records.CatalogRecords {
     await this.#sql.begin(async (tx) => {
       const p = input.newPiece;
       if (p) {
-        await tx`INSERT INTO pieces (cid, size, sha256, content_type, filename, created_at)
+        const [v2, v1] = pieceCidsOf(p);
+        await tx`INSERT INTO pieces (cid, size, sha256, content_type, filename, created_at,
+                                     piece_cid_v2, piece_cid_v1)
           VALUES (${p.cid}, ${p.size}, ${p.sha256}, ${p.contentType}, ${p.filename},
-                  ${p.createdAt})`;
+                  ${p.createdAt}, ${v2}, ${v1})`;
       }
       const revived = input.revivedPiece;
       if (revived) {
         await tx.unsafe(
           `UPDATE pieces SET size = $1, sha256 = $2, content_type = $3, filename = $4,
-             created_at = $5 WHERE cid = $6`,
+             created_at = $5, piece_cid_v2 = $6, piece_cid_v1 = $7 WHERE cid = $8`,
           [
             revived.size,
             revived.sha256,
             revived.contentType,
             revived.filename,
             revived.createdAt,
+            ...pieceCidsOf(revived),
             revived.cid,
           ],
         );

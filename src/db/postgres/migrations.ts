@@ -158,10 +158,20 @@ ${resumableUploadsTable(POSTGRES_DDL)}
 ALTER TABLE cap_reservations ALTER COLUMN instance_id DROP NOT NULL;
 `;
 
+/** Every piece's PieceCIDv2 and its v1 (SQLite's migration 12 has the why). */
+const PIECE_CIDS = `
+ALTER TABLE pieces ADD COLUMN piece_cid_v2 TEXT COLLATE "C";
+ALTER TABLE pieces ADD COLUMN piece_cid_v1 TEXT COLLATE "C";
+CREATE INDEX pieces_by_piece_cid_v2 ON pieces (piece_cid_v2) WHERE piece_cid_v2 IS NOT NULL;
+CREATE INDEX pieces_by_piece_cid_v1 ON pieces (piece_cid_v1) WHERE piece_cid_v1 IS NOT NULL;
+CREATE INDEX pieces_without_piece_cid_v2 ON pieces (cid) WHERE piece_cid_v2 IS NULL;
+`;
+
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, sql: INITIAL },
   { version: 2, sql: SIGNUP_CODES_PER_CLIENT },
   { version: 3, sql: BLOCKS },
   { version: 4, sql: LIFECYCLE },
   { version: 5, sql: RESUMABLE_UPLOADS },
+  { version: 6, sql: PIECE_CIDS },
 ];

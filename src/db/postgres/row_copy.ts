@@ -9,7 +9,7 @@
  * in a source row afterwards is brought along, only ever forwards: a
  * revocation (never undone), a deal's later term end (extensions only
  * lengthen), a deletion, a usage counter that grew (GREATEST of both), a
- * digest that became known, a piece removed or stored again (its removal
+ * digest or PieceCIDv2 that became known, a piece removed or stored again (its removal
  * travels with its row, and a removed piece's indexed blocks go with it).
  * Deals, corrupt marks and indexed blocks whose piece has no row yet are held
  * back (counted as deferred): an instance serving from the target must never
@@ -41,11 +41,14 @@ export class PostgresRowTarget implements RowTarget {
   async writePieces(pieces: readonly PieceRecord[]): Promise<WriteCounts> {
     if (pieces.length === 0) return { inserted: 0, updated: 0, deferred: 0 };
     const rows = pieces.map(pieceRowOf);
-    // A digest the source learned after an earlier run fills one the target lacks.
+    // A digest or PieceCIDv2 the source learned after an earlier run fills one the target lacks.
     const written = await this.#sql.begin(async (tx) => {
       const upserted = await tx`INSERT INTO pieces ${tx.values(rows, PIECE_COLUMNS)}
-        ON CONFLICT (cid) DO UPDATE SET sha256 = excluded.sha256
-        WHERE pieces.sha256 IS NULL AND excluded.sha256 IS NOT NULL
+        ON CONFLICT (cid) DO UPDATE SET sha256 = COALESCE(pieces.sha256, excluded.sha256),
+          piece_cid_v2 = COALESCE(pieces.piece_cid_v2, excluded.piece_cid_v2),
+          piece_cid_v1 = COALESCE(pieces.piece_cid_v1, excluded.piece_cid_v1)
+        WHERE (pieces.sha256 IS NULL AND excluded.sha256 IS NOT NULL)
+           OR (pieces.piece_cid_v2 IS NULL AND excluded.piece_cid_v2 IS NOT NULL)
         RETURNING (xmax = 0) AS inserted`;
       await writeRemovals(tx, pieces);
       return upserted;

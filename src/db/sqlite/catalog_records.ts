@@ -21,6 +21,8 @@ import type {
   UsageRecord,
 } from "../../domain/catalog_records.ts";
 import { ManifestListingStatements } from "./manifest_listing.ts";
+import { PieceCidStatements } from "./piece_cids.ts";
+import { pieceCidsOf } from "../piece_cid_columns.ts";
 
 export class SqliteCatalogRecords implements CatalogRecords {
   readonly #db: Database;
@@ -50,18 +52,21 @@ export class SqliteCatalogRecords implements CatalogRecords {
   readonly #revivePiece: StatementSync;
   readonly #unmarkRemoved: StatementSync;
   readonly #listing: ManifestListingStatements;
+  readonly #pieceCids: PieceCidStatements;
 
   constructor(db: Database, blocks: SqliteBlockRecords = new SqliteBlockRecords(db)) {
     this.#db = db;
     this.#blocks = blocks;
     const pieceColumns = `p.cid, p.size, p.sha256, p.content_type AS contentType, p.filename,
-      p.created_at AS createdAt, c.marked_at AS corruptAt, r.removing_at AS removedAt
+      p.created_at AS createdAt, c.marked_at AS corruptAt, r.removing_at AS removedAt,
+      p.piece_cid_v2 AS pieceCidV2
       FROM pieces p LEFT JOIN corrupt_pieces c ON c.cid = p.cid
       LEFT JOIN removed_pieces r ON r.cid = p.cid`;
     this.#getPiece = db.prepare(`SELECT ${pieceColumns} WHERE p.cid = ?`);
     this.#insertPiece = db.prepare(
-      `INSERT INTO pieces (cid, size, sha256, content_type, filename, created_at)
-       VALUES (?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO pieces (cid, size, sha256, content_type, filename, created_at,
+                           piece_cid_v2, piece_cid_v1)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     this.#setPieceSha256 = db.prepare(
       `UPDATE pieces SET sha256 = ? WHERE cid = ? AND sha256 IS NULL`,
@@ -111,11 +116,12 @@ export class SqliteCatalogRecords implements CatalogRecords {
       `UPDATE deals SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL`,
     );
     this.#revivePiece = db.prepare(
-      `UPDATE pieces SET size = ?, sha256 = ?, content_type = ?, filename = ?, created_at = ?
-       WHERE cid = ?`,
+      `UPDATE pieces SET size = ?, sha256 = ?, content_type = ?, filename = ?, created_at = ?,
+         piece_cid_v2 = ?, piece_cid_v1 = ? WHERE cid = ?`,
     );
     this.#unmarkRemoved = db.prepare(`DELETE FROM removed_pieces WHERE cid = ?`);
     this.#listing = new ManifestListingStatements(db);
+    this.#pieceCids = new PieceCidStatements(db, pieceColumns);
     this.#finishResumable = db.prepare(
       `UPDATE resumable_uploads SET received = length, staging = 'null', deal_id = ?,
          expires_ms = ?, roots = ? WHERE id = ? AND received = ? AND deal_id IS NULL`,
@@ -183,6 +189,18 @@ export class SqliteCatalogRecords implements CatalogRecords {
     return (this.#piecesWithoutSha256.all() as { cid: string }[]).map((row) => row.cid);
   }
 
+  async setPieceCidV2(cid: string, pieceCidV2: string): Promise<void> {
+    this.#pieceCids.set(cid, pieceCidV2);
+  }
+
+  async piecesWithoutPieceCidV2(): Promise<string[]> {
+    return this.#pieceCids.unknown();
+  }
+
+  async findPieceByPieceCid(pieceCid: string): Promise<PieceRecord | null> {
+    return this.#pieceCids.find(pieceCid);
+  }
+
   /** Up to `limit` pieces with cids after `afterCid`, in cid order: a scrub's pages. */
   async piecesAfter(afterCid: string, limit: number): Promise<PieceRecord[]> {
     return this.#piecesAfter.all(afterCid, limit) as unknown as PieceRecord[];
@@ -237,11 +255,33 @@ export class SqliteCatalogRecords implements CatalogRecords {
   async recordUpload(input: RecordUploadInput): Promise<void> {
     transaction(this.#db, () => {
       const p = input.newPiece;
-      if (p) this.#insertPiece.run(p.cid, p.size, p.sha256, p.contentType, p.filename, p.createdAt);
+      if (p) {
+        const [v2, v1] = pieceCidsOf(p);
+        this.#insertPiece.run(
+          p.cid,
+          p.size,
+          p.sha256,
+          p.contentType,
+          p.filename,
+          p.createdAt,
+          v2,
+          v1,
+        );
+      }
       const revived = input.revivedPiece;
       if (revived) {
         const r = revived;
-        this.#revivePiece.run(r.size, r.sha256, r.contentType, r.filename, r.createdAt, r.cid);
+        const [v2, v1] = pieceCidsOf(r);
+        this.#revivePiece.run(
+          r.size,
+          r.sha256,
+          r.contentType,
+          r.filename,
+          r.createdAt,
+          v2,
+          v1,
+          r.cid,
+        );
         this.#unmarkRemoved.run(r.cid);
         this.#unmarkPiece.run(r.cid);
         this.#listing.forget(r.cid);

@@ -130,8 +130,10 @@ export const getFileDoc = retrievalDoc({
 export const getGatewayPieceDoc = retrievalDoc({
   operationId: "getGatewayPiece",
   summary: "Retrieve a piece by its PieceCID, as the IPFS piece gateway spec says (public)",
-  description: "The URL a Filecoin storage provider pulls a staged piece from. By PieceCIDv2; " +
-    "by PieceCIDv1 when the piece was uploaded under that v1 (a v1 carries no size). Always " +
+  description: "The URL a Filecoin storage provider pulls a staged piece from. By its " +
+    "PieceCIDv2 or PieceCIDv1, whatever cid it was uploaded under. A piece uploaded under " +
+    "another cid (opaque, sha2-256, a CAR's root) gets its PieceCIDv2 computed in the " +
+    "background after the upload: until then, 404 not_found by it. Always " +
     "application/octet-stream, Content-Disposition attachment named by the cid, immutable " +
     "caching. Other cids are 400 invalid_cid.",
   param: {

@@ -4,11 +4,14 @@
  * pulls a staged piece from (Curio's piece pull wants a sourceUrl ending in
  * /piece/{pieceCid}).
  *
- * A piece is found by its PieceCIDv2, or by its PieceCIDv1 when its size is
- * known: a v2 names a piece stored under it, or one stored under the v1 of
- * the same root with the size the v2 fixes; a v1 names a piece stored under
- * that v1 (a v1 carries no size, so it cannot find one stored under its v2).
- * Ranges are served as on /p/. The spec's recommendations are followed:
+ * A piece is found by its PieceCIDv2 or its PieceCIDv1, whatever cid it was
+ * stored under: first a piece stored under the cid asked for, then one whose
+ * recorded piece cids name it (every piece records its v2 and v1: at upload
+ * when its cid fixes them, else once the background pass has read it back,
+ * catalog/digests.ts; until then its v2 is 404 here), and, for a v2, one
+ * stored under the v1 of the same root with the size the v2 fixes (a piece
+ * stored before the v2 was recorded, until the pass reaches it). Ranges are
+ * served as on /p/. The spec's recommendations are followed:
  * `application/octet-stream`, `Content-Disposition: attachment` named by the
  * cid asked for, `Cache-Control: public, max-age=29030400, immutable`, a
  * quoted ETag (the cid asked for), nosniff.
@@ -41,6 +44,11 @@ export async function answerPieceGateway(
     throw new ApiError("invalid_cid", "The piece gateway takes a PieceCIDv2 or PieceCIDv1");
   }
   let [stored, row] = [asked, await deps.catalog.getPiece(asked)];
+  if (row === null || !servable(row)) {
+    // Another name of the same bytes may still be served.
+    const named = await deps.catalog.findPieceByPieceCid(asked);
+    if (named !== null && (row === null || servable(named))) [stored, row] = [named.cid, named];
+  }
   if (parsed.kind === "piece_v2" && row === null) {
     // Stored under the v1 of the same root, with the size this v2 fixes: the same bytes.
     const v1 = pieceCidV1(parsed.root);
@@ -56,6 +64,10 @@ export async function answerPieceGateway(
     offload: true,
     bytes: cached?.bytes,
   });
+}
+
+function servable(row: PieceRecord): boolean {
+  return row.removedAt === null && row.corruptAt === null;
 }
 
 function gatewayHeaders(asked: string, piece: PieceRecord, source: string): Headers {

@@ -16,10 +16,17 @@ import { SEGMENT_BYTES, SEGMENT_CHUNKS, SEGMENT_LEVEL } from "./segment.ts";
 
 export interface ParallelHasherOptions {
   pool: HashWorkerPool | null;
+  /**
+   * Segments on the pool at once before update() asks the producer to wait;
+   * default twice the pool's size (every core). A background pass takes 1,
+   * so it keeps one Worker busy at most and leaves the rest to uploads.
+   */
+  maxInFlight?: number;
 }
 
 export class ParallelPieceHasher {
   readonly #pool: HashWorkerPool | null;
+  readonly #maxInFlight: number;
   readonly #kernel: CommpKernel;
   #segment: Uint8Array | null = null;
   #filled = 0;
@@ -32,6 +39,7 @@ export class ParallelPieceHasher {
 
   constructor(options: ParallelHasherOptions) {
     this.#pool = options.pool;
+    this.#maxInFlight = options.maxInFlight ?? (options.pool ? options.pool.size * 2 : Infinity);
     this.#kernel = createKernel();
   }
 
@@ -52,8 +60,7 @@ export class ParallelPieceHasher {
       offset += take;
       if (this.#filled === SEGMENT_BYTES) this.#dispatch();
     }
-    const limit = this.#pool ? this.#pool.size * 2 : Infinity;
-    if (this.#inFlight.size >= limit) return Promise.race(this.#inFlight);
+    if (this.#inFlight.size >= this.#maxInFlight) return Promise.race(this.#inFlight);
     return undefined;
   }
 

@@ -15,6 +15,7 @@ import { sql as signupCodesPerClient } from "./0008_signup_codes_per_client.ts";
 import { sql as blocks } from "./0009_blocks.ts";
 import { sql as lifecycle } from "./0010_lifecycle.ts";
 import { sql as resumableUploads } from "./0011_resumable_uploads.ts";
+import { sql as pieceCids } from "./0012_piece_cids.ts";
 
 export interface Migration {
   version: number;
@@ -40,4 +41,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, name: "blocks", sql: blocks },
   { version: 10, name: "lifecycle", sql: lifecycle },
   { version: 11, name: "resumable_uploads", sql: resumableUploads },
+  { version: 12, name: "piece_cids", sql: pieceCids },
 ];
