@@ -50,6 +50,8 @@ const statuses = new Map<number, number>();
 const acknowledged: { cid: string; sha256: string }[] = [];
 const rssSamples: { t: number; mib: number; requests: number }[] = [];
 let networkErrors = 0;
+/** The first few network errors, named in the report: a count alone says nothing of the cause. */
+const networkErrorSamples: string[] = [];
 
 try {
   await using server = await spawnServer(dataDir, [
@@ -133,8 +135,13 @@ try {
         );
       }
       await response.arrayBuffer();
-    } catch {
+    } catch (error) {
       networkErrors++;
+      if (networkErrorSamples.length < 5) {
+        networkErrorSamples.push(
+          `${pick < 0.65 ? "GET" : pick < 0.89 ? "upload" : "other"}: ${error}`,
+        );
+      }
       return;
     }
     latencies.push(performance.now() - t0);
@@ -175,6 +182,7 @@ try {
     statuses: Object.fromEntries(statuses),
     fivexx,
     networkErrors,
+    networkErrorSamples,
     uploadsAcknowledged: acknowledged.length,
     uploadsLost: lost,
     rssMiB: { [`at ${Math.round(splitAt)} s`]: Math.round(early), atEnd: Math.round(late) },
