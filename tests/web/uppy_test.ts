@@ -133,9 +133,20 @@ Deno.test("uppy: cancelAll terminates: the server keeps nothing and holds nothin
     await eventually(() => serverOffset(server) >= 8 * MIB, "some bytes on the server", {
       timeoutMs: 60_000,
     });
+    // tus-js-client learns the upload's URL from the creation's answer, and only then can it
+    // terminate: a cancel while that answer is on its way aborts the POST and sends no DELETE
+    // (on a loaded machine the server had recorded the first chunk, the browser not yet read
+    // the answer). The browser remembers the URL once it has it; wait for that.
+    await eventually(
+      async () =>
+        (await page.evaluate(() =>
+          (globalThis as unknown as PageGlobal).uppyTest.rememberedUploads()
+        )).length === 1,
+      "the browser knows the upload's URL",
+      { timeoutMs: 30_000 },
+    );
     await page.evaluate(() => (globalThis as unknown as PageGlobal).uppyTest.cancelAll());
-    // The DELETE waits for the PATCH that Uppy aborted to let go of the upload: on a loaded
-    // machine (CI, after the whole suite) that took more than the default 5 s once.
+    // The DELETE waits for the PATCH that Uppy aborted to let go of the upload.
     await eventually(() => uploadsCreated(server) === 0, "the upload terminated", {
       timeoutMs: 30_000,
     });
