@@ -11,7 +11,7 @@ import { helpText, parseFlags } from "./command_line.ts";
 import { OPTIONS, S3_CREDENTIAL_ENV } from "./options.ts";
 import type { MutableConfig } from "./options.ts";
 import { ConfigError, MIB } from "./parse.ts";
-import type { Config, S3Config, WalletConfig } from "./types.ts";
+import type { Config, HandoffConfig, S3Config, WalletConfig } from "./types.ts";
 
 /** Environment variable names the service reads (for `--allow-env` and docs). */
 export const ENV_NAMES: readonly string[] = [
@@ -33,7 +33,7 @@ export function loadConfig(
   const flags = parseFlags(args);
   if (flags === "help") return { kind: "help", text: helpText() };
   // Defaults, then the environment, then the flags (in the order given): the last one wins.
-  const config = { sponsored: {}, token: {}, wallet: {} } as MutableConfig;
+  const config = { sponsored: {}, token: {}, wallet: {}, handoff: {} } as MutableConfig;
   for (const option of OPTIONS) {
     option.apply(config, option.default, `the default of --${option.flag}`);
   }
@@ -62,6 +62,7 @@ export function loadConfig(
     throw new ConfigError("--signup verify needs --smtp-url and --mail-from to send codes");
   }
   checkWallet(config.wallet);
+  checkHandoff(config.handoff, config.baseUrl);
   if (config.xAccelRedirect !== null && config.store !== "disk") {
     // A bucket's pieces are no files nginx could open; a bucket has its own URLs for that.
     throw new ConfigError("--x-accel-redirect is for --store disk: bucket pieces are not files");
@@ -123,6 +124,46 @@ function s3ConfigOf(
     secretAccessKey,
     sourceLabel: config.s3SourceLabel,
   };
+}
+
+/**
+ * --handoff pdp needs the provider, the contract, the chain, the key and the
+ * payee; the provider pulls from --base-url, so that must be an https:// URL
+ * it can reach (http:// only with --pdp-allow-http-source). The --pdp-*
+ * settings without --handoff pdp are a mistake, said at once.
+ */
+function checkHandoff(handoff: HandoffConfig, baseUrl: string | null): void {
+  const given = [
+    ["--pdp-url", handoff.pdpUrl],
+    ["--pdp-record-keeper", handoff.recordKeeper],
+    ["--chain-id", handoff.chainId],
+    ["--pdp-key-file", handoff.keyFile],
+    ["--pdp-payee", handoff.payee],
+  ] as const;
+  if (handoff.mode === "off") {
+    const stray: string[] = [...given, ["--pdp-payer", handoff.payer] as const]
+      .filter(([, value]) => value !== null).map(([flag]) => flag);
+    if (handoff.waitSeconds > 0) stray.push("--handoff-wait");
+    if (stray.length > 0) {
+      throw new ConfigError(
+        `${stray.join(", ")} ${stray.length > 1 ? "are" : "is"} for --handoff pdp`,
+      );
+    }
+    return;
+  }
+  const missing = given.filter(([, value]) => value === null).map(([flag]) => flag);
+  if (missing.length > 0) throw new ConfigError(`--handoff pdp needs ${missing.join(", ")}`);
+  if (baseUrl === null) {
+    throw new ConfigError(
+      "--handoff pdp needs --base-url: the provider pulls each piece from <base URL>/piece/<PieceCID>",
+    );
+  }
+  if (!baseUrl.startsWith("https://") && !handoff.allowHttpSource) {
+    throw new ConfigError(
+      `--handoff pdp: the provider pulls from --base-url, which must be https:// (got ${baseUrl}); ` +
+        "--pdp-allow-http-source true lifts that for local testing",
+    );
+  }
 }
 
 /** The wallet tier needs all three of RPC, chain and token, or none of them. */

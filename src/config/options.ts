@@ -28,8 +28,11 @@ import {
   parseSourceLabel,
   requireNonEmpty,
 } from "./parse.ts";
-import { LOG_FORMATS, SIGNUP_MODES, STORE_KINDS } from "./types.ts";
+import { HANDOFF_MODES, LOG_FORMATS, SIGNUP_MODES, STORE_KINDS } from "./types.ts";
 import type { Config } from "./types.ts";
+
+/** The chains synapse-core signs for: its typed data knows no other. */
+const PDP_CHAIN_IDS = ["314", "314159", "31415926"] as const;
 
 export type Setter = (config: MutableConfig, value: string, name: string) => void;
 /** Config while it is assembled: TLS arrives as two flags and becomes `tls` at the end. */
@@ -42,7 +45,7 @@ export type MutableConfig = Omit<Writable, "tls" | "s3"> & {
   s3SourceLabel: string;
 };
 type Writable = {
-  -readonly [K in keyof Config]: K extends "sponsored" | "token" | "wallet"
+  -readonly [K in keyof Config]: K extends "sponsored" | "token" | "wallet" | "handoff"
     ? { -readonly [P in keyof Config[K]]: Config[K][P] }
     : Config[K];
 };
@@ -528,6 +531,87 @@ export const OPTIONS: readonly OptionSpec[] = [
     description: "Pieces per second a sweep removes at most",
     default: "100",
     apply: (c, v, n) => c.gcRemovalsPerSecond = parseInteger(v, n, { min: 1, max: 100_000 }),
+  },
+  // Hand-off: every piece an active deal keeps goes on to a Filecoin PDP provider (docs/handoff.md).
+  {
+    flag: "handoff",
+    env: "STORAGE_HANDOFF",
+    placeholder: "off|pdp",
+    description:
+      "Hand stored pieces on to a PDP storage provider (pdp) or keep them here only (off)",
+    default: "off",
+    apply: (c, v, n) => c.handoff.mode = parseChoice(v, n, HANDOFF_MODES),
+  },
+  {
+    flag: "pdp-url",
+    env: "STORAGE_PDP_URL",
+    placeholder: "URL",
+    description: "The PDP provider's service URL (its Curio PDP API)",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v, n) => c.handoff.pdpUrl = v === "" ? null : parseHttpUrl(v, n),
+  },
+  {
+    flag: "pdp-record-keeper",
+    env: "STORAGE_PDP_RECORD_KEEPER",
+    placeholder: "ADDRESS",
+    description: "The Warm Storage contract (record keeper, EIP-712 verifying contract)",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v, n) => c.handoff.recordKeeper = v === "" ? null : parseAddress(v, n),
+  },
+  {
+    flag: "chain-id",
+    env: "STORAGE_CHAIN_ID",
+    placeholder: "ID",
+    description: "Filecoin chain of the hand-off: 314 mainnet, 314159 calibration, 31415926 devnet",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v, n) =>
+      c.handoff.chainId = v === "" ? null : Number(parseChoice(v, n, PDP_CHAIN_IDS)),
+  },
+  {
+    flag: "pdp-key-file",
+    env: "STORAGE_PDP_KEY_FILE",
+    placeholder: "FILE",
+    description: "Hex private key that signs for the payer (mode 0600; never logged)",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v) => c.handoff.keyFile = v === "" ? null : v,
+  },
+  {
+    flag: "pdp-payer",
+    env: "STORAGE_PDP_PAYER",
+    placeholder: "ADDRESS",
+    description: "The payer, when --pdp-key-file holds a session key it authorised",
+    default: "",
+    defaultHelp: "the key's own address",
+    apply: (c, v, n) => c.handoff.payer = v === "" ? null : parseAddress(v, n),
+  },
+  {
+    flag: "pdp-payee",
+    env: "STORAGE_PDP_PAYEE",
+    placeholder: "ADDRESS",
+    description: "The provider's payee address (its registry entry on chain names it)",
+    default: "",
+    defaultHelp: "none",
+    apply: (c, v, n) => c.handoff.payee = v === "" ? null : parseAddress(v, n),
+  },
+  {
+    flag: "pdp-allow-http-source",
+    env: "STORAGE_PDP_ALLOW_HTTP_SOURCE",
+    placeholder: "BOOL",
+    description: "Let the provider pull from an http:// --base-url (local testing only)",
+    default: "false",
+    apply: (c, v, n) => c.handoff.allowHttpSource = parseBoolean(v, n),
+  },
+  {
+    flag: "handoff-wait",
+    env: "STORAGE_HANDOFF_WAIT",
+    placeholder: "SECONDS",
+    description: "How long an upload waits for the provider to hold its piece (0 = never)",
+    default: "0",
+    apply: (c, v, n) => c.handoff.waitSeconds = parseInteger(v, n, { min: 0, max: 3600 }),
   },
   // Scale-out: metadata in a shared PostgreSQL, pieces in an S3-compatible bucket.
   {

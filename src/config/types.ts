@@ -54,6 +54,34 @@ export interface S3Config {
   sourceLabel: string;
 }
 
+/**
+ * Handing pieces on to a Filecoin PDP storage provider (docs/handoff.md).
+ * `mode` "off" (the default): nothing leaves the service; every other field
+ * is then null. "pdp": every field but `payer` is set (load.ts checks it).
+ */
+export interface HandoffConfig {
+  mode: HandoffMode;
+  /** The provider's service URL (Curio's PDP API root). */
+  pdpUrl: string | null;
+  /** The Warm Storage contract: the EIP-712 verifying contract and the pull's record keeper. */
+  recordKeeper: string | null;
+  /** 314 (mainnet), 314159 (calibration) or 31415926 (devnet): the EIP-712 domain's chain. */
+  chainId: number | null;
+  /** Hex private key of the payer (or of a session key it authorised); 0600. */
+  keyFile: string | null;
+  /** The payer, when the key is a session key; null: the key's own address pays. */
+  payer: string | null;
+  /** The provider's payee address, which CreateDataSet is signed over. */
+  payee: string | null;
+  /** Lets the provider pull from an http:// base URL (local testing only). */
+  allowHttpSource: boolean;
+  /** How long an upload waits for the provider to hold its piece; 0 = never waits. */
+  waitSeconds: number;
+}
+
+export const HANDOFF_MODES = ["off", "pdp"] as const;
+export type HandoffMode = typeof HANDOFF_MODES[number];
+
 export interface Config {
   hostname: string;
   port: number;
@@ -70,6 +98,8 @@ export interface Config {
   sponsored: Readonly<TierConfig>;
   token: Readonly<TierConfig>;
   wallet: Readonly<WalletConfig>;
+  /** Where pieces go after they are stored (nowhere by default). */
+  handoff: Readonly<HandoffConfig>;
   /** How long a graceful shutdown waits for in-flight requests. */
   shutdownTimeoutMs: number;
   /** Operator-provided HMAC key file (hex); null = <data-dir>/hmac.key, created on first start. */

@@ -156,6 +156,53 @@ export interface Deal {
   /** When the owner deleted the deal; null unless state is "deleted". */
   deletedAt: string | null;
   retrievalUrl: string;
+  /**
+   * Where the piece stands with the storage provider (only with --handoff pdp;
+   * null until the hand-off knows the piece).
+   */
+  handoff?: HandoffView | null;
+}
+
+export const HANDOFF_STATES = [
+  "queued",
+  "pulling",
+  "adding",
+  "live",
+  "failed",
+  "ineligible",
+  "removing",
+  "removed",
+] as const;
+
+/** A piece's hand-off to the PDP storage provider (docs/handoff.md). */
+export interface HandoffView {
+  state: typeof HANDOFF_STATES[number];
+  /** The provider's service URL. */
+  provider: string;
+  /** The PieceCIDv2 the provider knows the piece by; null until computed. */
+  pieceCid: string | null;
+  /** The on-chain data set (decimal), once the piece is in it. */
+  dataSetId: string | null;
+  /** The piece's id in that data set (decimal): with dataSetId, its on-chain identity. */
+  pieceId: string | null;
+  /** The transaction that added the piece, or that scheduled its removal. */
+  txHash: string | null;
+  /** What is known of why it failed, or why it is ineligible. */
+  error: string | null;
+  updatedAt: string;
+}
+
+/** The hand-off in /healthz. */
+export interface HandoffHealth {
+  provider: string;
+  /** Whether the provider answered the last run's requests. */
+  answering: boolean;
+  lastAnswerAt: string | null;
+  /** The last failure to reach it, while it lasts. */
+  problem: string | null;
+  /** Pieces by state. */
+  pieces: Record<string, number>;
+  oldestQueuedAt: string | null;
 }
 
 export interface FilesPage {
