@@ -32,6 +32,8 @@ import { DailyCapLedger } from "../limits/daily_caps.ts";
 import type { CapLedger } from "../domain/cap_ledger.ts";
 import { LocalCidLocks } from "../catalog/cid_locks.ts";
 import type { CidLocks, SweepTurn } from "../domain/locks.ts";
+import type { HandoffRecords } from "../domain/handoff_records.ts";
+import { SqliteHandoffRecords } from "../db/sqlite/handoff_records.ts";
 import { LocalSweepTurn } from "../catalog/sweep_turn.ts";
 import type { DatabaseHealth } from "../kernel/wire.ts";
 
@@ -52,6 +54,10 @@ export interface Metadata {
   readonly cidLocks: CidLocks;
   /** One garbage-collection sweep at a time, in every process that shares the records. */
   readonly sweepTurn: SweepTurn;
+  /** Where each piece stands with the storage provider (src/handoff/). */
+  readonly handoffs: HandoffRecords | null;
+  /** One hand-off run at a time, in every process that shares the records. */
+  readonly handoffTurn: SweepTurn;
   /** False for the in-memory SQLite a server without a usable data directory runs on. */
   readonly persistent: boolean;
   /**
@@ -92,6 +98,8 @@ export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
     }),
     cidLocks: new LocalCidLocks(),
     sweepTurn: new LocalSweepTurn(),
+    handoffs: new SqliteHandoffRecords(db),
+    handoffTurn: new LocalSweepTurn(),
     persistent,
     liveWriters: null,
     // deno-lint-ignore require-await -- node:sqlite answers at once; async turns a throw into a rejection.
@@ -136,6 +144,8 @@ export function postgresMetadata(postgres: PostgresDatabase): Metadata {
       runAll: (cids, fn) => local.runAll(cids, () => postgres.cidLocks.runAll(cids, fn)),
     },
     sweepTurn: postgres.sweepTurn,
+    handoffs: null,
+    handoffTurn: postgres.sweepTurn,
     persistent: true,
     liveWriters: () => postgres.liveWriters(),
     health: async () => ({ ...await postgres.health(), persistent: true, backend: "postgres" }),

@@ -50,7 +50,9 @@ import type {
   DealRecord,
   PieceRecord,
   RecordUploadInput,
+  RemovalMarkOf,
   SettledReservation,
+  WithdrawDealInput,
 } from "../domain/catalog_records.ts";
 import type { Tier } from "../domain/vocabulary.ts";
 import type { PieceStore, StagedPiece } from "../driver/driver.ts";
@@ -177,6 +179,20 @@ export class PieceCatalog {
    * CidConflictError when the cid holds other bytes. Staged bytes that were
    * not committed are discarded, however it ends.
    */
+  /**
+   * Takes back a deal just made (records.withdrawDeal: the deal and its usage
+   * go); a piece no other deal keeps is removed with it, under its lock, as a
+   * sweep removes one. The removal's mark, to finish; null: the piece stays.
+   */
+  withdrawDeal(input: WithdrawDealInput): Promise<RemovalMarkOf | null> {
+    const { records, store, cidLocks } = this.#options;
+    return cidLocks.run(input.cid, async () => {
+      const mark = await records.withdrawDeal(input);
+      if (mark !== null) await store.delete(input.cid);
+      return mark;
+    });
+  }
+
   async acceptUpload(input: AcceptUploadInput): Promise<DealRecord> {
     try {
       return await this.#options.cidLocks.run(input.cid, (lost) => this.#accept(input, lost));

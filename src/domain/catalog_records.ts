@@ -161,6 +161,20 @@ export interface ListDealsOptions {
   cid?: string | null;
 }
 
+export interface WithdrawDealInput {
+  dealId: string;
+  cid: string;
+  usage: { subject: string; day: string; bytes: number };
+  /** When the piece's removal begins (RFC 3339). */
+  at: string;
+}
+
+/** A removal mark (domain/lifecycle_records.ts: RemovalMark). */
+export interface RemovalMarkOf {
+  mark: number;
+  cid: string;
+}
+
 /** Pieces, deals and daily usage counters. */
 export interface CatalogRecords {
   /** A user's deals (on one cid, when given), newest first, strictly older than beforeId when given. */
@@ -169,6 +183,15 @@ export interface CatalogRecords {
   extendDeal(id: string, addDays: number, termEndsAt: string): Promise<void>;
   /** Ends a deal at `at` (its owner deleted it); a deal deleted already keeps its time. */
   deleteDeal(id: string, at: string): Promise<void>;
+  /**
+   * Takes back a deal just made, as if never made (an upload answered 502
+   * stage_failed: the storage provider refused its piece): the deal and the
+   * usage it counted go, in one transaction; if no other deal keeps its piece
+   * nor a manifest lists it, the piece is marked as being removed in the same
+   * transaction, and its mark returned (the caller deletes the bytes and
+   * finishes it, as a sweep does). Null: the piece stays.
+   */
+  withdrawDeal(input: WithdrawDealInput): Promise<RemovalMarkOf | null>;
   /** Usage rows of a subject between two days (inclusive); days without uploads are absent. */
   usageBetween(subject: string, from: string, to: string): Promise<UsageRecord[]>;
   getPiece(cid: string): Promise<PieceRecord | null>;

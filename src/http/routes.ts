@@ -4,6 +4,7 @@
  * the route's API documentation, from docs/ (one file per room; route_doc.ts
  * draws the shape). /openapi.json is generated from these rows.
  */
+import type { Handoff } from "../handoff/service.ts";
 import type { SignupVerification } from "../auth/signup_verification.ts";
 import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import type { TokenService } from "../auth/tokens.ts";
@@ -24,7 +25,11 @@ import type { PieceStore } from "../driver/driver.ts";
 import type { WalletChain } from "../wallet/chain.ts";
 import type { BlockSource } from "../ipfs/blocks.ts";
 import type { DatabaseHealth, GcHealth, JobHealth } from "../kernel/wire.ts";
-import { createDeleteDealHandler, createExtendDealHandler } from "./account/deals.ts";
+import {
+  createDeleteDealHandler,
+  createExtendDealHandler,
+  createGetDealHandler,
+} from "./account/deals.ts";
 import { createDealCreateHandler } from "./upload/deal_create.ts";
 import { deprecationsHandler } from "./pipeline/deprecation.ts";
 import { createFilesHandler } from "./account/files.ts";
@@ -67,6 +72,7 @@ import { createWebHandlers } from "./service/web.ts";
 import {
   deleteDealDoc,
   extendDealDoc,
+  getDealDoc,
   getLimitsDoc,
   getUsageDoc,
   getWalletNonceDoc,
@@ -126,6 +132,8 @@ export interface RouteServices {
   gc: { health(): Promise<GcHealth> };
   /** The jobs the server runs by itself, as /healthz shows them (server/jobs.ts). */
   jobs: { health(): JobHealth[] };
+  /** The hand-off to a storage provider (src/handoff/); null with --handoff off. */
+  handoff: Handoff | null;
   databaseHealth(): Promise<DatabaseHealth>;
   /** False when tokens cannot be kept (an in-memory database: no data directory bound). */
   databasePersistent: boolean;
@@ -184,6 +192,7 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", "/api/usage", createUsageHandler(services), getUsageDoc],
     ["POST", "/api/deals", createDealCreateHandler(uploads), createDealDoc],
     ["POST", "/api/deals/:dealId/extend", createExtendDealHandler(services), extendDealDoc],
+    ["GET", "/api/deals/:dealId", createGetDealHandler(services), getDealDoc],
     ["DELETE", "/api/deals/:dealId", createDeleteDealHandler(services), deleteDealDoc],
     ["GET", "/api/limits", createLimitsHandler(services), getLimitsDoc],
     ["GET", "/api/piece-cids", createPieceCidsInfoHandler(services.config), describePieceCidsDoc],

@@ -40,6 +40,8 @@ export interface UploadResult {
   owner: string | null;
   /** A CAR upload's roots (the cids its header names); null for any other upload. */
   roots: string[] | null;
+  /** With a hand-off to a storage provider (--handoff pdp): where the piece stands there. */
+  handoff?: HandoffView | null;
 }
 
 /** POST /api/auth/signup: who the token is for. */
@@ -312,6 +314,8 @@ export interface Health {
   gc: GcHealth;
   /** The work this server runs by itself, every so often (the jobs that are on). */
   jobs: JobHealth[];
+  /** With --handoff pdp: the storage provider, whether it answers, pieces by state. */
+  handoff?: HandoffHealth;
 }
 
 /** One background job of this server (a sweep, a watch, a probe), as /healthz reports it. */

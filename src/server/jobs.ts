@@ -22,6 +22,7 @@ import type { GarbageCollector } from "../ops/gc_service.ts";
 import { loggedScrubPass } from "../ops/periodic_scrub.ts";
 import { ExpirySweep } from "../uploads/expiry_sweep.ts";
 import type { ResumableUploads } from "../uploads/resumable.ts";
+import type { Handoff } from "../handoff/service.ts";
 
 export const JOB_NAMES = [
   "store-probe",
@@ -31,6 +32,7 @@ export const JOB_NAMES = [
   "resumable-expiry",
   "gc",
   "scrub",
+  "handoff",
 ] as const;
 
 export type JobName = typeof JOB_NAMES[number];
@@ -55,6 +57,8 @@ export function jobIntervalsOf(
     "resumable-expiry": 60_000,
     gc: config.gcIntervalHours * HOUR_MS,
     scrub: config.scrubIntervalHours * HOUR_MS,
+    // Curio's steps take an epoch (30 s) or more; a run costs one request per open call.
+    handoff: config.handoff.mode === "off" ? 0 : 2000,
   };
   for (const name of JOB_NAMES) {
     const override = overrides[name];
@@ -79,6 +83,8 @@ export interface ServerJobsDeps {
   gc: GarbageCollector;
   /** Told of every piece marked corrupt or removed, here or elsewhere: stop answering it from memory. */
   distrust(cid: string): void;
+  /** The hand-off to a storage provider; null with --handoff off (then it is no job at all). */
+  handoff: Handoff | null;
 }
 
 /** The server's jobs, in the order /healthz lists them. */
@@ -128,5 +134,9 @@ export function serverJobs(deps: ServerJobsDeps): Job[] {
         onFailure: (failure) => distrust(failure.cid),
       }),
     }),
+    // Only with --handoff pdp: off, the list (and /healthz) stays as it was.
+    ...(deps.handoff
+      ? [job("handoff", { runAtStart: true, run: (s) => deps.handoff!.run(s) })]
+      : []),
   ];
 }

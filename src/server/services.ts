@@ -22,6 +22,7 @@
  * calls both, in that order, around binding the listener.
  */
 import type { Clock } from "../kernel/clock.ts";
+import { toRfc3339 } from "../kernel/clock.ts";
 import type { Config } from "../config/mod.ts";
 import type { Metadata } from "../backends/metadata.ts";
 import { createRetrieval, RETRIEVAL_PATH, SmallPieceCache } from "../http/retrieval/mod.ts";
@@ -62,6 +63,7 @@ import type { JobName } from "./jobs.ts";
 import { BackgroundJobs } from "../jobs/runner.ts";
 import { ResumableUploads } from "../uploads/resumable.ts";
 import { UploadCommits } from "../uploads/commit.ts";
+import { Handoff } from "../handoff/service.ts";
 
 export interface ServiceDeps {
   config: Config;
@@ -76,6 +78,8 @@ export interface ServiceDeps {
   dbPath: string | null;
   /** How often each job runs (jobs.ts); 0 = not at all. */
   jobIntervals: Record<JobName, number>;
+  /** How long an add in doubt is looked for before it is sent again (tests shorten it). */
+  handoffReconcileMs?: number;
 }
 
 /** Everything that exists before the listener is bound (see routeServicesOf for the rest). */
@@ -140,6 +144,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     resumable: pieces.resumable,
     gc: pieces.gc,
     jobs: pieces.jobs,
+    handoff: pieces.handoff,
     tokens: accounts.tokens,
     authenticator: accounts.authenticator,
     policies: accounts.policies,
@@ -235,8 +240,19 @@ async function buildPieceServices(
     intervalMs: intervals.gc,
     onRemoved: distrust,
   });
+  const handoff = await openHandoff(deps);
   // Every upload's commit goes through it: its onCommitted is where committed pieces' work hooks in.
-  const commits = new UploadCommits({ catalog, logger });
+  const commits = new UploadCommits({
+    catalog,
+    logger,
+    clock,
+    onCommitted: handoff ? ({ deal }) => handoff.committed(deal.cid) : undefined,
+    // A deal withdrawn (the provider refused its piece) took its piece with it: as a sweep's.
+    onWithdrawn: async ({ mark, cid }) => {
+      await deps.metadata.lifecycle.finishRemovals([mark], toRfc3339(clock.now()));
+      distrust(cid);
+    },
+  });
   const resumable = new ResumableUploads({
     records: deps.metadata.resumableUploads,
     store,
@@ -259,6 +275,7 @@ async function buildPieceServices(
     resumable,
     gc,
     distrust,
+    handoff,
   }));
   return {
     hashPool,
@@ -270,12 +287,31 @@ async function buildPieceServices(
     resumable,
     gc,
     jobs,
+    handoff,
     async stop() {
       // The jobs first (they sweep, scrub and hash), then sweeps asked for by hand, then hashing.
       for (const work of [jobs, gc, digests]) await work.stop();
       hashPool?.close();
     },
   };
+}
+
+/** The hand-off of --handoff pdp (null when off); a bad key file or setting stops the start. */
+async function openHandoff(deps: ServiceDeps): Promise<Handoff | null> {
+  const { config, metadata } = deps;
+  if (config.handoff.mode === "off") return null;
+  if (metadata.handoffs === null) {
+    throw new Error("--handoff pdp is not available with --database postgres:// in this version");
+  }
+  return await Handoff.open({
+    config: config.handoff,
+    baseUrl: config.baseUrl!,
+    records: metadata.handoffs,
+    turn: metadata.handoffTurn,
+    clock: deps.clock,
+    logger: deps.logger,
+    reconcileMs: deps.handoffReconcileMs,
+  });
 }
 
 /** Tokens, signup and the wallet tier: who may upload, and how much. */

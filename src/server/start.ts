@@ -48,6 +48,8 @@ export interface StartServerOptions {
    * defaults, and --gc-interval and --scrub-interval set theirs); 0 turns a job off.
    */
   jobIntervals?: JobIntervals;
+  /** How long the hand-off looks for an add in doubt before sending it again (default 10 min). */
+  handoffReconcileMs?: number;
   /** How often the TLS files are checked for a renewal (default 5 s). */
   tlsPollIntervalMs?: number;
   /** With PostgreSQL: heartbeat and dead-after times (tests shorten them; default 5 s, 30 s). */
@@ -112,6 +114,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     hmacKey: backends.hmacKey,
     dbPath: backends.dbPath,
     jobIntervals: jobIntervalsOf(config, options.jobIntervals),
+    handoffReconcileMs: options.handoffReconcileMs,
   });
   // Read before the listener is bound: from then on until `app` exists nothing may await.
   const lastSweep = await metadata.lifecycle.lastSweep().catch(() => null);

@@ -12,7 +12,9 @@
  * answered: the deal stands.
  */
 import type { AcceptDealInput, AcceptUploadInput, PieceCatalog } from "../catalog/catalog.ts";
-import type { DealRecord } from "../domain/catalog_records.ts";
+import type { DealRecord, RemovalMarkOf } from "../domain/catalog_records.ts";
+import type { Clock } from "../kernel/clock.ts";
+import { toRfc3339 } from "../kernel/clock.ts";
 import { ApiError } from "../kernel/errors.ts";
 import type { Logger } from "../kernel/log.ts";
 import { apiErrorOfStoreFailure } from "./store_errors.ts";
@@ -29,8 +31,11 @@ export interface UploadCommitted {
 export interface UploadCommitsOptions {
   catalog: PieceCatalog;
   logger: Logger;
+  clock: Clock;
   /** Hears of every deal committed; must not block. Default: nobody listens. */
   onCommitted?: (committed: UploadCommitted) => void;
+  /** Hears of a piece removed with a withdrawn deal: finish its removal mark, forget it. */
+  onWithdrawn?: (mark: RemovalMarkOf) => Promise<void>;
 }
 
 export class UploadCommits {
@@ -67,6 +72,25 @@ export class UploadCommits {
     }
     this.#committed({ deal: outcome.deal, via: "deal" });
     return outcome.deal;
+  }
+
+  /**
+   * Takes back a deal just made, as if it had never been made: the deal and
+   * the usage it counted go, and its piece too when nothing else keeps it
+   * (an upload that waited for the storage provider, which refused the piece:
+   * 502 stage_failed, nothing charged).
+   */
+  async withdraw(
+    deal: DealRecord,
+    usage: { subject: string; day: string },
+  ): Promise<void> {
+    const mark = await this.#options.catalog.withdrawDeal({
+      dealId: deal.id,
+      cid: deal.cid,
+      usage: { ...usage, bytes: Number(deal.size) },
+      at: toRfc3339(this.#options.clock.now()),
+    });
+    if (mark !== null) await this.#options.onWithdrawn?.(mark);
   }
 
   #committed(committed: UploadCommitted): void {

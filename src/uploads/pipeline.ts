@@ -19,6 +19,9 @@ import type { UploadCommits } from "./commit.ts";
 import { UploadIntake } from "./intake.ts";
 import type { BytesTicket, IntakeDeps, UploadTicket } from "./intake.ts";
 import { stageChecked } from "./staging.ts";
+import { type Handoff, viewOf } from "../handoff/service.ts";
+import type { HandoffView } from "../kernel/wire.ts";
+import { ApiError } from "../kernel/errors.ts";
 import type { BodyReading } from "./staging.ts";
 
 export interface UploadPipelineOptions extends IntakeDeps {
@@ -26,11 +29,15 @@ export interface UploadPipelineOptions extends IntakeDeps {
   /** Workers for piece-cid verification; null hashes on the main thread. */
   hashPool: HashWorkerPool | null;
   commits: UploadCommits;
+  /** The hand-off to a storage provider; null with --handoff off. */
+  handoff: Handoff | null;
 }
 
 /** A deal made: what the adapters answer. */
 export interface Committed {
   deal: DealRecord;
+  /** Where its piece stands with the storage provider (with a hand-off; else absent). */
+  handoff?: HandoffView | null;
   /** A CAR upload's roots; null for any other. */
   roots: string[] | null;
   /** The caller's daily cap now the deal's bytes are counted (the commit settled the reservation). */
@@ -93,10 +100,38 @@ export class UploadPipeline {
     roots: string[] | null,
   ): Promise<Committed> {
     const { usageSubject, dailyCapBytes } = ticket.policy;
+    const handoff = await this.#handedOff(ticket, deal);
     return {
       deal,
       roots,
       capStatus: await this.#options.ledger.status(usageSubject, dailyCapBytes),
+      ...(handoff === undefined ? {} : { handoff }),
     };
+  }
+
+  /**
+   * With a hand-off: the piece's state, after waiting (--handoff-wait) for the
+   * provider to hold it. A refusal takes the deal back (nothing charged, no
+   * deal) and answers 502 stage_failed with what is known of why.
+   */
+  async #handedOff(
+    ticket: UploadTicket,
+    deal: DealRecord,
+  ): Promise<HandoffView | null | undefined> {
+    const { handoff, commits } = this.#options;
+    if (handoff === null) return undefined;
+    if (handoff.waitSeconds === 0) return await handoff.viewOf(deal.cid);
+    const piece = await handoff.waitFor(deal.cid, handoff.waitSeconds * 1000);
+    if (piece?.state !== "failed") return piece === null ? null : viewOf(piece);
+    await commits.withdraw(deal, {
+      subject: ticket.policy.usageSubject,
+      day: ticket.deal.usageDay,
+    });
+    handoff.logRefused(deal.cid, piece.error);
+    throw new ApiError(
+      "stage_failed",
+      `The storage provider refused the piece (${piece.error ?? "no reason given"}); ` +
+        "nothing was stored or charged",
+    );
   }
 }

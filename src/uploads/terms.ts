@@ -5,6 +5,7 @@
  * tus upload and a deal without bytes are refused and charged exactly as an
  * upload is.
  */
+import type { HandoffView } from "../kernel/wire.ts";
 import { formatUnits } from "viem";
 import { normalizeCid } from "../kernel/cid_format.ts";
 import type { Config } from "../config/mod.ts";
@@ -130,6 +131,8 @@ export function uploadResultOf(
   givenCid: string,
   baseUrl: string,
   roots: string[] | null = null,
+  /** With a hand-off: where the piece stands with the provider (absent otherwise). */
+  handoff?: HandoffView | null,
 ): UploadResult {
   return {
     cid: givenCid,
@@ -140,6 +143,7 @@ export function uploadResultOf(
     sponsored: deal.tier === "sponsored",
     owner: deal.ownerName,
     roots,
+    ...(handoff === undefined ? {} : { handoff }),
   };
 }
 

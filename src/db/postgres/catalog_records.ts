@@ -79,6 +79,34 @@ export class PostgresCatalogRecords implements Records.CatalogRecords {
       term_ends_at = ${termEndsAt} WHERE id = ${id}`;
   }
 
+  async withdrawDeal(input: Records.WithdrawDealInput): Promise<Records.RemovalMarkOf | null> {
+    const { subject, day, bytes } = input.usage;
+    return await this.#sql.begin(async (tx) => {
+      const deleted = await tx.unsafe(`DELETE FROM deals WHERE id = $1 RETURNING id`, [
+        input.dealId,
+      ]);
+      if (deleted.length !== 1) return null;
+      await tx.unsafe(
+        `UPDATE usage_daily SET bytes = GREATEST(0, bytes - $1), uploads = GREATEST(0, uploads - 1)
+         WHERE subject = $2 AND day = $3`,
+        [bytes, subject, day],
+      );
+      const marked = await tx.unsafe(
+        `INSERT INTO removed_pieces (cid, removing_at)
+         SELECT p.cid, $2 FROM pieces p WHERE p.cid = $1
+           AND NOT EXISTS (SELECT 1 FROM removed_pieces r WHERE r.cid = p.cid)
+           AND NOT EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid)
+           AND NOT EXISTS (SELECT 1 FROM manifest_pieces m WHERE m.piece_cid = p.cid)
+         RETURNING mark`,
+        [input.cid, input.at],
+      );
+      if (marked.length === 0) return null;
+      // A block lives while its piece does (as a sweep's removal forgets them).
+      await tx.unsafe(`DELETE FROM blocks WHERE piece_cid = $1`, [input.cid]);
+      return { mark: Number(marked[0].mark), cid: input.cid };
+    });
+  }
+
   async deleteDeal(id: string, at: string): Promise<void> {
     await this.#sql.unsafe(
       `UPDATE deals SET deleted_at = $1 WHERE id = $2 AND deleted_at IS NULL`,

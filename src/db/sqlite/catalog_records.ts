@@ -18,7 +18,9 @@ import type {
   ListDealsOptions,
   PieceRecord,
   RecordUploadInput,
+  RemovalMarkOf,
   UsageRecord,
+  WithdrawDealInput,
 } from "../../domain/catalog_records.ts";
 import { ManifestListingStatements } from "./manifest_listing.ts";
 import { PieceCidStatements } from "./piece_cids.ts";
@@ -46,6 +48,7 @@ export class SqliteCatalogRecords implements CatalogRecords {
   readonly #getDeal: StatementSync;
   readonly #extendDeal: StatementSync;
   readonly #deleteDeal: StatementSync;
+  readonly #withdraw: Record<"deal" | "usage" | "unwanted" | "blocks", StatementSync>;
   readonly #usageRange: StatementSync;
   readonly #blocks: SqliteBlockRecords;
   readonly #finishResumable: StatementSync;
@@ -115,6 +118,23 @@ export class SqliteCatalogRecords implements CatalogRecords {
     this.#deleteDeal = db.prepare(
       `UPDATE deals SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL`,
     );
+    this.#withdraw = {
+      deal: db.prepare(`DELETE FROM deals WHERE id = ?`),
+      usage: db.prepare(
+        `UPDATE usage_daily SET bytes = MAX(0, bytes - ?), uploads = MAX(0, uploads - 1)
+         WHERE subject = ? AND day = ?`,
+      ),
+      unwanted: db.prepare(
+        `INSERT INTO removed_pieces (cid, removing_at)
+         SELECT p.cid, $at FROM pieces p WHERE p.cid = $cid
+           AND NOT EXISTS (SELECT 1 FROM removed_pieces r WHERE r.cid = p.cid)
+           AND NOT EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid)
+           AND NOT EXISTS (SELECT 1 FROM manifest_pieces m WHERE m.piece_cid = p.cid)
+         RETURNING mark`,
+      ),
+      // A block lives while its piece does (as a sweep's removal forgets them).
+      blocks: db.prepare(`DELETE FROM blocks WHERE piece_cid = ?`),
+    };
     this.#revivePiece = db.prepare(
       `UPDATE pieces SET size = ?, sha256 = ?, content_type = ?, filename = ?, created_at = ?,
          piece_cid_v2 = ?, piece_cid_v1 = ? WHERE cid = ?`,
@@ -158,6 +178,20 @@ export class SqliteCatalogRecords implements CatalogRecords {
 
   async extendDeal(id: string, addDays: number, termEndsAt: string): Promise<void> {
     this.#extendDeal.run(addDays, termEndsAt, id);
+  }
+
+  async withdrawDeal(input: WithdrawDealInput): Promise<RemovalMarkOf | null> {
+    return transaction(this.#db, () => {
+      if (Number(this.#withdraw.deal.run(input.dealId).changes) !== 1) return null;
+      const { subject, day, bytes } = input.usage;
+      this.#withdraw.usage.run(bytes, subject, day);
+      const row = this.#withdraw.unwanted.get({ cid: input.cid, at: input.at }) as
+        | { mark: number }
+        | undefined;
+      if (!row) return null;
+      this.#withdraw.blocks.run(input.cid);
+      return { mark: Number(row.mark), cid: input.cid };
+    });
   }
 
   async deleteDeal(id: string, at: string): Promise<void> {

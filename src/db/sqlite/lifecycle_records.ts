@@ -21,8 +21,12 @@ import type {
 /** A deal `d` that still wants its piece: it had not ended by $endedBy. */
 const LIVE_DEAL = "d.term_ends_at > $endedBy AND (d.deleted_at IS NULL OR d.deleted_at > $endedBy)";
 
-/** The piece `p` is stored, and no deal on it, nor on a manifest listing it, is live. */
+/**
+ * The piece `p` is stored, no deal on it, nor on a manifest listing it, is
+ * live, and no storage provider is pulling it (src/handoff/: it is reading it).
+ */
 const REMOVABLE = `NOT EXISTS (SELECT 1 FROM removed_pieces r WHERE r.cid = p.cid)
+  AND NOT EXISTS (SELECT 1 FROM handoff_pieces h WHERE h.cid = p.cid AND h.state = 'pulling')
   AND EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid)
   AND NOT EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid AND ${LIVE_DEAL})
   AND NOT EXISTS (SELECT 1 FROM manifest_pieces m JOIN deals d ON d.cid = m.manifest_cid

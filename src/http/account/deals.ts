@@ -1,5 +1,7 @@
 /**
- * A deal's owner acts on it [pin]:
+ * A deal's owner reads it [list] (GET /api/deals/{dealId}: the deal, with its
+ * piece's hand-off to the storage provider when there is one) and acts on it
+ * [pin]:
  *
  * - POST /api/deals/{dealId}/extend adds one term of the deal's tier to its
  *   end date and returns the deal. A term may end at most --max-term-days
@@ -24,7 +26,9 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { Config } from "../../config/mod.ts";
 import type { CatalogRecords, DealRecord } from "../../domain/catalog_records.ts";
 import type { PieceCatalog } from "../../catalog/catalog.ts";
-import { dealView } from "./deal_view.ts";
+import { dealViews } from "./deal_view.ts";
+import type { Handoff } from "../../handoff/service.ts";
+import type { Scope } from "../../domain/vocabulary.ts";
 import type { RequestContext } from "../pipeline/context.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
@@ -35,11 +39,19 @@ export interface DealDeps {
   config: Config;
   clock: Clock;
   baseUrl: string;
+  handoff: Handoff | null;
+}
+
+export function createGetDealHandler(deps: DealDeps): Handler {
+  return async (_request, context) => {
+    const deal = await ownDeal(deps, context, "list");
+    return await dealAnswer(deps, deal.id);
+  };
 }
 
 export function createExtendDealHandler(deps: DealDeps): Handler {
   return async (_request, context) => {
-    const deal = await ownDeal(deps, context);
+    const deal = await ownDeal(deps, context, "pin");
     if (deal.deletedAt !== null) throw new ApiError("gone", "This deal was deleted");
     const termDays = deps.config[deal.tier].termDays;
     const endsAt = Date.parse(deal.termEndsAt);
@@ -58,15 +70,19 @@ export function createExtendDealHandler(deps: DealDeps): Handler {
 
 export function createDeleteDealHandler(deps: DealDeps): Handler {
   return async (_request, context) => {
-    const deal = await ownDeal(deps, context);
+    const deal = await ownDeal(deps, context, "pin");
     await deps.records.deleteDeal(deal.id, toRfc3339(deps.clock.now()));
     return await dealAnswer(deps, deal.id);
   };
 }
 
 /** The caller's deal named by the path, or 404. */
-async function ownDeal(deps: DealDeps, context: RequestContext): Promise<DealRecord> {
-  const caller = requireTokenScope(await context.caller(), "pin");
+async function ownDeal(
+  deps: DealDeps,
+  context: RequestContext,
+  scope: Scope,
+): Promise<DealRecord> {
+  const caller = requireTokenScope(await context.caller(), scope);
   const deal = await deps.records.getDeal(context.params.dealId);
   if (deal === null || deal.ownerSub !== caller.sub) {
     throw new ApiError("not_found", "No such deal");
@@ -76,5 +92,10 @@ async function ownDeal(deps: DealDeps, context: RequestContext): Promise<DealRec
 
 async function dealAnswer(deps: DealDeps, id: string): Promise<Response> {
   const deal = (await deps.records.getDeal(id))!;
-  return jsonResponse(200, dealView(deal, { baseUrl: deps.baseUrl, now: deps.clock.now() }));
+  const [view] = await dealViews([deal], {
+    baseUrl: deps.baseUrl,
+    now: deps.clock.now(),
+    handoff: deps.handoff,
+  });
+  return jsonResponse(200, view);
 }

@@ -10,7 +10,8 @@ import type { Clock } from "../../kernel/clock.ts";
 import { ApiError } from "../../kernel/errors.ts";
 import { requireTokenScope } from "../../auth/scopes.ts";
 import type { CatalogRecords } from "../../domain/catalog_records.ts";
-import { dealView } from "./deal_view.ts";
+import { dealViews } from "./deal_view.ts";
+import type { Handoff } from "../../handoff/service.ts";
 import { jsonResponse } from "../pipeline/json.ts";
 import type { Handler } from "../pipeline/router.ts";
 import { DEAL_STATES } from "../../kernel/wire.ts";
@@ -27,6 +28,7 @@ export interface FilesDeps {
   records: CatalogRecords;
   baseUrl: string;
   clock: Clock;
+  handoff: Handoff | null;
 }
 
 export function createFilesHandler(deps: FilesDeps): Handler {
@@ -49,7 +51,7 @@ export function createFilesHandler(deps: FilesDeps): Handler {
     const page = rows.slice(0, limit);
     const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1].id) : null;
     const result: FilesPage = {
-      files: page.map((deal) => dealView(deal, { baseUrl: deps.baseUrl, now })),
+      files: await dealViews(page, { baseUrl: deps.baseUrl, now, handoff: deps.handoff }),
       nextCursor,
     };
     return jsonResponse(200, result);

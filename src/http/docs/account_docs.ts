@@ -199,6 +199,20 @@ export const extendDealDoc: RouteDoc = {
   errors: [...TOKEN_ERRORS, "insufficient_scope", "not_found", "gone"],
 };
 
+export const getDealDoc: RouteDoc = {
+  operationId: "getDeal",
+  summary: "One of the caller's deals, with its piece's hand-off to the storage provider",
+  description:
+    "With a hand-off to a storage provider (--handoff pdp) the deal carries `handoff`: " +
+    "where its piece stands there, and once live its on-chain identity (dataSetId, pieceId). " +
+    "Another user's deal, a sponsored deal and an unknown id are all 404.",
+  auth: "token",
+  scope: "list",
+  parameters: [DEAL_ID_PARAMETER],
+  responses: [{ status: 200, description: "The deal", body: { json: "Deal" } }],
+  errors: [...TOKEN_ERRORS, "insufficient_scope", "not_found"],
+};
+
 export const deleteDealDoc: RouteDoc = {
   operationId: "deleteDeal",
   summary: "End a deal now (its state becomes deleted)",

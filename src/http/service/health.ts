@@ -1,7 +1,8 @@
 /**
  * GET /healthz — whether the storage backend and the database can be used,
  * the wallet tier's chain, when garbage collection last swept, and how each
- * background job (a sweep, a watch, a probe) last ran and when it runs next.
+ * background job (a sweep, a watch, a probe) last ran and when it runs next,
+ * and with a hand-off, the storage provider and whether it answers.
  * An unreachable chain RPC, or a job that failed, does not make the server
  * degraded: retrievals and the other tiers still work, and a load balancer
  * must not take the server out of rotation for someone else's RPC (a job's
@@ -15,6 +16,7 @@ import type { Handler } from "../pipeline/router.ts";
 import type {
   DatabaseHealth,
   GcHealth,
+  HandoffHealth,
   Health,
   JobHealth,
   WalletHealth,
@@ -32,6 +34,8 @@ export interface HealthDeps {
   gc: { health(): Promise<GcHealth> };
   /** The jobs this server runs by itself: each one's last run and next. */
   jobs: { health(): JobHealth[] };
+  /** The hand-off to a storage provider; null with --handoff off (then /healthz omits it). */
+  handoff: { health(): Promise<HandoffHealth> } | null;
 }
 
 export function createHealthHandler(deps: HealthDeps): Handler {
@@ -53,6 +57,8 @@ export function createHealthHandler(deps: HealthDeps): Handler {
       wallet: await walletHealth(deps.walletChain),
       gc,
       jobs: deps.jobs.health(),
+      // A provider that does not answer leaves the service ok: uploads and reads go on.
+      ...(deps.handoff ? { handoff: await deps.handoff.health() } : {}),
     };
     // Degraded is an outage to wait out, like every other 503 of the service.
     return jsonResponse(ok ? 200 : 503, health, ok ? {} : { "retry-after": "5" });

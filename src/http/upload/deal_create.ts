@@ -28,7 +28,13 @@ export function createDealCreateHandler(deps: DealCreateDeps): Handler {
       logFields: context.logFields,
     });
     const done = await deps.uploads.makeDeal(ticket);
-    const result = uploadResultOf(done.deal, ticket.cid.given, deps.baseUrl, done.roots);
+    const result = uploadResultOf(
+      done.deal,
+      ticket.cid.given,
+      deps.baseUrl,
+      done.roots,
+      done.handoff,
+    );
     return jsonResponse(200, result, rateLimitHeaders(done.capStatus));
   };
 }

@@ -36,7 +36,13 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       logFields: context.logFields,
     });
     const done = await deps.uploads.storeBody(ticket, request.body, context);
-    const result = uploadResultOf(done.deal, ticket.cid.given, deps.baseUrl, done.roots);
+    const result = uploadResultOf(
+      done.deal,
+      ticket.cid.given,
+      deps.baseUrl,
+      done.roots,
+      done.handoff,
+    );
     return jsonResponse(200, result, rateLimitHeaders(done.capStatus));
   };
 }

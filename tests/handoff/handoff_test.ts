@@ -1,0 +1,161 @@
+/**
+ * The hand-off to a PDP storage provider, end to end: the real server with
+ * --handoff pdp against the fake Curio provider (tests/helpers/fake_pdp/),
+ * which fetches every piece from the server's /piece/ for real, checks its
+ * PieceCID and recovers every signature. Each test waits on what the deal
+ * shows (GET /api/deals/{id}) or on what the provider recorded.
+ */
+import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
+import { startFakePdp } from "../helpers/fake_pdp/mod.ts";
+import type { FakePdpOptions } from "../helpers/fake_pdp/mod.ts";
+import { bearer, errorOf, patternBytes, signup } from "../helpers/server.ts";
+import { handoffOnceSettled, PAYER, startHandoffServer } from "../helpers/handoff.ts";
+import { pieceCidOf } from "../helpers/tus_requests.ts";
+import { eventually } from "../helpers/wait.ts";
+
+/** Chain and retry timings in milliseconds, so a round takes well under a second. */
+const FAST: Partial<FakePdpOptions> = {
+  schedulerIntervalMs: 5,
+  confirmAfterMs: 20,
+  settleAfterMs: 20,
+  provingPeriodMs: 20,
+  retryDelaysMs: [20, 40],
+};
+
+const live = (h: Record<string, unknown>) => h.state === "live";
+
+Deno.test("handoff: pieces go live at the provider, on-chain ids on each deal, one data set, every signature the payer's", async () => {
+  await using pdp = await startFakePdp(FAST);
+  await using server = await startHandoffServer(pdp);
+  const { token } = await signup(server);
+  const pieceBytes = patternBytes(5000, 1);
+  const pieceCid = pieceCidOf(pieceBytes);
+  const opaqueBytes = patternBytes(3000, 2);
+  const uploads = [
+    await server.upload(pieceCid, pieceBytes, { headers: bearer(token) }),
+    await server.upload("opaquename01", opaqueBytes, { headers: bearer(token) }),
+  ];
+  const results = await Promise.all(uploads.map((r) => r.json()));
+  assertEquals(uploads.map((r) => r.status), [200, 200]);
+  const handoffs = [];
+  for (const result of results) {
+    handoffs.push(await handoffOnceSettled(server, token, result.dealId, live));
+  }
+  // The opaque upload went under its computed PieceCIDv2.
+  assertEquals(handoffs.map((h) => h.pieceCid), [pieceCid, pieceCidOf(opaqueBytes)]);
+  assertEquals(new Set(handoffs.map((h) => h.dataSetId)).size, 1, "one data set");
+  for (const h of handoffs) {
+    assertMatch(String(h.pieceId), /^\d+$/);
+    assertMatch(String(h.txHash), /^0x[0-9a-f]{64}$/);
+    assertEquals(h.provider, pdp.url.replace(/\/$/, ""));
+    assertEquals(h.error, null);
+  }
+  const added = pdp.addedPieces();
+  assertEquals(added.map((p) => p.pieceCid).sort(), [pieceCid, pieceCidOf(opaqueBytes)].sort());
+  assertEquals(
+    added.map((p) => String(p.pieceId)).sort(),
+    handoffs.map((h) => String(h.pieceId)).sort(),
+  );
+  const signatures = pdp.signatures();
+  assertOk(signatures.length > 0);
+  assertOk(signatures.every((s) => s.accepted && s.recovered === PAYER.address));
+  // The provider fetched each piece from the server's /piece/ by its v2, whole.
+  assertEquals(
+    pdp.fetches().map((f) => [f.status, f.outcome]),
+    [[200, "ok"], [200, "ok"]],
+  );
+  const files = await (await server.get("/api/files", { headers: bearer(token) })).json();
+  assertEquals(files.files.map((f: { handoff: { state: string } }) => f.handoff.state), [
+    "live",
+    "live",
+  ]);
+  const health = await (await server.get("/healthz")).json();
+  assertEquals(health.handoff.answering, true);
+  assertEquals(health.handoff.pieces.live, 2);
+});
+
+Deno.test("handoff: a piece the provider refuses ends failed, with what is known of why", async () => {
+  await using pdp = await startFakePdp(FAST);
+  await using server = await startHandoffServer(pdp);
+  const { token } = await signup(server);
+  const bytes = patternBytes(4000, 3);
+  pdp.refusePiece(pieceCidOf(bytes));
+  const result = await (await server.upload(pieceCidOf(bytes), bytes, { headers: bearer(token) }))
+    .json();
+  const handoff = await handoffOnceSettled(
+    server,
+    token,
+    result.dealId,
+    (h) => h.state === "failed",
+  );
+  assertEquals(handoff.error, "the provider could not take the piece");
+  assertEquals(pdp.addedPieces(), []);
+});
+
+Deno.test("handoff: a piece under 127 bytes is ineligible and stays here", async () => {
+  await using pdp = await startFakePdp(FAST);
+  await using server = await startHandoffServer(pdp);
+  const { token } = await signup(server);
+  const response = await server.upload("tinyname01", "tiny", { headers: bearer(token) });
+  const result = await response.json();
+  const handoff = await handoffOnceSettled(
+    server,
+    token,
+    result.dealId,
+    (h) => h.state === "ineligible",
+  );
+  assertMatch(String(handoff.error), /127/);
+  assertEquals(pdp.pullItems(), []);
+});
+
+Deno.test("handoff: --handoff-wait answers 502 stage_failed when the provider refuses; nothing charged, no deal", async () => {
+  await using pdp = await startFakePdp(FAST);
+  await using server = await startHandoffServer(pdp, { waitSeconds: 20 });
+  const { token } = await signup(server);
+  const bytes = patternBytes(4000, 4);
+  const cid = pieceCidOf(bytes);
+  pdp.refusePiece(cid);
+  const response = await server.upload(cid, bytes, { headers: bearer(token) });
+  assertEquals(response.status, 502);
+  const error = await errorOf(response);
+  assertEquals(error.error, "stage_failed");
+  assertMatch(error.message, /the provider could not take the piece/);
+  const files = await (await server.get("/api/files", { headers: bearer(token) })).json();
+  assertEquals(files.files, []);
+  const usage = await (await server.get("/api/usage", { headers: bearer(token) })).json();
+  assertEquals(usage.days.reduce((n: number, d: { bytes: number }) => n + d.bytes, 0), 0);
+  assertEquals((await server.get(`/p/${cid}`)).status === 200, false, "the bytes are gone");
+
+  // A piece the provider takes: the upload answers once it holds it.
+  const good = patternBytes(4000, 5);
+  const ok = await server.upload(pieceCidOf(good), good, { headers: bearer(token) });
+  assertEquals(ok.status, 200);
+  const result = await ok.json();
+  assertOk(["adding", "live"].includes(result.handoff.state), JSON.stringify(result.handoff));
+});
+
+Deno.test("handoff: a deleted deal's piece is removed at the provider", async () => {
+  await using pdp = await startFakePdp(FAST);
+  await using server = await startHandoffServer(pdp);
+  const { token } = await signup(server);
+  const bytes = patternBytes(6000, 6);
+  const result = await (await server.upload(pieceCidOf(bytes), bytes, { headers: bearer(token) }))
+    .json();
+  await handoffOnceSettled(server, token, result.dealId, live);
+  const deleted = await server.get(`/api/deals/${result.dealId}`, {
+    method: "DELETE",
+    headers: bearer(token),
+  });
+  assertEquals(deleted.status, 200);
+  await deleted.body?.cancel();
+  const handoff = await handoffOnceSettled(
+    server,
+    token,
+    result.dealId,
+    (h) => h.state === "removed",
+  );
+  assertMatch(String(handoff.txHash), /^0x[0-9a-f]{64}$/);
+  await eventually(() => pdp.addedPieces().every((p) => p.removed), "the provider removed it");
+  const removals = pdp.signatures().filter((s) => s.kind === "SchedulePieceRemovals");
+  assertEquals(removals.map((s) => [s.recovered, s.accepted]), [[PAYER.address, true]]);
+});
