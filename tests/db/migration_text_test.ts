@@ -32,6 +32,7 @@ const POSTGRES_SHA256: Record<number, string> = {
   4: "770ff4e9e6050f467cfa3dd1d1fb7ffebd1788ff2bb86c6d4695222dad93dd59",
   5: "9ff25db577830facf7684b1957b6ab6231d828c587fae0bb9a744415c83de3fe",
   6: "4ec71e4ce01aaa28d97e846664ed9f737166abd1e3dcd562b7598627a2a4777d",
+  7: "92f4c292a8d2b393295028cb24accad286a111bc7040a3a701af62a9ff29048e",
 };
 
 async function sha256Hex(text: string): Promise<string> {

@@ -17,7 +17,8 @@ import type {
 
 /**
  * The piece `p` is stored, and no deal on it, nor on a manifest listing it,
- * still wants it: had not ended by the cut-off, the parameter `endedBy` ("$2").
+ * still wants it: had not ended by the cut-off, the parameter `endedBy` ("$2");
+ * nor is a storage provider pulling it (its hand-off is 'pulling').
  */
 function removable(endedBy: string): string {
   const live = `d.term_ends_at COLLATE "C" > ${endedBy}
@@ -26,7 +27,8 @@ function removable(endedBy: string): string {
     AND EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid)
     AND NOT EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid AND ${live})
     AND NOT EXISTS (SELECT 1 FROM manifest_pieces m JOIN deals d ON d.cid = m.manifest_cid
-                    WHERE m.piece_cid = p.cid AND ${live})`;
+                    WHERE m.piece_cid = p.cid AND ${live})
+    AND NOT EXISTS (SELECT 1 FROM handoff_pieces h WHERE h.cid = p.cid AND h.state = 'pulling')`;
 }
 
 const SWEEP_COLUMNS = `started_at AS "startedAt", finished_at AS "finishedAt",

@@ -167,6 +167,50 @@ CREATE INDEX pieces_by_piece_cid_v1 ON pieces (piece_cid_v1) WHERE piece_cid_v1 
 CREATE INDEX pieces_without_piece_cid_v2 ON pieces (cid) WHERE piece_cid_v2 IS NULL;
 `;
 
+/**
+ * The hand-off to a PDP storage provider: SQLite's migration 13 (db/sqlite/
+ * migrations/0013_handoff.ts says what each table is for). Times are Unix
+ * milliseconds, as BIGINT.
+ */
+const HANDOFF = `
+CREATE TABLE handoff_pieces (
+  cid         TEXT COLLATE "C" PRIMARY KEY,
+  provider    TEXT NOT NULL,
+  state       TEXT NOT NULL,
+  size        BIGINT NOT NULL,
+  data_set_id BIGINT,
+  piece_id    BIGINT,
+  tx_hash     TEXT,
+  error       TEXT,
+  call_id     TEXT COLLATE "C",
+  queued_ms   BIGINT NOT NULL,
+  updated_ms  BIGINT NOT NULL
+);
+CREATE INDEX handoff_pieces_by_state ON handoff_pieces (state, updated_ms);
+CREATE INDEX handoff_pieces_by_call ON handoff_pieces (call_id) WHERE call_id IS NOT NULL;
+
+CREATE TABLE handoff_calls (
+  id                 TEXT COLLATE "C" PRIMARY KEY,
+  provider           TEXT NOT NULL,
+  kind               TEXT NOT NULL,
+  body               TEXT NOT NULL,
+  status_url         TEXT,
+  tx_hash            TEXT,
+  refusals           INTEGER NOT NULL DEFAULT 0,
+  reconcile_until_ms BIGINT,
+  opened_ms          BIGINT NOT NULL,
+  closed_ms          BIGINT
+);
+CREATE INDEX handoff_calls_open ON handoff_calls (kind, opened_ms) WHERE closed_ms IS NULL;
+
+CREATE TABLE handoff_data_sets (
+  provider           TEXT PRIMARY KEY,
+  client_data_set_id TEXT NOT NULL,
+  data_set_id        BIGINT,
+  call_id            TEXT COLLATE "C"
+);
+`;
+
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, sql: INITIAL },
   { version: 2, sql: SIGNUP_CODES_PER_CLIENT },
@@ -174,4 +218,5 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 4, sql: LIFECYCLE },
   { version: 5, sql: RESUMABLE_UPLOADS },
   { version: 6, sql: PIECE_CIDS },
+  { version: 7, sql: HANDOFF },
 ];

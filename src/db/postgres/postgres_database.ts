@@ -23,6 +23,7 @@ import { PostgresCatalogRecords } from "./catalog_records.ts";
 import { PostgresCidLocks } from "./cid_locks.ts";
 import { databaseProbe, PostgresPool, whereOf } from "./connection.ts";
 import type { Sql } from "./connection.ts";
+import { PostgresHandoffRecords } from "./handoff_records.ts";
 import { PostgresHmacKeys } from "./hmac_keys.ts";
 import { PostgresLifecycleRecords } from "./lifecycle_records.ts";
 import { PostgresSweepTurn } from "./sweep_turn.ts";
@@ -66,6 +67,8 @@ export interface PostgresDatabaseOptions {
 
 /** An arbitrary constant: the advisory lock that serialises migrations. */
 const MIGRATION_LOCK_KEY = 0x5354_4f52;
+/** Another: the hand-off's turn ("HAND"), apart from the sweep's. */
+const HANDOFF_LOCK_KEY = 0x4841_4e44;
 /** Instances starting together wait for each other's migration: longer than a call. */
 const MIGRATION_TIMEOUT_MS = 60_000;
 const HEALTH_TIMEOUT_MS = 1000;
@@ -85,6 +88,10 @@ export class PostgresDatabase implements SnapshotSource {
   /** One garbage-collection sweep at a time across instances. */
   readonly sweepTurn: PostgresSweepTurn;
   readonly hmacKeys: PostgresHmacKeys;
+  /** The hand-off to a PDP provider: where each piece stands there, the calls, the data set. */
+  readonly handoffs: PostgresHandoffRecords;
+  /** One instance hands off at a time. */
+  readonly handoffTurn: PostgresSweepTurn;
   /** Where a migration writes the rows it copies (db/row_copy.ts). */
   readonly rowTarget: PostgresRowTarget;
   /** Host, port and database name (no credentials), for /healthz and logs. */
@@ -140,6 +147,12 @@ export class PostgresDatabase implements SnapshotSource {
     this.cidLocks = new PostgresCidLocks({ locks: this.#locks, timeoutMs });
     this.sweepTurn = new PostgresSweepTurn({ locks: this.#locks, timeoutMs });
     this.hmacKeys = new PostgresHmacKeys(sql);
+    this.handoffs = new PostgresHandoffRecords(sql);
+    this.handoffTurn = new PostgresSweepTurn({
+      locks: this.#locks,
+      timeoutMs,
+      key: HANDOFF_LOCK_KEY,
+    });
     this.rowTarget = new PostgresRowTarget(sql);
     this.#deadAfterMs = options.deadAfterMs ?? 30_000;
     this.#heartbeat = new InstanceHeartbeat({

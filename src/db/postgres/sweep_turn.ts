@@ -5,7 +5,8 @@
  * pool for the whole sweep. A sweeper that dies drops its connection, and
  * PostgreSQL the lock with it, so the next one may start at once; a
  * connection lost under a running sweep aborts `turnLost`, and the sweep
- * stops between two removals (each of which stands on its own).
+ * stops between two removals (each of which stands on its own). The same
+ * kind of turn, under a key of its own, lets one instance hand off at a time.
  */
 import type { SweepTurn, TurnResult } from "../../domain/locks.ts";
 import type { PostgresPool } from "./connection.ts";
@@ -18,6 +19,11 @@ export interface PostgresSweepTurnOptions {
   locks: PostgresPool;
   /** Bound of each statement (--db-timeout). */
   timeoutMs: number;
+  /**
+   * The advisory lock that makes the turn (default the sweep's): another
+   * key is another turn, taken independently (the hand-off's, say).
+   */
+  key?: number;
 }
 
 export class PostgresSweepTurn implements SweepTurn {
@@ -28,13 +34,13 @@ export class PostgresSweepTurn implements SweepTurn {
   }
 
   async tryRun<T>(fn: (turnLost: AbortSignal) => Promise<T>): Promise<TurnResult<T>> {
-    const { locks, timeoutMs } = this.#options;
+    const { locks, timeoutMs, key = SWEEP_LOCK_KEY } = this.#options;
     const session = await locks.checkout();
     let held = false;
     try {
       const [row] = await session.query(
         "SELECT pg_try_advisory_lock($1) AS taken",
-        [SWEEP_LOCK_KEY],
+        [key],
         timeoutMs,
       );
       held = row.taken === true;
@@ -42,7 +48,7 @@ export class PostgresSweepTurn implements SweepTurn {
       return { ran: true, value: await fn(session.lost) };
     } finally {
       if (held && session.usable) {
-        await session.query("SELECT pg_advisory_unlock($1)", [SWEEP_LOCK_KEY], timeoutMs)
+        await session.query("SELECT pg_advisory_unlock($1)", [key], timeoutMs)
           // Not known to be unlocked: the connection goes, and the lock with it.
           .catch((error) => session.cut(error));
       }
