@@ -8,6 +8,7 @@
  *   main.ts scrub [flags]        re-hash every stored piece; mark the corrupt ones
  *   main.ts migrate --from-data-dir DIR [flags]  copy the data directory into PostgreSQL / a bucket
  *   main.ts gc [--as-of TIME] [--dry-run] [--json]  remove pieces no deal wants any more
+ *   main.ts handoff status|retry …  pieces at the storage provider (see docs/handoff.md)
  *
  * Serving prints one "Listening on" line on stdout and shuts down gracefully
  * on SIGINT/SIGTERM. Whatever stops a start (a bad flag, a port in use, a
@@ -25,10 +26,12 @@ import { runScrubCommand } from "./src/commands/scrub_command.ts";
 import { runMigrateCommand } from "./src/commands/migrate_command.ts";
 import { runGcCommand } from "./src/commands/gc_command.ts";
 import { runRotateKeyCommand } from "./src/commands/rotate_key_command.ts";
+import { runHandoffCommand } from "./src/commands/handoff_command.ts";
 import { DirectoryLockedError } from "./src/kernel/fs/dir_lock.ts";
 import { DatabaseTooNewError } from "./src/db/sqlite/database.ts";
 import { startServer } from "./src/server/start.ts";
 import { TlsFilesError } from "./src/net/tls_files.ts";
+import { PayerKeyError } from "./src/handoff/errors.ts";
 
 type Env = Record<string, string | undefined>;
 
@@ -40,6 +43,7 @@ const OPERATOR_COMMANDS: Record<string, (options: OperatorCommandOptions) => Pro
   scrub: runScrubCommand,
   migrate: runMigrateCommand,
   gc: runGcCommand,
+  handoff: runHandoffCommand,
 };
 
 export async function main(args: string[]): Promise<number> {
@@ -72,7 +76,7 @@ function startupErrorMessage(error: unknown): string | null {
     error instanceof ConfigError || error instanceof KeyFileError ||
     error instanceof DirectoryLockedError || error instanceof DatabaseTooNewError ||
     error instanceof PostgresUnavailableError ||
-    error instanceof TlsFilesError
+    error instanceof TlsFilesError || error instanceof PayerKeyError
   ) {
     return error.message;
   }

@@ -55,7 +55,7 @@ export interface Metadata {
   /** One garbage-collection sweep at a time, in every process that shares the records. */
   readonly sweepTurn: SweepTurn;
   /** Where each piece stands with the storage provider (src/handoff/). */
-  readonly handoffs: HandoffRecords | null;
+  readonly handoffs: HandoffRecords;
   /** One hand-off run at a time, in every process that shares the records. */
   readonly handoffTurn: SweepTurn;
   /** False for the in-memory SQLite a server without a usable data directory runs on. */
@@ -144,8 +144,8 @@ export function postgresMetadata(postgres: PostgresDatabase): Metadata {
       runAll: (cids, fn) => local.runAll(cids, () => postgres.cidLocks.runAll(cids, fn)),
     },
     sweepTurn: postgres.sweepTurn,
-    handoffs: null,
-    handoffTurn: postgres.sweepTurn,
+    handoffs: postgres.handoffs,
+    handoffTurn: postgres.handoffTurn,
     persistent: true,
     liveWriters: () => postgres.liveWriters(),
     health: async () => ({ ...await postgres.health(), persistent: true, backend: "postgres" }),

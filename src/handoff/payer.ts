@@ -17,6 +17,7 @@ import { createWalletClient, custom, type Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { type Chain, getChain } from "@filoz/synapse-core/chains";
 import * as Piece from "@filoz/synapse-core/piece";
+import { PayerKeyError } from "./errors.ts";
 import {
   signAddPieces,
   signCreateDataSet,
@@ -31,9 +32,6 @@ export interface PayerOptions {
   /** The payer when the key is a session key; null: the key's own address. */
   payer: string | null;
 }
-
-/** A key file that cannot be used; the message names the file, never its content. */
-export class PayerKeyError extends Error {}
 
 export class Payer {
   readonly #client;

@@ -151,19 +151,6 @@ export class Handoff {
     }
   }
 
-  /** Sends failed pieces (these, or all) back to the queue: `main.ts handoff retry`. */
-  async retry(cids: readonly string[] | "failed"): Promise<number> {
-    const records = this.#records;
-    const chosen = cids === "failed" ? await allInState(records, "failed") : cids;
-    return await records.move(chosen, {
-      from: ["failed"],
-      to: "queued",
-      at: this.#clock.now(),
-      callId: null,
-      error: null,
-    });
-  }
-
   async health(): Promise<HandoffHealth> {
     const status = this.#worker.status();
     const { byState, oldestQueuedAt } = await this.#records.counts();
@@ -198,14 +185,4 @@ export function viewOf(piece: HandoffPiece): HandoffView {
     error: piece.error,
     updatedAt: toRfc3339(piece.updatedAt),
   };
-}
-
-async function allInState(records: HandoffRecords, state: HandoffState): Promise<string[]> {
-  const cids: string[] = [];
-  for (let after = "";;) {
-    const page = await records.inState(state, after, 1000);
-    cids.push(...page.map((p) => p.cid));
-    if (page.length < 1000) return cids;
-    after = page[page.length - 1].cid;
-  }
 }

@@ -158,10 +158,7 @@ export interface Deal {
   /** When the owner deleted the deal; null unless state is "deleted". */
   deletedAt: string | null;
   retrievalUrl: string;
-  /**
-   * Where the piece stands with the storage provider (only with --handoff pdp;
-   * null until the hand-off knows the piece).
-   */
+  /** Where the piece stands with the storage provider (--handoff pdp only; null: not known yet). */
   handoff?: HandoffView | null;
 }
 
@@ -183,8 +180,7 @@ export interface HandoffView {
   provider: string;
   /** The PieceCIDv2 the provider knows the piece by; null until computed. */
   pieceCid: string | null;
-  /** The on-chain data set (decimal), once the piece is in it. */
-  dataSetId: string | null;
+  /** The on-chain data set (decimal), once the piece is in it. */ dataSetId: string | null;
   /** The piece's id in that data set (decimal): with dataSetId, its on-chain identity. */
   pieceId: string | null;
   /** The transaction that added the piece, or that scheduled its removal. */

@@ -13,6 +13,7 @@ import { registerConnectionGauges } from "./connection_gauges.ts";
 import type { ConnectionStatsSource } from "./connection_gauges.ts";
 import type { MetricsRegistry } from "./registry.ts";
 import type { StoredTotalsValue } from "./stored_totals.ts";
+import { type HandoffSource, registerHandoffGauges } from "./handoff_gauges.ts";
 
 export interface ScrapeSources {
   digests: Pick<PieceDigests, "status">;
@@ -29,6 +30,8 @@ export interface ScrapeSources {
   connections: ConnectionStatsSource;
   /** Garbage collection; null without a database on disk. */
   gc: GcSource | null;
+  /** The hand-off to a storage provider; null with --handoff off (its families are left out). */
+  handoff?: HandoffSource | null;
 }
 
 /** What garbage collection tells the metrics (ops/gc_service.ts). */
@@ -129,6 +132,7 @@ export function registerScrapeGauges(registry: MetricsRegistry, sources: ScrapeS
     });
   }
   registerConnectionGauges(registry, sources.connections);
+  if (sources.handoff) registerHandoffGauges(registry, sources.handoff);
   registerProcessGauges(registry, single);
 }
 

@@ -124,6 +124,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
       dbPath: deps.dbPath,
       connections,
       gc: pieces.gc,
+      handoff: pieces.handoff,
     })
     : null;
   return {
@@ -300,9 +301,6 @@ async function buildPieceServices(
 async function openHandoff(deps: ServiceDeps): Promise<Handoff | null> {
   const { config, metadata } = deps;
   if (config.handoff.mode === "off") return null;
-  if (metadata.handoffs === null) {
-    throw new Error("--handoff pdp is not available with --database postgres:// in this version");
-  }
   return await Handoff.open({
     config: config.handoff,
     baseUrl: config.baseUrl!,
@@ -373,6 +371,7 @@ function buildServiceMetrics(
     dbPath: string | null;
     connections: ConnectionStatsSource;
     gc: GarbageCollector;
+    handoff: Handoff | null;
   },
 ): ServiceMetrics {
   const { config, metadata, dbPath } = deps;
@@ -394,5 +393,6 @@ function buildServiceMetrics(
       : null,
     connections: deps.connections,
     gc: gcMetricsSource(deps.gc, metadata),
+    handoff: deps.handoff,
   });
 }

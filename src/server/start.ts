@@ -152,6 +152,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     hmacKeyWhere: backends.hmacKeyWhere,
     connectionsBounded: listener.bounded,
     lastSweep,
+    handoffPayer: services.handoff?.payer ?? null,
   });
   warnAboutPublicExposure(logger, {
     config,

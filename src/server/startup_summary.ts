@@ -3,9 +3,11 @@
  * is, where it listens and under which public URL, whether it serves TLS,
  * how connections are bounded, what each tier allows, who may sign up, where
  * the token key comes from, whether /metrics is on, and how garbage
- * collection runs (when it last did). An operator checks a deployment by reading them, so
+ * collection runs (when it last did), and where pieces go after they are
+ * stored (kept here only, or handed to a storage provider). An operator checks a deployment by reading them, so
  * they show every setting that changes what users get, and nothing secret:
- * no tokens, no SMTP password, and of the wallet tier's RPC URL (which often
+ * no tokens, no SMTP password, no hand-off key (only the address it signs
+ * as), and of the wallet tier's RPC URL (which often
  * carries an API key) only its host. Then a warning for each setting that
  * exposes something on a public address (open signup, public /metrics).
  */
@@ -33,6 +35,8 @@ export interface StartupSummary {
   connectionsBounded: boolean;
   /** The last garbage-collection sweep that finished (any instance, or main.ts gc); null: none. */
   lastSweep: SweepRecord | null;
+  /** Who pays the storage provider, with --handoff pdp; null: pieces stay here only. */
+  handoffPayer: string | null;
 }
 
 export function logStartupSummary(logger: Logger, summary: StartupSummary): void {
@@ -102,6 +106,18 @@ export function logStartupSummary(logger: Logger, summary: StartupSummary): void
     lastSweep: lastSweep?.finishedAt ?? "never",
     lastRemovedPieces: lastSweep?.removedPieces,
     lastRemovedBytes: lastSweep?.removedBytes,
+  });
+  const { handoff } = config;
+  logger.info("handoff", {
+    mode: handoff.mode,
+    where: handoff.mode === "off"
+      ? "pieces stay here only"
+      : `every piece an active deal keeps goes to ${handoff.pdpUrl}`,
+    chainId: handoff.chainId ?? undefined,
+    recordKeeper: handoff.recordKeeper ?? undefined,
+    payer: summary.handoffPayer ?? undefined,
+    payee: handoff.payee ?? undefined,
+    waitSeconds: handoff.mode === "off" ? undefined : handoff.waitSeconds,
   });
 }
 

@@ -8,7 +8,7 @@
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { startFakePdp } from "../helpers/fake_pdp/mod.ts";
 import type { FakePdpOptions } from "../helpers/fake_pdp/mod.ts";
-import { bearer, errorOf, patternBytes, signup } from "../helpers/server.ts";
+import { bearer, errorOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import { handoffOnceSettled, PAYER, startHandoffServer } from "../helpers/handoff.ts";
 import { pieceCidOf } from "../helpers/tus_requests.ts";
 import { eventually } from "../helpers/wait.ts";
@@ -72,6 +72,11 @@ Deno.test("handoff: pieces go live at the provider, on-chain ids on each deal, o
   const health = await (await server.get("/healthz")).json();
   assertEquals(health.handoff.answering, true);
   assertEquals(health.handoff.pieces.live, 2);
+  const metrics = await (await server.get("/metrics")).text();
+  assertMatch(metrics, /^storage_handoff_pieces\{state="live"\} 2$/m);
+  assertMatch(metrics, /^storage_handoff_bytes\{state="live"\} 8000$/m);
+  assertMatch(metrics, /^storage_handoff_requests_total\{route="pull",outcome="ok"\} \d+$/m);
+  assertMatch(metrics, /^storage_handoff_oldest_queued_seconds 0$/m);
 });
 
 Deno.test("handoff: a piece the provider refuses ends failed, with what is known of why", async () => {
@@ -158,4 +163,33 @@ Deno.test("handoff: a deleted deal's piece is removed at the provider", async ()
   await eventually(() => pdp.addedPieces().every((p) => p.removed), "the provider removed it");
   const removals = pdp.signatures().filter((s) => s.kind === "SchedulePieceRemovals");
   assertEquals(removals.map((s) => [s.recovered, s.accepted]), [[PAYER.address, true]]);
+});
+
+Deno.test("handoff: --handoff off (the default) changes nothing a client sees", async () => {
+  await using server = await startTestServer();
+  const { token } = await signup(server);
+  const bytes = patternBytes(4000, 9);
+  const result = await (await server.upload(pieceCidOf(bytes), bytes, { headers: bearer(token) }))
+    .json();
+  assertEquals("handoff" in result, false);
+  const deal = await (await server.get(`/api/deals/${result.dealId}`, { headers: bearer(token) }))
+    .json();
+  assertEquals("handoff" in deal, false);
+  const files = await (await server.get("/api/files", { headers: bearer(token) })).json();
+  assertEquals("handoff" in files.files[0], false);
+  const health = await (await server.get("/healthz")).json();
+  assertEquals("handoff" in health, false);
+  assertEquals(health.jobs.some((j: { name: string }) => j.name === "handoff"), false);
+  assertEquals((await (await server.get("/metrics")).text()).includes("storage_handoff"), false);
+});
+
+Deno.test("handoff: a missing or inconsistent setting is a one-line start-up error", async () => {
+  const start = (args: string[]) =>
+    startTestServer({ args }).then(() => "started", (e) => String(e));
+  assertMatch(
+    await start(["--handoff", "pdp"]),
+    /--handoff pdp needs --pdp-url, --pdp-record-keeper/,
+  );
+  assertMatch(await start(["--pdp-url", "http://127.0.0.1:1"]), /--pdp-url is for --handoff pdp/);
+  assertMatch(await start(["--chain-id", "1"]), /--chain-id must be one of 314, 314159, 31415926/);
 });

@@ -114,6 +114,11 @@ const RULES: Rule[] = [
   { from: "ipfs/", mayNotImport: ["uploads/", ...BELOW_DOMAIN] },
   // The upload pipeline: terms, checks, staging, the resumable state machine, the commit.
   { from: "uploads/", mayNotImport: BELOW_DOMAIN.filter((p) => p !== "config/") },
+  // The hand-off speaks to the storage provider through domain/'s ports; uploads and handlers call it.
+  {
+    from: "handoff/",
+    mayNotImport: ["http/", "uploads/", "catalog/", ...BELOW_DOMAIN.filter((p) => p !== "config/")],
+  },
   // The chain code answers balances and signatures; who asks, and over what, is not its business.
   { from: "wallet/", mayNotImport: ["db/", "auth/", "catalog/", "uploads/"] },
   // The listener and the TLS files are given plain values: no config, no HTTP.

@@ -24,6 +24,8 @@ export class FakeCore {
   readonly pulls: PullStore;
   readonly worker: PullWorker;
   readonly throttle: OffenseThrottle;
+  /** While set, an add's transaction is sent but its answer waits (holdAddAnswers). */
+  addAnswers: PromiseWithResolvers<void> | null = null;
   #step: Promise<void> = Promise.resolve();
 
   constructor(options: FakePdpOptions) {

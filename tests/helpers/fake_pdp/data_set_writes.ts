@@ -167,6 +167,8 @@ export async function handleAdd(
   const tx = await send(core, call, `POST /pdp/data-sets/${dataSetId}/pieces`);
   if (tx instanceof Response) return tx;
   core.records.recordAdd(tx, dataSetId, pieces);
+  // The transaction is on its way whatever becomes of this answer (a client killed meanwhile).
+  await core.addAnswers?.promise;
   const location = `/pdp/data-sets/${idText}/pieces/added/${tx.hash}`;
   return new Response(null, { status: 201, headers: { location } });
 }

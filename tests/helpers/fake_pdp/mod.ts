@@ -70,6 +70,24 @@ export class FakePdp implements AsyncDisposable {
     this.#core.worker.refused.add(parsePieceCidV2(pieceCid).v2);
   }
 
+  /** Takes a refused piece again (a new pull of it is fetched and checked). */
+  acceptPiece(pieceCid: string): void {
+    this.#core.worker.refused.delete(parsePieceCidV2(pieceCid).v2);
+  }
+
+  /**
+   * Adds are sent to the chain but not answered until releaseAddAnswers(): a
+   * client that dies meanwhile never learns its add's Location.
+   */
+  holdAddAnswers(): void {
+    this.#core.addAnswers ??= Promise.withResolvers<void>();
+  }
+
+  releaseAddAnswers(): void {
+    this.#core.addAnswers?.resolve();
+    this.#core.addAnswers = null;
+  }
+
   /** Accepted pulls stay pending, nothing fetched, until releasePulls(). */
   holdPulls(): void {
     this.#core.worker.held = true;
@@ -138,6 +156,7 @@ export class FakePdp implements AsyncDisposable {
 
   async stop(): Promise<void> {
     clearInterval(this.#timer);
+    this.releaseAddAnswers();
     await this.#server.close();
     await this.#core.worker.stop();
     await this.#core.tick();

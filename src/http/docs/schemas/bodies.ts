@@ -10,7 +10,8 @@ import { SCOPES, TIERS } from "../../../domain/vocabulary.ts";
 import { ERROR_STATUS } from "../../../kernel/errors.ts";
 import type { ErrorCode } from "../../../kernel/errors.ts";
 import { MAX_MESSAGE_CHARS, MAX_SIGNATURE_CHARS } from "../../../auth/wallet_sign_in_limits.ts";
-import { DEAL_STATES, HANDOFF_STATES, LIMIT_REFUSALS } from "../../../kernel/wire.ts";
+import { DEAL_STATES, LIMIT_REFUSALS } from "../../../kernel/wire.ts";
+import { handoffHealthSchema, handoffSchema } from "./handoff_schemas.ts";
 import type * as Wire from "../../../kernel/wire.ts";
 import {
   arrayOf,
@@ -63,28 +64,6 @@ export type SchemaName = keyof SchemaTypes;
 
 // What /api/limits?size= names as a refusal is a code of the error table.
 LIMIT_REFUSALS satisfies readonly ErrorCode[];
-
-/** A piece's hand-off to the storage provider (only with --handoff pdp). */
-const handoffSchema = objectOf({
-  state: {
-    ...enumOf(HANDOFF_STATES),
-    description: "queued, pulling, adding, live (proven on chain), failed, ineligible, " +
-      "removing, removed",
-  },
-  provider: { ...uriSchema, description: "The provider's service URL" },
-  pieceCid: { ...nullable(stringSchema), description: "The PieceCIDv2 the provider knows it by" },
-  dataSetId: { ...nullable(stringSchema), description: "The on-chain data set (decimal)" },
-  pieceId: {
-    ...nullable(stringSchema),
-    description: "The piece's id in the data set (decimal): with dataSetId, its on-chain identity",
-  },
-  txHash: {
-    ...nullable(stringSchema),
-    description: "The transaction that added it, or that scheduled its removal",
-  },
-  error: { ...nullable(stringSchema), description: "What is known of why it failed" },
-  updatedAt: dateTimeSchema,
-});
 
 const dealSchema = objectOf({
   cid: stringSchema,
@@ -383,24 +362,7 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
       ...arrayOf(jobHealthSchema),
       description: "The work this server runs by itself, every so often (the jobs that are on)",
     },
-    handoff: {
-      ...objectOf({
-        provider: uriSchema,
-        answering: { ...booleanSchema, description: "Whether it answered the last run" },
-        lastAnswerAt: nullable(dateTimeSchema),
-        problem: {
-          ...nullable(stringSchema),
-          description: "The last failure to reach it, while it lasts",
-        },
-        pieces: {
-          type: "object",
-          additionalProperties: integerSchema,
-          description: "Pieces by hand-off state",
-        },
-        oldestQueuedAt: nullable(dateTimeSchema),
-      }),
-      description: "With a hand-off to a storage provider (--handoff pdp) only",
-    },
+    handoff: handoffHealthSchema,
   }, { optional: ["handoff"] }),
   Deprecation: deprecationSchema,
   Deprecations: objectOf({ deprecations: arrayOf(schemaRef("Deprecation")) }),
