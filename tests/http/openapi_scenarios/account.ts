@@ -80,6 +80,16 @@ export const scenarios: Record<string, Scenario[]> = {
     ...tokenScenarios("POST", "/api/deals/no-such-deal/extend", { scope: "pin" }),
     wrongMethod("GET", "/api/deals/no-such-deal/extend"),
   ],
+  getDeal: [
+    onDeal("the caller's deal", ownDeal, "GET", (dealId) => `/api/deals/${dealId}`, "200"),
+    withToken("an unknown deal", "GET /api/deals/no-such-deal", "404 not_found"),
+    ...tokenScenarios("GET", "/api/deals/no-such-deal", { scope: "list" }),
+    wrongMethod("PATCH", "/api/deals/no-such-deal"),
+  ],
+  headDeal: [
+    onDeal("the caller's deal", ownDeal, "HEAD", (dealId) => `/api/deals/${dealId}`, "200"),
+    withToken("an unknown deal", "HEAD /api/deals/no-such-deal", "404"),
+  ],
   deleteDeal: [
     onDeal("the caller's deal", ownDeal, "DELETE", (dealId) => `/api/deals/${dealId}`, "200"),
     withToken("an unknown deal", "DELETE /api/deals/no-such-deal", "404 not_found"),
