@@ -11,6 +11,8 @@ import { listFiles, withTempDir } from "../helpers/files.ts";
 import { jtiOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
+import { startFakePdp } from "../helpers/fake_pdp/mod.ts";
+import { startHandoffServer } from "../helpers/handoff.ts";
 import { runDeno } from "../helpers/main_process.ts";
 import { startSmtpSink } from "../helpers/smtp_sink.ts";
 import { shardOf } from "../../src/driver/disk/layout.ts";
@@ -723,4 +725,34 @@ Deno.test("cli: the documented `deno task` invocation never echoes a --token to 
   );
   assertEquals(output.code, 0, output.stderr);
   assertEquals(output.stderr.includes(token), false, output.stderr);
+});
+
+Deno.test("cli: on a server that hands pieces off, upload --json and files show each deal's hand-off", async () => {
+  await using pdp = await startFakePdp({
+    schedulerIntervalMs: 5,
+    confirmAfterMs: 20,
+    settleAfterMs: 20,
+    retryDelaysMs: [20, 40],
+  });
+  await using server = await startHandoffServer(pdp);
+  const { token } = await signup(server);
+  await withTempDir("cli-handoff-", async (dir) => {
+    await Deno.writeFile(`${dir}/a.bin`, patternBytes(3000, 5));
+    const env = { STORAGE_URL: server.url, STORAGE_TOKEN: token };
+    const uploaded = JSON.parse(
+      (await cliOk(["upload", `${dir}/a.bin`, "--json"], { env })).stdout,
+    );
+    const [dealId] = uploaded.deals;
+    assertOk(["queued", "pulling", "adding", "live"].includes(uploaded.handoff[dealId].state));
+    await eventually(
+      async () => {
+        const files = await cliOk(["files"], { env });
+        return /PROVIDER/.test(files.stdout) && /live \d+\/\d+/.test(files.stdout);
+      },
+      "storage files to show the piece live at the provider",
+      { timeoutMs: 20_000 },
+    );
+    const json = JSON.parse((await cliOk(["files", "--json"], { env })).stdout);
+    assertEquals(json.files[0].handoff.state, "live");
+  });
 });

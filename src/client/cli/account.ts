@@ -8,7 +8,7 @@
  * The one secret that is ever printed is a new token from signup (or wallet
  * login): shown once, as the server shows it. The token the command runs with never is.
  */
-import type { SignupResult, StorageClient } from "../sdk/mod.ts";
+import type { Deal, SignupResult, StorageClient } from "../sdk/mod.ts";
 import { integerFlag, sizeFlag, UsageError } from "./args.ts";
 import type { Flags, GlobalOptions } from "./args.ts";
 import { printJson, printLines, table } from "./output.ts";
@@ -123,15 +123,21 @@ async function filesCommand({ io, global, client, flags }: AccountCommandOptions
   const cursor = optional(flags, "cursor");
   const page = await client.files({ limit, cursor });
   if (global.json) return await done(printJson(io, page));
+  // A server that hands pieces to a storage provider says where each stands there.
+  const handedOff = page.files.some((f) => f.handoff !== undefined);
   const rows = page.files.map((f) => [
     f.cid,
     formatBytes(f.size),
     f.createdAt,
     f.termEndsAt,
     f.dealId,
+    ...(handedOff ? [handoffText(f.handoff)] : []),
     f.filename ?? "",
   ]);
-  const lines = table(["CID", "SIZE", "CREATED", "TERM ENDS", "DEAL", "NAME"], rows);
+  const lines = table(
+    ["CID", "SIZE", "CREATED", "TERM ENDS", "DEAL", ...(handedOff ? ["PROVIDER"] : []), "NAME"],
+    rows,
+  );
   if (page.nextCursor !== null) lines.push(`more: storage files --cursor ${page.nextCursor}`);
   return await done(printLines(io, lines));
 }
@@ -200,4 +206,11 @@ async function extendCommand({ io, global, client, args }: AccountCommandOptions
 async function done(printing: Promise<void>): Promise<number> {
   await printing;
   return 0;
+}
+
+/** A deal's hand-off in one word or two: its state, and once live its on-chain ids. */
+export function handoffText(handoff: Deal["handoff"]): string {
+  if (!handoff) return "-";
+  if (handoff.state === "live") return `live ${handoff.dataSetId}/${handoff.pieceId}`;
+  return handoff.state;
 }

@@ -8,7 +8,7 @@
  * `{"files": [...]}` for several.
  */
 import { HashWorkerPool, pieceCid } from "../sdk/mod.ts";
-import type { StorageClient } from "../sdk/mod.ts";
+import type { Deal, StorageClient } from "../sdk/mod.ts";
 import { fileSource } from "../sdk/fs.ts";
 import type { UploadProgress, UploadResult } from "../sdk/types.ts";
 import { integerFlag, sizeFlag, UsageError } from "./args.ts";
@@ -100,10 +100,31 @@ export async function uploadCommand(options: UploadCommandOptions): Promise<numb
     if (!global.json) await printLines(io, describeUpload(file, result));
   }
   if (global.json) {
-    const shaped = results.map(uploadJson);
+    const shaped = [];
+    for (const result of results) {
+      shaped.push({ ...uploadJson(result), ...await handoffsOf(client, result.deals) });
+    }
     await printJson(io, shaped.length === 1 ? shaped[0] : { files: shaped });
   }
   return 0;
+}
+
+/**
+ * On a server that hands pieces to a storage provider, where each of the
+ * upload's deals stands there (`handoff`, by deal id); nothing otherwise, and
+ * nothing for a sponsored upload (its deals have no owner to read them).
+ */
+async function handoffsOf(
+  client: StorageClient,
+  dealIds: readonly string[],
+): Promise<{ handoff?: Record<string, Deal["handoff"]> }> {
+  const found: Record<string, Deal["handoff"]> = {};
+  for (const dealId of dealIds) {
+    const deal = await client.deal(dealId).catch(() => null);
+    if (deal === null || deal.handoff === undefined) return {};
+    found[dealId] = deal.handoff;
+  }
+  return dealIds.length === 0 ? {} : { handoff: found };
 }
 
 interface UploadOne {

@@ -216,6 +216,19 @@ export class StorageClient implements Disposable {
     return createDeal(this.#transport, cid, options.signal);
   }
 
+  /**
+   * One of the caller's deals (scope `list`): on a server that hands pieces to
+   * a storage provider, with its piece's `handoff` (its state there and, once
+   * live, its on-chain data set and piece ids).
+   */
+  deal(dealId: string): Promise<Deal> {
+    return this.#transport.json({
+      method: "GET",
+      path: `/api/deals/${encodeURIComponent(dealId)}`,
+      repeatable: "safe",
+    });
+  }
+
   /** Extends one of the caller's deals by a term (scope `pin`); each call adds one. */
   extendDeal(dealId: string): Promise<Deal> {
     return this.#transport.json({
