@@ -21,7 +21,7 @@
  * nothing here blocks an upload or a read. Scaled out, one instance at a
  * time runs (`turn`: a database lock).
  */
-import type { HandoffCall, HandoffPiece } from "../domain/handoff_records.ts";
+import type { HandoffCall, HandoffPiece, HandoffRecords } from "../domain/handoff_records.ts";
 import {
   DataSetListing,
   type HandoffWorkerOptions,
@@ -41,6 +41,23 @@ import { ProviderUnavailable } from "./pdp_provider.ts";
 
 export type { HandoffWorkerOptions } from "./context.ts";
 
+/** How long one run may go on while every round moves pieces. */
+const DRAIN_MS = 20_000;
+/** The pause between two rounds of one run: a poll of each open call per round. */
+const ROUND_PAUSE_MS = 200;
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+}
+
 /** How often the whole catalog is scanned for kept pieces not queued (commits queue their own). */
 const SCAN_EVERY_MS = 60_000;
 const SCAN_LIMIT = 10_000;
@@ -50,6 +67,8 @@ export class HandoffWorker implements StepContext {
   readonly o: HandoffWorkerOptions;
   #backoffUntil = 0;
   #failures = 0;
+  /** Pieces moved and calls opened in the current round. */
+  #progress = 0;
   #lastScan = -Infinity;
   /** The last provider failure, for /healthz (null once it answers again). */
   #lastProblem: string | null = null;
@@ -58,7 +77,28 @@ export class HandoffWorker implements StepContext {
   #ran = Promise.withResolvers<void>();
 
   constructor(options: HandoffWorkerOptions) {
-    this.o = options;
+    // Every write a step makes counts as progress: a run goes on while there is some.
+    const counted = (n: number) => this.#progress += n;
+    const records = new Proxy(options.records, {
+      get(target, name) {
+        if (name === "move") {
+          return async (...args: Parameters<HandoffRecords["move"]>) => {
+            const moved = await target.move(...args);
+            counted(moved);
+            return moved;
+          };
+        }
+        if (name === "openCall") {
+          return async (...args: Parameters<HandoffRecords["openCall"]>) => {
+            await target.openCall(...args);
+            counted(1);
+          };
+        }
+        const value = Reflect.get(target, name, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    this.o = { ...options, records };
   }
 
   get provider(): string {
@@ -100,7 +140,15 @@ export class HandoffWorker implements StepContext {
       if (this.o.clock.now() < this.#backoffUntil) return;
       await this.o.turn.tryRun(async (turnLost) => {
         const stop = AbortSignal.any([signal, turnLost]);
-        await this.#work(stop);
+        // Rounds follow each other while they move pieces (a backlog drains at the provider's
+        // pace, not the job's interval), a short pause apart, for at most DRAIN_MS.
+        const until = this.o.clock.now() + DRAIN_MS;
+        while (true) {
+          this.#progress = 0;
+          await this.#work(stop);
+          if (this.#progress === 0 || stop.aborted || this.o.clock.now() >= until) break;
+          await pause(ROUND_PAUSE_MS, stop);
+        }
       });
       this.#failures = 0;
       this.#lastProblem = null;

@@ -2,9 +2,11 @@
 /**
  * "Your files": GET /api/files page by page (newest first; "Show more"
  * follows the API's cursor), each with its link (a split file's manifest by
- * its /f/ URL, the whole file), size, dates and, when the
- * token has the `pin` scope, an Extend button that adds one term to that
- * deal (POST /api/deals/{dealId}/extend).
+ * its /f/ URL, the whole file), size, dates, on a server that hands pieces
+ * to a storage provider where each stands there (its state, and once live the
+ * data set and piece ids on chain), and, when the token has the `pin` scope,
+ * an Extend button that adds one term to that deal (POST
+ * /api/deals/{dealId}/extend).
  */
 import { MANIFEST_CONTENT_TYPE } from "../../sdk/mod.ts";
 import type { Deal } from "../../sdk/mod.ts";
@@ -30,7 +32,11 @@ export function mountFilesView(session: Session): { refresh(): Promise<void> } {
         container.replaceChildren(
           page.files.length === 0
             ? el("p", {}, "No files yet. Files you upload while signed in appear here.")
-            : dataTable("files-heading", headings(session.can("pin")), body),
+            : dataTable(
+              "files-heading",
+              headings(session.can("pin"), page.files.some((d) => d.handoff !== undefined)),
+              body,
+            ),
         );
         say(status, "");
       }
@@ -44,8 +50,48 @@ export function mountFilesView(session: Session): { refresh(): Promise<void> } {
   return { refresh: () => load(true) };
 }
 
-function headings(canExtend: boolean): string[] {
-  return ["File", "Size", "Uploaded", "Kept until", ...(canExtend ? ["Actions"] : [])];
+function headings(canExtend: boolean, handedOff: boolean): string[] {
+  return [
+    "File",
+    "Size",
+    "Uploaded",
+    "Kept until",
+    ...(handedOff ? ["Storage provider"] : []),
+    ...(canExtend ? ["Actions"] : []),
+  ];
+}
+
+/** What people read of a piece's hand-off (docs/handoff.md#states). */
+const HANDOFF_WORDS: Record<string, string> = {
+  queued: "Waiting to be sent",
+  pulling: "Being copied by the provider",
+  adding: "Being recorded on chain",
+  live: "Stored and proven on chain",
+  failed: "Not taken by the provider",
+  ineligible: "Kept here only (too small or too large for the provider)",
+  removing: "Being removed from the provider",
+  removed: "Removed from the provider",
+};
+
+function handoffCell(handoff: Deal["handoff"]): HTMLTableCellElement {
+  if (!handoff) return el("td", {}, "Not sent yet");
+  const ids = handoff.state === "live" || handoff.state === "removing"
+    ? el(
+      "span",
+      { class: "hint handoff-ids" },
+      ` data set ${handoff.dataSetId}, piece ${handoff.pieceId}`,
+    )
+    : null;
+  const why = handoff.state === "failed" && handoff.error
+    ? el("span", { class: "hint" }, ` (${handoff.error})`)
+    : null;
+  return el(
+    "td",
+    { "data-handoff": handoff.state, title: handoff.provider },
+    HANDOFF_WORDS[handoff.state] ?? handoff.state,
+    ids,
+    why,
+  );
 }
 
 function row(deal: Deal, session: Session, status: HTMLElement): HTMLTableRowElement {
@@ -66,6 +112,7 @@ function row(deal: Deal, session: Session, status: HTMLElement): HTMLTableRowEle
     el("td", { class: "nowrap" }, formatBytes(deal.size)),
     el("td", { class: "nowrap" }, formatDate(deal.createdAt)),
     keptUntil,
+    ...(deal.handoff === undefined ? [] : [handoffCell(deal.handoff)]),
   ];
   if (session.can("pin")) {
     const extend = el("button", { type: "button", class: "button-secondary" }, "Extend");
