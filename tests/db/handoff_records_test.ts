@@ -479,24 +479,31 @@ function handoffSuite(backend: string, open: Open, ignore: boolean): void {
 handoffSuite("sqlite", openSqlite, false);
 handoffSuite("postgres", openPostgres, !postgresAvailable());
 
-Deno.test({
-  name: "handoff records (postgres): a piece a provider is pulling is not removable",
-  ignore: !postgresAvailable(),
-  fn: () =>
-    openPostgres(async (b) => {
-      await store(b, "bafkpulled", { termEndsAt: NOW + DAY_MS });
-      await store(b, "bafkidle", { termEndsAt: NOW + DAY_MS });
-      await b.handoffs.enqueue({ provider: PROVIDER, now: NOW, limit: 9 });
-      await b.handoffs.openCall(call("call-pull", "pull", NOW), ["bafkpulled"], "pulling");
-      const endedBy = toRfc3339(NOW + 2 * DAY_MS);
-      assertEquals(await b.lifecycle.removalBacklog(endedBy), { pieces: 1, bytes: 1000 });
-      const marks = await b.lifecycle.beginRemovals(["bafkpulled", "bafkidle"], endedBy, endedBy);
-      assertEquals(marks.map((m) => m.cid), ["bafkidle"]);
-      // Pulled (live now): it may go.
-      await b.handoffs.move(["bafkpulled"], { from: ["pulling"], to: "live", at: NOW + 1 });
-      assertEquals(await b.lifecycle.removalBacklog(endedBy), { pieces: 1, bytes: 1000 });
-    }),
-});
+for (
+  const [backend, open, ignore] of [
+    ["sqlite", openSqlite, false],
+    ["postgres", openPostgres, !postgresAvailable()],
+  ] as const
+) {
+  Deno.test({
+    name: `handoff records (${backend}): a piece a provider is pulling is not removable`,
+    ignore,
+    fn: () =>
+      open(async (b) => {
+        await store(b, "bafkpulled", { termEndsAt: NOW + DAY_MS });
+        await store(b, "bafkidle", { termEndsAt: NOW + DAY_MS });
+        await b.handoffs.enqueue({ provider: PROVIDER, now: NOW, limit: 9 });
+        await b.handoffs.openCall(call("call-pull", "pull", NOW), ["bafkpulled"], "pulling");
+        const endedBy = toRfc3339(NOW + 2 * DAY_MS);
+        assertEquals(await b.lifecycle.removalBacklog(endedBy), { pieces: 1, bytes: 1000 });
+        const marks = await b.lifecycle.beginRemovals(["bafkpulled", "bafkidle"], endedBy, endedBy);
+        assertEquals(marks.map((m) => m.cid), ["bafkidle"]);
+        // Pulled (live now): it may go.
+        await b.handoffs.move(["bafkpulled"], { from: ["pulling"], to: "live", at: NOW + 1 });
+        assertEquals(await b.lifecycle.removalBacklog(endedBy), { pieces: 1, bytes: 1000 });
+      }),
+  });
+}
 
 Deno.test({
   name: "handoff turn (postgres): one instance hands off at a time, whatever the sweep does",

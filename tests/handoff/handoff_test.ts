@@ -9,7 +9,14 @@ import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { startFakePdp } from "../helpers/fake_pdp/mod.ts";
 import type { FakePdpOptions } from "../helpers/fake_pdp/mod.ts";
 import { bearer, errorOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
-import { handoffOnceSettled, PAYER, startHandoffServer } from "../helpers/handoff.ts";
+import {
+  freePort,
+  handoffArgs,
+  handoffOnceSettled,
+  PAYER,
+  PAYER_KEY,
+  startHandoffServer,
+} from "../helpers/handoff.ts";
 import { pieceCidOf } from "../helpers/tus_requests.ts";
 import { eventually } from "../helpers/wait.ts";
 
@@ -192,4 +199,56 @@ Deno.test("handoff: a missing or inconsistent setting is a one-line start-up err
   );
   assertMatch(await start(["--pdp-url", "http://127.0.0.1:1"]), /--pdp-url is for --handoff pdp/);
   assertMatch(await start(["--chain-id", "1"]), /--chain-id must be one of 314, 314159, 31415926/);
+  await using pdp = await startFakePdp(FAST);
+  const dir = await Deno.makeTempDir({ prefix: "storage-handoff-start-" });
+  try {
+    const args = await handoffArgs(pdp, dir, freePort());
+    const without = (flag: string) => {
+      const at = args.indexOf(flag);
+      return [...args.slice(0, at), ...args.slice(at + 2)];
+    };
+    // The provider pulls from --base-url: it must be https unless local testing says so.
+    assertMatch(
+      await start(without("--pdp-allow-http-source")),
+      /must be https:\/\/ .*--pdp-allow-http-source true/,
+    );
+    assertMatch(await start(without("--base-url")), /--handoff pdp needs --base-url/);
+    await Deno.chmod(`${dir}/pdp.key`, 0o644);
+    const readable = await start(args);
+    assertMatch(readable, /pdp\.key is readable by others \(mode 644\): chmod 600 it/);
+    assertEquals(readable.includes(PAYER_KEY.slice(2)), false, "the key is never in a message");
+    await Deno.writeTextFile(`${dir}/pdp.key`, "not a key", { mode: 0o600 });
+    await Deno.chmod(`${dir}/pdp.key`, 0o600);
+    assertMatch(await start(args), /must hold a 32-byte hex private key/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("handoff: local gc waits for a piece the provider is pulling", async () => {
+  await using pdp = await startFakePdp(FAST);
+  await using server = await startHandoffServer(pdp, {
+    args: ["--retention-grace-days", "0"],
+  });
+  const { token } = await signup(server);
+  pdp.holdPulls();
+  const bytes = patternBytes(7000, 12);
+  const cid = pieceCidOf(bytes);
+  const result = await (await server.upload(cid, bytes, { headers: bearer(token) })).json();
+  await handoffOnceSettled(server, token, result.dealId, (h) => h.state === "pulling");
+  const deleted = await server.get(`/api/deals/${result.dealId}`, {
+    method: "DELETE",
+    headers: bearer(token),
+  });
+  await deleted.body?.cancel();
+  const asOf = Date.now() + 60_000;
+  const held = await server.server.gc.sweep({ asOf });
+  assertEquals(held?.removedPieces, 0, "the provider is reading it: it stays");
+  assertEquals((await server.get(`/p/${cid}`)).status, 200);
+  pdp.releasePulls();
+  // Pulled, then added: no deal keeps it, so it is removed at the provider, then here.
+  await handoffOnceSettled(server, token, result.dealId, (h) => h.state === "removed");
+  const swept = await server.server.gc.sweep({ asOf });
+  assertEquals(swept?.removedPieces, 1);
+  assertEquals((await server.get(`/p/${cid}`)).status, 410);
 });
