@@ -37,7 +37,9 @@
  * 20 a garbage-collection sweep over 100,000 deals (10% expired) on SQLite and PostgreSQL, and the
  * retrievals served beside it: scripts/bench_gc.ts, 21 a --big-gib tus upload in 8 MiB PATCHes
  * vs one POST /api/upload, and a resume after a drop at half, on disk and S3:
- * scripts/bench_tus.ts), to reproduce one figure quickly; a full run is what the README reports.
+ * scripts/bench_tus.ts, 22 1,000 pieces of 1 MiB handed to a PDP storage provider (the tests'
+ * fake Curio): pieces per second, and retrievals and uploads while it pulls against before:
+ * scripts/bench_handoff.ts), to reproduce one figure quickly; a full run is what the README reports.
  */
 import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
@@ -55,6 +57,7 @@ import { benchS3 } from "./bench_s3.ts";
 import { benchGc } from "./bench_gc.ts";
 import { postgresInstalled } from "./lib/postgres_server.ts";
 import { benchTus } from "./bench_tus.ts";
+import { benchHandoff } from "./bench_handoff.ts";
 import { benchOffload } from "./bench_offload.ts";
 import { onEachStore, rangesVsWhole, splitFileMemory, splitFileVsWhole } from "./bench_ranges.ts";
 import { cidOf, download, rotated, sampleRss, settle, timed } from "./lib/measure.ts";
@@ -70,7 +73,7 @@ const MIB = 1024 * 1024;
 const USAGE = `Usage: deno task bench [--runs 3] [--transfer-runs 9] [--seconds 10] [--big-gib 1]
                        [--quick] [--only 1,3]
   --quick changes the defaults to --runs 2 --transfer-runs 3 --seconds 3 --big-gib 0.25;
-  --only takes workload numbers 1-21 (see scripts/bench.ts).`;
+  --only takes workload numbers 1-22 (see scripts/bench.ts).`;
 // Defaults depend on --quick, so they are filled in below.
 const opts = scriptArgs(USAGE, {
   runs: { type: "number", integer: true, min: 1 },
@@ -86,12 +89,12 @@ const transferRuns = opts["transfer-runs"] ?? (quick ? 3 : 9);
 const loadSeconds = opts.seconds ?? (quick ? 3 : 10);
 const bigGiB = opts["big-gib"] ?? (quick ? 0.25 : 1);
 const only = new Set(
-  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21").split(",")
+  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22").split(",")
     .map((n) => Number(n.trim())),
 );
 for (const workload of only) {
-  if (!Number.isInteger(workload) || workload < 1 || workload > 21) {
-    usageExit(USAGE, `--only takes workload numbers from 1 to 21, got "${opts.only}"`);
+  if (!Number.isInteger(workload) || workload < 1 || workload > 22) {
+    usageExit(USAGE, `--only takes workload numbers from 1 to 22, got "${opts.only}"`);
   }
 }
 const wanted = (workload: number) => only.has(workload);
@@ -617,6 +620,17 @@ if (wanted(21)) {
       true,
     );
     ratio(`resume after a drop at half: time / a whole upload (${store})`, result.resume.timeShare);
+  }
+}
+if (wanted(22)) {
+  const pieces = quick ? 200 : 1000;
+  progress(`22 ${pieces} pieces of 1 MiB handed to a PDP provider (the fake Curio)`);
+  const handoff = await benchHandoff({ pieces, seconds: quick ? 2 : 4 });
+  if ("skipped" in handoff) console.log(`workload 22 skipped: ${handoff.skipped}`);
+  else {
+    results.handoff = handoff;
+    ratio("retrievals while the provider pulls / before", handoff.retrievalRatio, 0.9);
+    ratio("100 MiB uploads while the provider pulls / before", handoff.uploadRatio, 0.9);
   }
 }
 results.ratios = ratios;
