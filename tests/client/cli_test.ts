@@ -12,7 +12,7 @@ import { jtiOf, patternBytes, signup, startTestServer } from "../helpers/server.
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
 import { startFakePdp } from "../helpers/fake_pdp/mod.ts";
-import { startHandoffServer } from "../helpers/handoff.ts";
+import { FAST_PDP, startHandoffServer } from "../helpers/handoff.ts";
 import { runDeno } from "../helpers/main_process.ts";
 import { startSmtpSink } from "../helpers/smtp_sink.ts";
 import { shardOf } from "../../src/driver/disk/layout.ts";
@@ -728,12 +728,7 @@ Deno.test("cli: the documented `deno task` invocation never echoes a --token to 
 });
 
 Deno.test("cli: on a server that hands pieces off, upload --json and files show each deal's hand-off", async () => {
-  await using pdp = await startFakePdp({
-    schedulerIntervalMs: 5,
-    confirmAfterMs: 20,
-    settleAfterMs: 20,
-    retryDelaysMs: [20, 40],
-  });
+  await using pdp = await startFakePdp(FAST_PDP);
   await using server = await startHandoffServer(pdp);
   const { token } = await signup(server);
   await withTempDir("cli-handoff-", async (dir) => {

@@ -19,7 +19,8 @@ import { createWalletClient, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { eventually } from "../helpers/wait.ts";
-import { type FakePdp, type FakePdpOptions, startFakePdp } from "../helpers/fake_pdp/mod.ts";
+import { FAST_PDP } from "../helpers/handoff.ts";
+import { type FakePdp, startFakePdp } from "../helpers/fake_pdp/mod.ts";
 import { pieceCidOfStream } from "../../src/kernel/piece_cid/mod.ts";
 
 const PAYER = privateKeyToAccount(
@@ -33,14 +34,7 @@ const client = (account = PAYER) =>
 const RECORD_KEEPER = calibration.contracts.fwss.address;
 const POLL = { pollInterval: 10, timeout: 10_000 };
 
-/** Chain and retry timings in milliseconds, so a round takes well under a second. */
-const FAST: Partial<FakePdpOptions> = {
-  schedulerIntervalMs: 5,
-  confirmAfterMs: 20,
-  settleAfterMs: 20,
-  provingPeriodMs: 20,
-  retryDelaysMs: [20, 40],
-};
+const FAST = FAST_PDP;
 
 interface TestPiece {
   cid: string;

@@ -7,10 +7,11 @@
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { startFakePdp } from "../helpers/fake_pdp/mod.ts";
-import type { FakePdp, FakePdpOptions } from "../helpers/fake_pdp/mod.ts";
+import type { FakePdp } from "../helpers/fake_pdp/mod.ts";
 import { bearer, patternBytes, signup } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import {
+  FAST_PDP,
   freePort,
   handoffArgs,
   handoffOnceSettled,
@@ -21,14 +22,6 @@ import { eventually } from "../helpers/wait.ts";
 import { runMain } from "../helpers/main_process.ts";
 import { spawnServer } from "../../scripts/lib/spawn_server.ts";
 import { scaleOutAvailable, scaleOutForTests } from "../helpers/scale_out.ts";
-
-const FAST: Partial<FakePdpOptions> = {
-  schedulerIntervalMs: 5,
-  confirmAfterMs: 20,
-  settleAfterMs: 20,
-  provingPeriodMs: 20,
-  retryDelaysMs: [20, 40],
-};
 
 /** Piece cids the provider's data sets hold, each as often as it was added. */
 function addedCids(pdp: FakePdp): string[] {
@@ -52,7 +45,7 @@ async function uploadPieces(server: { url: string }, count: number, seed: number
 }
 
 Deno.test("handoff faults: the provider goes down during uploads; uploads still 200; all go live after", async () => {
-  await using pdp = await startFakePdp(FAST);
+  await using pdp = await startFakePdp(FAST_PDP);
   await using server = await startHandoffServer(pdp);
   const { token } = await signup(server);
   await pdp.goDown("refused");
@@ -77,7 +70,7 @@ Deno.test("handoff faults: the provider goes down during uploads; uploads still 
 });
 
 Deno.test("handoff faults: SIGKILL in the middle of a hand-off, restart: each piece added exactly once", async () => {
-  await using pdp = await startFakePdp(FAST);
+  await using pdp = await startFakePdp(FAST_PDP);
   const dataDir = await Deno.makeTempDir({ prefix: "storage-handoff-kill-" });
   const port = freePort();
   const args = await handoffArgs(pdp, dataDir, port);
@@ -118,7 +111,7 @@ Deno.test("handoff faults: SIGKILL in the middle of a hand-off, restart: each pi
 });
 
 Deno.test("handoff faults: main.ts handoff status and retry --failed send a refused piece again", async () => {
-  await using pdp = await startFakePdp(FAST);
+  await using pdp = await startFakePdp(FAST_PDP);
   const dataDir = await Deno.makeTempDir({ prefix: "storage-handoff-retry-" });
   try {
     const bytes = patternBytes(5000, 77);
@@ -159,7 +152,7 @@ Deno.test({
   name: "handoff faults: two instances on S3 + PostgreSQL share the queue; each piece added once",
   ignore: !scaleOutAvailable(),
   async fn() {
-    await using pdp = await startFakePdp(FAST);
+    await using pdp = await startFakePdp(FAST_PDP);
     await using deployment = await scaleOutForTests();
     const dirs = [await Deno.makeTempDir(), await Deno.makeTempDir()];
     try {

@@ -7,9 +7,9 @@
  */
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { startFakePdp } from "../helpers/fake_pdp/mod.ts";
-import type { FakePdpOptions } from "../helpers/fake_pdp/mod.ts";
 import { bearer, errorOf, patternBytes, signup, startTestServer } from "../helpers/server.ts";
 import {
+  FAST_PDP,
   freePort,
   handoffArgs,
   handoffOnceSettled,
@@ -20,19 +20,10 @@ import {
 import { pieceCidOf } from "../helpers/tus_requests.ts";
 import { eventually } from "../helpers/wait.ts";
 
-/** Chain and retry timings in milliseconds, so a round takes well under a second. */
-const FAST: Partial<FakePdpOptions> = {
-  schedulerIntervalMs: 5,
-  confirmAfterMs: 20,
-  settleAfterMs: 20,
-  provingPeriodMs: 20,
-  retryDelaysMs: [20, 40],
-};
-
 const live = (h: Record<string, unknown>) => h.state === "live";
 
 Deno.test("handoff: pieces go live at the provider, on-chain ids on each deal, one data set, every signature the payer's", async () => {
-  await using pdp = await startFakePdp(FAST);
+  await using pdp = await startFakePdp(FAST_PDP);
   await using server = await startHandoffServer(pdp);
   const { token } = await signup(server);
   const pieceBytes = patternBytes(5000, 1);
@@ -87,7 +78,7 @@ Deno.test("handoff: pieces go live at the provider, on-chain ids on each deal, o
 });
 
 Deno.test("handoff: a piece the provider refuses ends failed, with what is known of why", async () => {
-  await using pdp = await startFakePdp(FAST);
+  await using pdp = await startFakePdp(FAST_PDP);
   await using server = await startHandoffServer(pdp);
   const { token } = await signup(server);
   const bytes = patternBytes(4000, 3);
@@ -105,7 +96,7 @@ Deno.test("handoff: a piece the provider refuses ends failed, with what is known
 });
 
 Deno.test("handoff: a piece under 127 bytes is ineligible and stays here", async () => {
-  await using pdp = await startFakePdp(FAST);
+  await using pdp = await startFakePdp(FAST_PDP);
   await using server = await startHandoffServer(pdp);
   const { token } = await signup(server);
   const response = await server.upload("tinyname01", "tiny", { headers: bearer(token) });
@@ -121,7 +112,7 @@ Deno.test("handoff: a piece under 127 bytes is ineligible and stays here", async
 });
 
 Deno.test("handoff: --handoff-wait answers 502 stage_failed when the provider refuses; nothing charged, no deal", async () => {
-  await using pdp = await startFakePdp(FAST);
+  await using pdp = await startFakePdp(FAST_PDP);
   await using server = await startHandoffServer(pdp, { waitSeconds: 20 });
   const { token } = await signup(server);
   const bytes = patternBytes(4000, 4);
@@ -147,7 +138,7 @@ Deno.test("handoff: --handoff-wait answers 502 stage_failed when the provider re
 });
 
 Deno.test("handoff: a deleted deal's piece is removed at the provider", async () => {
-  await using pdp = await startFakePdp(FAST);
+  await using pdp = await startFakePdp(FAST_PDP);
   await using server = await startHandoffServer(pdp);
   const { token } = await signup(server);
   const bytes = patternBytes(6000, 6);
@@ -199,7 +190,7 @@ Deno.test("handoff: a missing or inconsistent setting is a one-line start-up err
   );
   assertMatch(await start(["--pdp-url", "http://127.0.0.1:1"]), /--pdp-url is for --handoff pdp/);
   assertMatch(await start(["--chain-id", "1"]), /--chain-id must be one of 314, 314159, 31415926/);
-  await using pdp = await startFakePdp(FAST);
+  await using pdp = await startFakePdp(FAST_PDP);
   const dir = await Deno.makeTempDir({ prefix: "storage-handoff-start-" });
   try {
     const args = await handoffArgs(pdp, dir, freePort());
@@ -226,7 +217,7 @@ Deno.test("handoff: a missing or inconsistent setting is a one-line start-up err
 });
 
 Deno.test("handoff: local gc waits for a piece the provider is pulling", async () => {
-  await using pdp = await startFakePdp(FAST);
+  await using pdp = await startFakePdp(FAST_PDP);
   await using server = await startHandoffServer(pdp, {
     args: ["--retention-grace-days", "0"],
   });

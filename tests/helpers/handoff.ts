@@ -6,9 +6,18 @@
  */
 import { privateKeyToAccount } from "viem/accounts";
 import { calibration } from "@filoz/synapse-core/chains";
-import type { FakePdp } from "./fake_pdp/mod.ts";
+import type { FakePdp, FakePdpOptions } from "./fake_pdp/mod.ts";
 import { startTestServer, type TestServer, type TestServerOptions } from "./server.ts";
 import { eventually } from "./wait.ts";
+
+/** Chain and retry timings in milliseconds, so a round at the fake provider takes well under a second. */
+export const FAST_PDP: Partial<FakePdpOptions> = {
+  schedulerIntervalMs: 5,
+  confirmAfterMs: 20,
+  settleAfterMs: 20,
+  provingPeriodMs: 20,
+  retryDelaysMs: [20, 40],
+};
 
 /** The payer's key (a well-known test key: anvil's second account). */
 export const PAYER_KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";

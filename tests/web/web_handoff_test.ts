@@ -6,17 +6,12 @@
 import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { withBrowser } from "../helpers/browser.ts";
 import { startFakePdp } from "../helpers/fake_pdp/mod.ts";
-import { handoffOnceSettled, startHandoffServer } from "../helpers/handoff.ts";
+import { FAST_PDP, handoffOnceSettled, startHandoffServer } from "../helpers/handoff.ts";
 import { bearer, patternBytes, signup } from "../helpers/server.ts";
 import { pieceCidOf } from "../helpers/tus_requests.ts";
 
 Deno.test("web: Your files shows each file's hand-off state and its on-chain ids", async () => {
-  await using pdp = await startFakePdp({
-    schedulerIntervalMs: 5,
-    confirmAfterMs: 20,
-    settleAfterMs: 20,
-    retryDelaysMs: [20, 40],
-  });
+  await using pdp = await startFakePdp(FAST_PDP);
   await using server = await startHandoffServer(pdp);
   const { token, email } = await signup(server);
   const bytes = patternBytes(4000, 11);
