@@ -67,6 +67,8 @@ export class HandoffWorker implements StepContext {
   readonly o: HandoffWorkerOptions;
   #backoffUntil = 0;
   #failures = 0;
+  /** The data set once known (null before): a run without one checks whether it needs one. */
+  #dataSetId: number | null = null;
   /** Pieces moved and calls opened in the current round. */
   #progress = 0;
   #lastScan = -Infinity;
@@ -176,7 +178,13 @@ export class HandoffWorker implements StepContext {
       await records.enqueue({ provider: this.provider, now: clock.now(), limit: SCAN_LIMIT });
       this.#lastScan = clock.now();
     }
+    // The data set is created for the first piece, not at the first start: it costs the payer.
+    if (this.#dataSetId === null && (await records.readyToPull(1)).length === 0) {
+      const known = await records.dataSet(this.provider);
+      if (known?.dataSetId == null && known?.callId == null) return;
+    }
     const dataSet = await ensureDataSet(this);
+    this.#dataSetId = dataSet?.dataSetId ?? null;
     if (dataSet === null || signal.aborted) return;
     const listing = new DataSetListing(this.o.provider, dataSet.dataSetId!);
     await pollPulls(this, dataSet);

@@ -109,6 +109,14 @@ Deno.test("handoff: a piece under 127 bytes is ineligible and stays here", async
   );
   assertMatch(String(handoff.error), /127/);
   assertEquals(pdp.pullItems(), []);
+  // Nothing to hand off: no data set is created (it costs the payer), however many runs pass.
+  const runs = async () => {
+    const health = await (await server.get("/healthz")).json();
+    return health.jobs.find((j: { name: string }) => j.name === "handoff").lastRun;
+  };
+  const first = (await runs())?.finishedAt;
+  await eventually(async () => (await runs())?.finishedAt !== first, "another hand-off run");
+  assertEquals(pdp.signatures(), []);
 });
 
 Deno.test("handoff: --handoff-wait answers 502 stage_failed when the provider refuses; nothing charged, no deal", async () => {
