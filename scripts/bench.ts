@@ -631,6 +631,8 @@ if (wanted(22)) {
     results.handoff = handoff;
     ratio("retrievals while the provider pulls / before", handoff.retrievalRatio, 0.9);
     ratio("100 MiB uploads while the provider pulls / before", handoff.uploadRatio, 0.9);
+    ratio("service CPU per retrieval, before / while pulling", handoff.serverCpu.retrievalRatio);
+    ratio("service CPU per MiB uploaded, before / while pulling", handoff.serverCpu.uploadRatio);
   }
 }
 results.ratios = ratios;

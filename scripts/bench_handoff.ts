@@ -6,8 +6,11 @@
  * every piece from the service's /piece/ and recomputes its PieceCID, as
  * Curio does. Measured: pieces live per second, and retrieval (64 KiB GETs,
  * wrk) and upload (100 MiB) throughput while the provider pulls, against the
- * same before it starts (pulls held). The provider's own hashing runs on the
- * same two cores: on a real deployment it is another machine.
+ * same before it starts (pulls held); and, since on two cores the clients
+ * and the fake provider (which hashes every piece it pulls: on a real
+ * deployment another machine) starve each other, the service's own CPU time
+ * per request and per MiB uploaded, from /proc/<pid>/stat, during against
+ * before, and its CPU time per piece handed off.
  *
  *   deno run -A scripts/bench_handoff.ts [--pieces 1000] [--seconds 4]
  */
@@ -34,6 +37,15 @@ export interface HandoffBenchResult {
   uploadMiBps: { without: number[]; during: number[] };
   retrievalRatio: number;
   uploadRatio: number;
+  /** The service's CPU per unit, before against during: ratios of before / during (>= 1: no dearer). */
+  serverCpu: {
+    /** The service's CPU time per 1 MiB piece handed off, alone (the /piece/ read, calls, records). */
+    handoffMillisecondsPerPiece: number;
+    retrievalMicrosecondsPerRequest: { without: number[]; during: number[] };
+    uploadMillisecondsPerMiB: { without: number[]; during: number[] };
+    retrievalRatio: number;
+    uploadRatio: number;
+  };
 }
 
 export async function benchHandoff(
@@ -61,6 +73,7 @@ export async function benchHandoff(
       "1GiB",
     ];
     await using server = await spawnServer(dataDir, args);
+    const pid = server.process.pid;
     pdp.holdPulls();
     const chunk = new Uint8Array(MIB);
     for (let i = 0; i < MIB; i++) chunk[i] = (i * 31 + 7) & 0xff;
@@ -70,9 +83,17 @@ export async function benchHandoff(
     }
     await waitFor(server, (h) => h.digests.backlog === 0, 600_000);
     const readUrl = `${server.url}/p/${read}`;
-    const retrieval = () =>
-      runWrk({ url: readUrl, connections: 16, seconds: options.seconds })
-        .then((r) => r.requestsPerSecond);
+    // The service's CPU time per unit, each window's: µs per request, ms per MiB uploaded.
+    let cpuPer = { retrieval: [] as number[], upload: [] as number[] };
+    const retrieval = async () => {
+      const before = await cpuSecondsOf(pid);
+      const result = await runWrk({ url: readUrl, connections: 16, seconds: options.seconds });
+      cpuPer.retrieval.push(
+        (await cpuSecondsOf(pid) - before) * 1e6 /
+          (result.requestsPerSecond * options.seconds),
+      );
+      return result.requestsPerSecond;
+    };
     // curl sends the 100 MiB uploads: the fake provider hashes on this process's thread, and
     // would slow an upload client that shared it.
     const bigFile = `${dataDir}/big.bin`;
@@ -86,6 +107,7 @@ export async function benchHandoff(
       new DataView(head.buffer).setFloat64(0, bigUploads);
       await file.write(head);
       const started = performance.now();
+      const cpuBefore = await cpuSecondsOf(pid);
       const out = await new Deno.Command("curl", {
         args: [
           "-sS",
@@ -103,13 +125,17 @@ export async function benchHandoff(
       }).output();
       const status = new TextDecoder().decode(out.stdout);
       if (status !== "200") throw new Error(`upload ${cid}: ${status}`);
-      return Math.round(100 / ((performance.now() - started) / 1000));
+      const seconds = (performance.now() - started) / 1000;
+      cpuPer.upload.push((await cpuSecondsOf(pid) - cpuBefore) * 1000 / 100);
+      return Math.round(100 / seconds);
     };
     const without = { retrieval: [] as number[], upload: [] as number[] };
     for (let i = 0; i < 3; i++) {
       without.retrieval.push(await retrieval());
       without.upload.push(await bigUpload());
     }
+    const cpuWithout = cpuPer;
+    cpuPer = { retrieval: [], upload: [] };
     const eligible = options.pieces + 1 + bigUploads;
     const started = performance.now();
     pdp.releasePulls();
@@ -123,6 +149,17 @@ export async function benchHandoff(
     }
     await live;
     const seconds = (performance.now() - started) / 1000;
+    // Then the hand-off alone, no client load: its own CPU time per piece.
+    pdp.holdPulls();
+    const alone = Math.max(50, Math.round(options.pieces / 5));
+    for (let i = 0; i < alone; i++) {
+      await upload(server, `benchhandoffalone${i}`, MIB, chunk, 2_000_000 + i);
+    }
+    await waitFor(server, (h) => h.digests.backlog === 0, 600_000);
+    const cpuBeforeAlone = await cpuSecondsOf(pid);
+    pdp.releasePulls();
+    await waitFor(server, (h) => (h.handoff?.pieces.live ?? 0) >= eligible + alone, 900_000);
+    const cpuPerPieceMs = (await cpuSecondsOf(pid) - cpuBeforeAlone) * 1000 / alone;
     return {
       pieces: eligible,
       seconds: round(seconds),
@@ -130,6 +167,19 @@ export async function benchHandoff(
       retrievalRps: { without: without.retrieval, during: during.retrieval },
       uploadMiBps: { without: without.upload, during: during.upload },
       retrievalRatio: round(median(during.retrieval) / median(without.retrieval)),
+      serverCpu: {
+        handoffMillisecondsPerPiece: round(cpuPerPieceMs),
+        retrievalMicrosecondsPerRequest: {
+          without: cpuWithout.retrieval.map(round),
+          during: cpuPer.retrieval.map(round),
+        },
+        uploadMillisecondsPerMiB: {
+          without: cpuWithout.upload.map(round),
+          during: cpuPer.upload.map(round),
+        },
+        retrievalRatio: round(median(cpuWithout.retrieval) / median(cpuPer.retrieval)),
+        uploadRatio: round(median(cpuWithout.upload) / median(cpuPer.upload)),
+      },
       uploadRatio: during.upload.length === 0
         ? NaN
         : round(median(during.upload) / median(without.upload)),
@@ -137,6 +187,13 @@ export async function benchHandoff(
   } finally {
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
+}
+
+/** A process's user and system CPU time so far, in seconds (Linux /proc; clock ticks of 10 ms). */
+async function cpuSecondsOf(pid: number): Promise<number> {
+  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** Uploads `size` bytes under an opaque cid; the first 8 bytes carry `seed` so pieces differ. */
