@@ -9,8 +9,14 @@
  *
  * Why not the runtime's own file.readable for a whole piece: it reads 64 KiB
  * at a time, and streamed to an HTTP answer it ran slower than this loop's
- * 1 MiB reads (a bare Deno.serve on the bench machine: 1.2-1.5x the
- * throughput for these reads; docs/performance.md has the figures).
+ * 1 MiB reads (bench workload 22: about 1.3x its throughput, for less CPU per
+ * GiB). But every read here leaves its buffer to the garbage collector, while
+ * file.readable's bytes never enter JavaScript: 64 clients downloading 100 MiB
+ * at once peaked at about 300-430 MiB of RSS by the loop and 110-155 MiB
+ * natively. So FileReads lets at most LOOP_STREAMS pieces stream by the loop
+ * at once; a whole piece asked for beyond that goes out natively (a range
+ * has no native way out). One reader goes as fast as it can; many stay
+ * within the memory they took before.
  *
  * Buffers: a reader that brings its own (a BYOB reader: the background pass
  * reads every piece into one reused buffer) is read into directly. Otherwise
@@ -28,18 +34,49 @@
  */
 export const READ_BYTES = 1024 * 1024;
 
-export function fileRangeStream(file: Deno.FsFile, length: number): ReadableStream<Uint8Array> {
-  if (length === 0) {
-    file.close();
-    return new ReadableStream({ type: "bytes", start: (controller) => controller.close() });
+/** Pieces streamed by the read loop at once, at most; more whole ones go out natively. */
+export const LOOP_STREAMS = 8;
+
+/** The disk driver's reads of open piece files, counted so that memory stays bounded. */
+export class FileReads {
+  #loops = 0;
+
+  /** Streams currently read by the loop (for tests). */
+  get loops(): number {
+    return this.#loops;
   }
-  let left = length;
+
+  /**
+   * `length` bytes of an open file from `offset` (the whole file when no
+   * range is asked for); the file is closed when the stream ends, fails or
+   * is cancelled.
+   */
+  stream(file: Deno.FsFile, offset: number, length: number, whole: boolean) {
+    if (whole && this.#loops >= LOOP_STREAMS) return file.readable;
+    // lseek on an open file never waits on the disk: done in place, not as an event-loop trip.
+    if (offset > 0) file.seekSync(offset, Deno.SeekMode.Start);
+    this.#loops++;
+    return fileRangeStream(file, length, () => this.#loops--);
+  }
+}
+
+export function fileRangeStream(
+  file: Deno.FsFile,
+  length: number,
+  onClose: () => void = () => {},
+): ReadableStream<Uint8Array> {
   let closed = false;
   const close = () => {
     if (closed) return;
     closed = true;
     file.close();
+    onClose();
   };
+  if (length === 0) {
+    close();
+    return new ReadableStream({ type: "bytes", start: (controller) => controller.close() });
+  }
+  let left = length;
   return new ReadableStream({
     type: "bytes",
     async pull(controller) {
