@@ -35,7 +35,7 @@ import type {
   StageOptions,
   StoreHealth,
 } from "../driver.ts";
-import { FileReads } from "./file_range.ts";
+import { fileRangeStream } from "./file_range.ts";
 import { toStoreError } from "./fs_errors.ts";
 import { assertSafeKey, PARTIAL_DIR, shardOf, TEMP_DIR, TEMP_SUFFIX } from "./layout.ts";
 import { DiskPartials } from "./partial_files.ts";
@@ -62,8 +62,6 @@ export class DiskStore implements PieceStore {
   readonly #knownShards = new Set<string>();
   /** Temp files of this process's uploads from their creation until they settle. */
   readonly #inUse = new Set<string>();
-  /** Every read of a committed piece, counted (file_range.ts: memory stays bounded). */
-  readonly #reads = new FileReads();
   readonly partials: PartialStore;
 
   /** Creates the root (and tmp/) if missing and returns a store on it. */
@@ -122,13 +120,15 @@ export class DiskStore implements PieceStore {
       return await this.#missingOrOffline(error);
     }
     try {
-      // fstat on an open file never waits on the disk: done in place, not as one more trip
-      // through the event loop per answer (a 256 KiB range pays it as much as its read).
+      // fstat and lseek on an open file never wait on the disk: done in place, not as two more
+      // trips through the event loop per answer.
       const { size } = file.statSync();
-      // The stream closes the file when it ends, fails or is cancelled.
-      if (range === undefined) return { size, body: this.#reads.stream(file, 0, size, true) };
+      // Either stream closes the file when it ends, fails or is cancelled. A whole piece goes
+      // out by the runtime's own stream: no JavaScript per chunk (file_range.ts says why).
+      if (range === undefined) return { size, body: file.readable };
       const length = bytesInRange(range, size);
-      return { size, body: this.#reads.stream(file, range.offset, length, false) };
+      if (range.offset > 0) file.seekSync(range.offset, Deno.SeekMode.Start);
+      return { size, body: fileRangeStream(file, length) };
     } catch (error) {
       file.close();
       throw toStoreError(error);
