@@ -37,9 +37,12 @@
  * 20 a garbage-collection sweep over 100,000 deals (10% expired) on SQLite and PostgreSQL, and the
  * retrievals served beside it: scripts/bench_gc.ts, 21 a --big-gib tus upload in 8 MiB PATCHes
  * vs one POST /api/upload, and a resume after a drop at half, on disk and S3:
- * scripts/bench_tus.ts, 22 1,000 pieces of 1 MiB handed to a PDP storage provider (the tests'
- * fake Curio): pieces per second, and retrievals and uploads while it pulls against before:
- * scripts/bench_handoff.ts), to reproduce one figure quickly; a full run is what the README reports.
+ * scripts/bench_tus.ts, 22 every read against the runtime's own file stream and the best read
+ * loop, with server CPU per GiB: a whole piece, a 94 MiB range, /f/, 256 KiB ranges and IPFS
+ * blocks, 1 KiB GETs, the peak RSS of 64 downloads at once: scripts/bench_reads.ts, 23 1,000
+ * pieces of 1 MiB handed to a PDP storage provider (the tests' fake Curio): pieces per second,
+ * and retrievals and uploads while it pulls against before: scripts/bench_handoff.ts), to
+ * reproduce one figure quickly; a full run is what the README reports.
  */
 import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
@@ -64,6 +67,7 @@ import { cidOf, download, rotated, sampleRss, settle, timed } from "./lib/measur
 import { benchAttack } from "./bench_attack.ts";
 import { benchBoundsCost } from "./bench_bounds_cost.ts";
 import { benchIpfs } from "./bench_ipfs.ts";
+import { benchReads } from "./bench_reads.ts";
 import { signInWithWallet } from "../src/client/sdk/wallet.ts";
 import { privateKeyToAccount } from "viem/accounts";
 import { deployTestUsdc, devAccounts, spawnAnvil, usdc } from "./testnet/chain.ts";
@@ -73,7 +77,7 @@ const MIB = 1024 * 1024;
 const USAGE = `Usage: deno task bench [--runs 3] [--transfer-runs 9] [--seconds 10] [--big-gib 1]
                        [--quick] [--only 1,3]
   --quick changes the defaults to --runs 2 --transfer-runs 3 --seconds 3 --big-gib 0.25;
-  --only takes workload numbers 1-22 (see scripts/bench.ts).`;
+  --only takes workload numbers 1-23 (see scripts/bench.ts).`;
 // Defaults depend on --quick, so they are filled in below.
 const opts = scriptArgs(USAGE, {
   runs: { type: "number", integer: true, min: 1 },
@@ -89,12 +93,12 @@ const transferRuns = opts["transfer-runs"] ?? (quick ? 3 : 9);
 const loadSeconds = opts.seconds ?? (quick ? 3 : 10);
 const bigGiB = opts["big-gib"] ?? (quick ? 0.25 : 1);
 const only = new Set(
-  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22").split(",")
+  (opts.only ?? "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23").split(",")
     .map((n) => Number(n.trim())),
 );
 for (const workload of only) {
-  if (!Number.isInteger(workload) || workload < 1 || workload > 22) {
-    usageExit(USAGE, `--only takes workload numbers from 1 to 22, got "${opts.only}"`);
+  if (!Number.isInteger(workload) || workload < 1 || workload > 23) {
+    usageExit(USAGE, `--only takes workload numbers from 1 to 23, got "${opts.only}"`);
   }
 }
 const wanted = (workload: number) => only.has(workload);
@@ -622,11 +626,12 @@ if (wanted(21)) {
     ratio(`resume after a drop at half: time / a whole upload (${store})`, result.resume.timeShare);
   }
 }
-if (wanted(22)) {
+if (wanted(22)) await readsWorkload();
+if (wanted(23)) {
   const pieces = quick ? 200 : 1000;
-  progress(`22 ${pieces} pieces of 1 MiB handed to a PDP provider (the fake Curio)`);
+  progress(`23 ${pieces} pieces of 1 MiB handed to a PDP provider (the fake Curio)`);
   const handoff = await benchHandoff({ pieces, seconds: quick ? 2 : 4 });
-  if ("skipped" in handoff) console.log(`workload 22 skipped: ${handoff.skipped}`);
+  if ("skipped" in handoff) console.log(`workload 23 skipped: ${handoff.skipped}`);
   else {
     results.handoff = handoff;
     ratio("retrievals while the provider pulls / before", handoff.retrievalRatio, 0.9);
@@ -727,5 +732,34 @@ async function bigFileWorkloads(): Promise<void> {
     } finally {
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
+  }
+}
+
+/** Workload 22 (scripts/bench_reads.ts): every read against the runtime and each other. */
+async function readsWorkload(): Promise<void> {
+  progress("22 every read: whole, range, /f/, 256 KiB ranges and blocks; CPU per GiB; 64 at once");
+  const dir = await Deno.makeTempDir({ prefix: "bench-reads-" });
+  try {
+    const reads = await benchReads({
+      runs: transferRuns,
+      rep: 4,
+      seconds: Math.min(loadSeconds, 5),
+      dir,
+    });
+    results.reads = reads;
+    const targets: Record<string, number> = {
+      "whole / native": 1.1,
+      "whole / loop": 0.9,
+      "range / whole": 0.95,
+      "file / whole": 0.95,
+      "range256k / piece256k": 0.9,
+      "ipfs256k / piece256k": 0.9,
+    };
+    for (const [name, r] of Object.entries({ ...reads.ratios, ...reads.loadRatios })) {
+      ratio(`reads: ${name}, throughput`, r.throughput, targets[name]);
+      ratio(`reads: ${name}, server CPU (theirs / ours)`, r.cpu);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 }

@@ -104,20 +104,21 @@ async function storePiece(service: SpawnedServer, k: number): Promise<string> {
   return cid;
 }
 
-/** A manifest of these pieces (sizes PIECE), stored; returns its cid. */
-async function storeManifest(
+/** A manifest of these pieces (sizes pieceBytes, PIECE unless told), stored; returns its cid. */
+export async function storeManifest(
   service: SpawnedServer,
   pieces: string[],
   sha256: string,
+  pieceBytes = PIECE,
 ): Promise<string> {
   const bytes = serializeManifest({
     format: "storage-manifest",
     version: 1,
     name: "bench.bin",
     contentType: "application/octet-stream",
-    size: pieces.length * PIECE,
+    size: pieces.length * pieceBytes,
     sha256,
-    pieces: pieces.map((cid) => ({ cid, size: PIECE })),
+    pieces: pieces.map((cid) => ({ cid, size: pieceBytes })),
   });
   const { cid } = await pieceCid(bytes, { pool: null });
   const response = await fetch(`${service.url}/api/upload?cid=${cid}`, {

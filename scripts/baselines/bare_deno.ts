@@ -1,6 +1,8 @@
 /**
  * The runtime's floor, at the durability the service promises:
  *   GET  /f/<name>  Deno.open + stat + file.readable, per request
+ *   GET  /l/<name>  the same file by the best read loop found: 1 MiB reads, one per
+ *                   pull() of a byte stream (bench_reads.ts's ceiling)
  *   POST /u/<name>  request body piped into a new file, fsynced before answering
  * and its ceiling for small answers:
  *   GET  /m/<name>  the file's bytes from memory with the headers the service's
@@ -43,6 +45,11 @@ Deno.serve({
     const { size } = await file.stat();
     return new Response(file.readable, { headers: { "content-length": String(size) } });
   }
+  if (request.method === "GET" && pathname.startsWith("/l/")) {
+    const file = await Deno.open(`${dir}/${name}`);
+    const { size } = await file.stat();
+    return new Response(readLoop(file, size), { headers: { "content-length": String(size) } });
+  }
   if (request.method === "GET" && pathname.startsWith("/m/")) {
     let template = fromMemory.get(name);
     if (!template) {
@@ -62,3 +69,26 @@ Deno.serve({
   }
   return new Response("not found", { status: 404 });
 });
+
+/** 1 MiB reads, each in one pull() of a byte stream; the file is closed at the end. */
+function readLoop(file: Deno.FsFile, size: number): ReadableStream<Uint8Array> {
+  let left = size;
+  return new ReadableStream({
+    type: "bytes",
+    async pull(controller) {
+      const buffer = new Uint8Array(Math.min(left, 1024 * 1024));
+      const read = await file.read(buffer);
+      if (read === null) {
+        file.close();
+        return controller.error(new Error("short file"));
+      }
+      left -= read;
+      controller.enqueue(buffer.subarray(0, read));
+      if (left === 0) {
+        file.close();
+        controller.close();
+      }
+    },
+    cancel: () => file.close(),
+  });
+}

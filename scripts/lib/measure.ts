@@ -72,11 +72,11 @@ export function rotated<T>(list: readonly T[], run: number): T[] {
  * after, in the background). Wait for that outside the timed part, so the next
  * contender never runs beside our leftover work.
  */
-export async function settle(service: SpawnedServer): Promise<void> {
-  for (let i = 0; i < 600; i++) {
+export async function settle(service: SpawnedServer, seconds = 6): Promise<void> {
+  for (let i = 0; i < seconds * 100; i++) {
     const health = await (await fetch(`${service.url}/healthz`)).json();
     if (health.digests.backlog === 0) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  throw new Error("the service did not finish hashing within 6 s");
+  throw new Error(`the service did not finish hashing within ${seconds} s`);
 }

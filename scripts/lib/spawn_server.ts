@@ -15,8 +15,8 @@ const ROOT = new URL("../..", import.meta.url).pathname; // the repository root
 /** How much of the server's stderr `stderr()` returns: the last 1 MiB or more. */
 const STDERR_TAIL_BYTES = 1024 * 1024;
 
-export async function startTaskFlags(dataDir: string): Promise<string[]> {
-  const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
+export async function startTaskFlags(dataDir: string, root = ROOT): Promise<string[]> {
+  const config = JSON.parse(await Deno.readTextFile(`${root}deno.json`));
   const task: string = config.tasks.start;
   const words = task.split(/\s+/);
   if (words[0] !== "deno" || words[1] !== "run" || words.at(-1) !== "main.ts") {
@@ -32,6 +32,8 @@ export interface SpawnOptions {
   env?: Record<string, string>;
   /** Runs the server with at most this many open files (prlimit --nofile, soft and hard). */
   nofile?: number;
+  /** Another checkout's main.ts (its root, "/" at the end): a bench's "before" contender. */
+  root?: string;
 }
 
 export async function spawnServer(
@@ -39,11 +41,12 @@ export async function spawnServer(
   args: string[] = [],
   options: SpawnOptions = {},
 ): Promise<SpawnedServer> {
-  const flags = await startTaskFlags(dataDir);
+  const root = options.root ?? ROOT;
+  const flags = await startTaskFlags(dataDir, root);
   const command = [
     "run",
     ...flags,
-    `${ROOT}main.ts`,
+    `${root}main.ts`,
     "--port",
     "0",
     "--data-dir",
@@ -58,7 +61,7 @@ export async function spawnServer(
   const [program, ...programArgs] = [...wrappers, Deno.execPath(), ...command];
   const process = new Deno.Command(program, {
     args: programArgs,
-    cwd: ROOT,
+    cwd: root,
     stdout: "piped",
     stderr: "piped",
     env: { NO_COLOR: "1", ...options.env },

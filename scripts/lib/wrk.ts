@@ -36,6 +36,8 @@ export async function runWrk(options: {
   seconds: number;
   /** A Lua script (its text), e.g. to send POST requests. */
   script?: string;
+  /** Request headers, e.g. a Range. */
+  headers?: Record<string, string>;
   env?: Record<string, string>;
 }): Promise<WrkResult> {
   if (!new URL(options.url).hostname.startsWith("127.")) {
@@ -49,6 +51,9 @@ export async function runWrk(options: {
     "--timeout",
     "10s",
   ];
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    args.push("-H", `${name}: ${value}`);
+  }
   let scriptPath: string | null = null;
   if (options.script) {
     scriptPath = await Deno.makeTempFile({ suffix: ".lua" });

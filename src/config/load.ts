@@ -67,6 +67,12 @@ export function loadConfig(
     // A bucket's pieces are no files nginx could open; a bucket has its own URLs for that.
     throw new ConfigError("--x-accel-redirect is for --store disk: bucket pieces are not files");
   }
+  if (config.xAccelRedirect !== null && config.trustedProxies.length === 0) {
+    // Only a request through a trusted proxy is offloaded: without one, nothing ever would be.
+    throw new ConfigError(
+      "--x-accel-redirect needs --trusted-proxies: only requests through nginx are offloaded",
+    );
+  }
   const s3 = s3ConfigOf(config, env);
   const {
     tlsCertFile,

@@ -162,6 +162,24 @@ export function resolveClientKey(
   return clientKeyOf(client);
 }
 
+/**
+ * Whether a request came through a trusted proxy: the peer is one of
+ * trustedProxies and it forwarded the request (X-Forwarded-For, which the
+ * shipped nginx.conf always sets). A client on the proxy's own machine that
+ * talks to the service directly sends no such header, so it is not one.
+ */
+export function cameThroughTrustedProxy(
+  peer: string,
+  forwardedFor: string | null,
+  trustedProxies: readonly IpRange[],
+): boolean {
+  if (trustedProxies.length === 0 || forwardedFor === null || forwardedFor.trim() === "") {
+    return false;
+  }
+  const peerBytes = parseIp(peer);
+  return peerBytes !== null && trustedProxies.some((range) => rangeContains(range, peerBytes));
+}
+
 /** A listen address only this machine can reach: localhost, 127.0.0.0/8 or ::1. */
 export function isLoopbackHostname(hostname: string): boolean {
   return hostname === "localhost" || hostname === "::1" || hostname === "[::1]" ||

@@ -80,8 +80,11 @@ offloadTest(
     assertEquals(whole.status, 200);
     assertEquals(new Uint8Array(await whole.arrayBuffer()), BIG);
     assertEquals(requestLines(proxy, "/p/:cid").at(-1)?.offloaded, true, "nginx sent it");
-    // What the service sent (its X-Accel-Redirect answer has every header but the body's).
-    const direct = await fetch(`${proxy.service.url}/p/${cid}`);
+    // What the service sent nginx (its X-Accel-Redirect answer has every header but the body's),
+    // asked as nginx asks: from a trusted proxy's address, with X-Forwarded-For.
+    const direct = await fetch(`${proxy.service.url}/p/${cid}`, {
+      headers: { "x-forwarded-for": "203.0.113.9" },
+    });
     assertMatch(
       direct.headers.get("x-accel-redirect")!,
       /^\/_pieces\/pieces\/[0-9a-f]{2}\/[0-9a-f]{2}\//,
@@ -127,6 +130,33 @@ offloadTest(
     assertEquals(new Uint8Array(await gateway.arrayBuffer()), BIG.subarray(5, 10));
     assertEquals(requestLines(proxy, "/piece/:pieceCid").at(-1)?.offloaded, true);
     assertEquals(await errorLines(proxy), []);
+  },
+);
+
+offloadTest(
+  "nginx offload: a client that reaches the service directly gets the bytes, not a redirect",
+  async (proxy, client, cid) => {
+    // From nginx's own address (127.0.0.1 is a trusted proxy here), but not through it.
+    const direct = await fetch(`${proxy.service.url}/p/${cid}`);
+    assertEquals(direct.status, 200);
+    assertEquals(direct.headers.get("x-accel-redirect"), null);
+    assertEquals(direct.headers.get("content-length"), String(BIG.length));
+    assertEquals(new Uint8Array(await direct.arrayBuffer()), BIG);
+    assertEquals(requestLines(proxy, "/p/:cid").at(-1)?.offloaded, undefined);
+    const part = await fetch(`${proxy.service.url}/piece/${cid}`, {
+      headers: { range: "bytes=7-1048583" },
+    });
+    assertEquals(part.status, 206);
+    assertEquals(part.headers.get("x-accel-redirect"), null);
+    assertEquals(new Uint8Array(await part.arrayBuffer()), BIG.subarray(7, 1048584));
+    // The SDK's download (what `storage download` runs), pointed at the service, gets every byte.
+    using sdk = new StorageClient({ server: proxy.service.url, hashWorkers: 0 });
+    const downloaded = await new Response(await sdk.download(cid)).arrayBuffer();
+    assertEquals(new Uint8Array(downloaded), BIG);
+    // Through nginx the same piece is still nginx's to send, byte for byte.
+    const proxied = await fetch(`${proxy.https}/p/${cid}`, { client });
+    assertEquals(new Uint8Array(await proxied.arrayBuffer()), BIG);
+    assertEquals(requestLines(proxy, "/p/:cid").at(-1)?.offloaded, true);
   },
 );
 

@@ -281,17 +281,26 @@ Deno.test("config: --store s3 takes endpoint and bucket from flags and the keys 
   assertOk(configError(["--store", "tape"]).includes("--store"));
 });
 
-Deno.test("config: --x-accel-redirect takes a location prefix, for the disk store only", () => {
-  assertEquals(configOf(["--x-accel-redirect", "/_pieces/"]).xAccelRedirect, "/_pieces/");
-  assertEquals(configOf([], { STORAGE_X_ACCEL_REDIRECT: "/a/b/" }).xAccelRedirect, "/a/b/");
+Deno.test("config: --x-accel-redirect takes a location prefix, for the disk store behind a proxy", () => {
+  const proxy = ["--trusted-proxies", "127.0.0.1"];
+  assertEquals(configOf([...proxy, "--x-accel-redirect", "/_pieces/"]).xAccelRedirect, "/_pieces/");
+  assertEquals(
+    configOf(proxy, { STORAGE_X_ACCEL_REDIRECT: "/a/b/" }).xAccelRedirect,
+    "/a/b/",
+  );
   for (const bad of ["_pieces/", "/_pieces", "/", "/a b/", "/a/../", "http://x/"]) {
     assertMatch(configError(["--x-accel-redirect", bad]), /--x-accel-redirect must be a path/);
   }
   const s3 = ["--store", "s3", "--s3-endpoint", "https://x.example", "--s3-bucket", "b-1"];
   const keys = { STORAGE_S3_ACCESS_KEY_ID: "a", STORAGE_S3_SECRET_ACCESS_KEY: "b" };
   assertMatch(
-    configError([...s3, "--x-accel-redirect", "/_pieces/"], keys),
+    configError([...s3, ...proxy, "--x-accel-redirect", "/_pieces/"], keys),
     /--x-accel-redirect is for --store disk/,
+  );
+  // Only requests through a trusted proxy are offloaded: without one, nothing ever would be.
+  assertMatch(
+    configError(["--x-accel-redirect", "/_pieces/"]),
+    /--x-accel-redirect needs --trusted-proxies/,
   );
 });
 

@@ -16,7 +16,7 @@ import type { Authenticator, Caller } from "../../auth/caller.ts";
 import type { IpRange } from "../../net/ip.ts";
 import type { Logger } from "../../kernel/log.ts";
 import type { RequestMetrics } from "../../metrics/request_metrics.ts";
-import { resolveClientKey } from "../../net/ip.ts";
+import { cameThroughTrustedProxy, resolveClientKey } from "../../net/ip.ts";
 import { applyDeprecationHeaders, usesQueryToken } from "./deprecation.ts";
 import { readJsonObject } from "./body.ts";
 import { applyCorsHeaders, preflightResponse } from "./cors.ts";
@@ -177,6 +177,13 @@ function requestContextOf(
     params,
     get clientKey() {
       return clientKeyOfRequest();
+    },
+    get viaTrustedProxy() {
+      return cameThroughTrustedProxy(
+        info.remoteAddr.hostname,
+        request.headers.get("x-forwarded-for"),
+        options.trustedProxies,
+      );
     },
     signal: options.uploadDrain.signal,
     bodyIdleTimeoutMs: options.bodyIdleTimeoutMs,

@@ -7,6 +7,12 @@ export interface RequestContext {
   params: Record<string, string>;
   /** Key of the client's per-IP caps: "v4:1.2.3.4" or "v6:2001:db8:0:1::/64". */
   clientKey: string;
+  /**
+   * Whether the request came through a proxy in --trusted-proxies (the peer is
+   * one and it sent X-Forwarded-For): only such a request may be answered with
+   * X-Accel-Redirect, which only that proxy turns into bytes.
+   */
+  viaTrustedProxy: boolean;
   /** Aborted when the server gives up on in-flight requests at shutdown. */
   signal: AbortSignal;
   /** Resolves the caller once (token, or sponsored when no credentials were sent). */

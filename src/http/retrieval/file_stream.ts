@@ -1,15 +1,19 @@
 /**
  * The body of GET /f/{cid} for a manifest: the bytes of a range of the whole
  * file, read piece after piece. Only the pieces the range touches are opened,
- * one at a time, each from the offset the range needs within it; memory
- * stays at one read buffer whatever the file's size.
+ * each from the offset the range needs within it, and at most two at a time
+ * (the one being sent and the next, opened ahead); memory stays at a read
+ * buffer or two whatever the file's size.
  *
  * A piece that cannot be served when its turn comes (its row gone, marked
  * corrupt, missing from the store, or delivering more or fewer bytes than the
  * manifest lists) ends the body with an error, which cuts the answer off:
  * the client sees a broken transfer, never a short or wrong file that looks
  * whole. The first piece is opened before the answer's head is sent, so a
- * file whose first piece is unavailable gets an error status instead.
+ * file whose first piece is unavailable gets an error status instead. Each
+ * next piece is opened while the last OPEN_AHEAD_BYTES of the one before are
+ * sent, so a bucket's first-byte wait is hidden instead of paid per piece;
+ * a client that goes away cancels it too.
  */
 import type { Manifest } from "../../kernel/manifest_format.ts";
 import type { ByteRange } from "../../driver/driver.ts";
@@ -73,17 +77,38 @@ export interface FileStreamOptions {
   onAbort: (error: unknown, part: PiecePart) => void;
 }
 
+/**
+ * How close to the end of a part the next one is opened: its catalog check
+ * and its store request run while these last bytes are sent, so a bucket's
+ * first-byte wait is not paid once per piece. Opened no earlier, so a slow
+ * client does not hold an idle answer from the bucket for long.
+ */
+export const OPEN_AHEAD_BYTES = 8 * 1024 * 1024;
+
 /** The parts' bytes as one stream, each part checked to deliver exactly its length. */
 export function fileStream(options: FileStreamOptions): ReadableStream<Uint8Array> {
   const { deps, parts } = options;
   let index = 0;
   let reader: ReadableStreamDefaultReader<Uint8Array> | null = options.first.getReader();
   let left = parts[0].range.length;
+  // The next part, opened ahead (OPEN_AHEAD_BYTES); its failure counts only when its turn comes.
+  let next: Promise<ReadableStream<Uint8Array>> | null = null;
+  const openAhead = () => {
+    if (next !== null || index + 1 >= parts.length || left > OPEN_AHEAD_BYTES) return;
+    next = openPart(deps, parts[index + 1]);
+    next.catch(() => {});
+  };
+  const dropAhead = async (reason?: unknown) => {
+    const pending = next;
+    next = null;
+    await pending?.then((body) => body.cancel(reason)).catch(() => {});
+  };
   const blocks = new Blocks();
   const fail = (error: unknown) => {
     options.onAbort(error, parts[index]);
     return error;
   };
+  openAhead();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
@@ -94,8 +119,11 @@ export function fileStream(options: FileStreamOptions): ReadableStream<Uint8Arra
               if (rest) controller.enqueue(rest);
               return controller.close();
             }
-            reader = (await openPart(deps, parts[index])).getReader();
+            const opening = next ?? openPart(deps, parts[index]);
+            next = null;
+            reader = (await opening).getReader();
             left = parts[index].range.length;
+            openAhead();
           }
           const { done, value } = await reader.read();
           if (done) {
@@ -107,6 +135,7 @@ export function fileStream(options: FileStreamOptions): ReadableStream<Uint8Arra
             throw new Error(`Piece ${parts[index].cid} has more bytes than the manifest lists`);
           }
           left -= value.byteLength;
+          openAhead();
           const ready = blocks.add(value);
           for (const block of ready) controller.enqueue(block);
           if (ready.length > 0) return;
@@ -114,11 +143,13 @@ export function fileStream(options: FileStreamOptions): ReadableStream<Uint8Arra
       } catch (error) {
         await reader?.cancel().catch(() => {});
         reader = null;
+        await dropAhead();
         throw fail(error);
       }
     },
     async cancel(reason) {
       await reader?.cancel(reason);
+      await dropAhead(reason);
     },
   });
 }

@@ -11,7 +11,10 @@
  * Offloaded only when nginx's answer is the service's: no Range header, or
  * one range the service would honour. A Range the service ignores (several
  * ranges, a failed If-Range, a malformed header) or refuses (416) is
- * answered by the service, so nginx never decides differently.
+ * answered by the service, so nginx never decides differently. And only a
+ * request that came through a trusted proxy (context.viaTrustedProxy) is
+ * offloaded: a client that reaches the service directly would get an empty
+ * body with a header nothing turns into bytes.
  */
 import type { BytesAnswer } from "./conditional_answer.ts";
 

@@ -4,8 +4,8 @@
  * headers and its ETag; the conditional answer (conditional_answer.ts)
  * decides 304, 206, 416 or the whole piece; then HEAD answers headers only,
  * and a GET's bytes come from memory (a small piece the cache holds), nginx
- * (--x-accel-redirect, when the route allows it), or the store, which reads
- * only the range asked for.
+ * (--x-accel-redirect, when the route allows it and the request came through
+ * a trusted proxy), or the store, which reads only the range asked for.
  */
 import type { PieceRecord } from "../../domain/catalog_records.ts";
 import type { RequestContext } from "../pipeline/context.ts";
@@ -47,7 +47,8 @@ export async function answerPiece(
   if (input.bytes) {
     return new Response(sliceOf(input.bytes, answer), { status: answer.status, headers });
   }
-  const redirect = input.offload && offloadable(answer)
+  // Only the proxy turns X-Accel-Redirect into bytes: anyone else gets them from us.
+  const redirect = input.offload && context.viaTrustedProxy && offloadable(answer)
     ? deps.offload?.redirectFor(cid) ?? null
     : null;
   if (redirect !== null) {
