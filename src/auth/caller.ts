@@ -10,6 +10,8 @@ export type TokenAccount =
   | { kind: "email"; email: string; quotaMb: number }
   | { kind: "wallet"; /** EIP-55. */ address: string };
 
+export type CredentialForm = "header" | "query" | "cookie";
+
 export interface TokenCaller {
   kind: "token";
   sub: string;
@@ -18,8 +20,11 @@ export interface TokenCaller {
   jti: string;
   /** Expiry, Unix seconds. */
   exp: number;
-  /** True when the token came in the deprecated ?token= query parameter. */
-  viaQuery: boolean;
+  /**
+   * How the request carried it: the Authorization header, the deprecated
+   * ?token= query parameter, or the page's session cookie.
+   */
+  via: CredentialForm;
 }
 
 export interface SponsoredCaller {

@@ -18,7 +18,7 @@ import { ApiError } from "../kernel/errors.ts";
 import type { Clock } from "../kernel/clock.ts";
 import { toRfc3339 } from "../kernel/clock.ts";
 import type { TokenRecord, TokenRecords } from "../domain/auth_records.ts";
-import type { TokenCaller } from "./caller.ts";
+import type { CredentialForm, TokenCaller } from "./caller.ts";
 import { SCOPES } from "../domain/vocabulary.ts";
 import type { Scope } from "../domain/vocabulary.ts";
 import type { HmacKey } from "./hmac_key.ts";
@@ -152,7 +152,7 @@ export class TokenService {
   }
 
   /** Verifies a token string and returns its caller, or throws 401 invalid_token / revoked_token. */
-  async verify(token: string, options: { viaQuery: boolean }): Promise<TokenCaller> {
+  async verify(token: string, options: { via: CredentialForm }): Promise<TokenCaller> {
     if (token.length > MAX_TOKEN_LENGTH) throw invalid("Token is too long");
     if (!token.startsWith(TOKEN_PREFIX)) throw invalid(`Token must start with ${TOKEN_PREFIX}`);
     const claims = await this.#verifySignature(token);
@@ -163,17 +163,32 @@ export class TokenService {
     if (revocation !== null) {
       throw new ApiError("revoked_token", "Token has been revoked");
     }
-    return {
-      kind: "token",
-      sub: claims.sub,
-      account: "wallet" in claims
-        ? { kind: "wallet", address: claims.wallet }
-        : { kind: "email", email: claims.email, quotaMb: claims.quotaMb },
-      scopes: claims.scopes,
-      jti: claims.jti,
-      exp: claims.exp,
-      viaQuery: options.viaQuery,
+    return callerOf(claims, options.via);
+  }
+
+  /**
+   * The caller of a token known by its jti alone (a cookie session's): what
+   * this service recorded when it issued the token, if it is still live.
+   */
+  async callerOfJti(jti: string, options: { via: CredentialForm }): Promise<TokenCaller> {
+    const record = await this.#options.records.get(jti);
+    if (record === null) throw invalid("Token was not issued by this service");
+    if (record.revokedAt !== null) throw new ApiError("revoked_token", "Token has been revoked");
+    const exp = Date.parse(record.expiresAt) / 1000;
+    if (exp <= this.#options.clock.now() / 1000) throw invalid("Token has expired");
+    const common = {
+      sub: record.sub,
+      scopes: record.scopes,
+      iat: Date.parse(record.issuedAt) / 1000,
+      exp,
+      jti,
     };
+    return callerOf(
+      record.wallet !== null
+        ? { ...common, wallet: record.wallet }
+        : { ...common, email: record.email!, quotaMb: Number(record.quotaMb) },
+      options.via,
+    );
   }
 
   async #verifySignature(token: string): Promise<TokenClaims> {
@@ -257,6 +272,20 @@ export class TokenService {
     if (!ok) throw invalid("Token claims are malformed");
     return payload as unknown as TokenClaims;
   }
+}
+
+function callerOf(claims: TokenClaims, via: CredentialForm): TokenCaller {
+  return {
+    kind: "token",
+    sub: claims.sub,
+    account: "wallet" in claims
+      ? { kind: "wallet", address: claims.wallet }
+      : { kind: "email", email: claims.email, quotaMb: claims.quotaMb },
+    scopes: claims.scopes,
+    jti: claims.jti,
+    exp: claims.exp,
+    via,
+  };
 }
 
 /** 9999-12-31T23:59:59Z: the last second an RFC 3339 timestamp (and the token record) can hold. */

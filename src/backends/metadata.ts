@@ -15,6 +15,7 @@ import type { BlockRecords, CatalogRecords } from "../domain/catalog_records.ts"
 import type { LifecycleRecords } from "../domain/lifecycle_records.ts";
 import type { ResumableUploadRecords } from "../domain/resumable_upload_records.ts";
 import type {
+  SessionRecords,
   SignupCodeRecords,
   TokenRecords,
   WalletNonceRecords,
@@ -26,6 +27,7 @@ import { SqliteLifecycleRecords } from "../db/sqlite/lifecycle_records.ts";
 import { SqliteSignupCodeRecords } from "../db/sqlite/signup_code_records.ts";
 import { SqliteTokenRecords } from "../db/sqlite/token_records.ts";
 import { SqliteWalletNonceRecords } from "../db/sqlite/wallet_nonce_records.ts";
+import { SqliteSessionRecords } from "../db/sqlite/session_records.ts";
 import { SqliteResumableUploadRecords } from "../db/sqlite/resumable_upload_records.ts";
 import type { PostgresDatabase } from "../db/postgres/postgres_database.ts";
 import { DailyCapLedger } from "../limits/daily_caps.ts";
@@ -47,6 +49,7 @@ export interface Metadata {
   readonly tokens: TokenRecords;
   readonly signupCodes: SignupCodeRecords;
   readonly walletNonces: WalletNonceRecords;
+  readonly sessions: SessionRecords;
   readonly resumableUploads: ResumableUploadRecords;
   readonly capLedger: CapLedger;
   readonly cidLocks: CidLocks;
@@ -85,6 +88,7 @@ export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
     tokens: new SqliteTokenRecords(db),
     signupCodes: new SqliteSignupCodeRecords(db),
     walletNonces: new SqliteWalletNonceRecords(db),
+    sessions: new SqliteSessionRecords(db),
     resumableUploads: new SqliteResumableUploadRecords(db),
     capLedger: new DailyCapLedger({
       clock,
@@ -129,6 +133,7 @@ export function postgresMetadata(postgres: PostgresDatabase): Metadata {
     tokens: postgres.tokens,
     signupCodes: postgres.signupCodes,
     walletNonces: postgres.walletNonces,
+    sessions: postgres.sessions,
     resumableUploads: postgres.resumableUploads,
     capLedger: postgres.capLedger,
     cidLocks: {

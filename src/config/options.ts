@@ -199,6 +199,14 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.hmacKeyReloadMs = parseInteger(v, n, { min: 1, max: 3600 }) * 1000,
   },
   {
+    flag: "query-token",
+    env: "STORAGE_QUERY_TOKEN",
+    placeholder: "on|off",
+    description: "Accept the deprecated ?token= form (off: 401, naming the header form)",
+    default: "on",
+    apply: (c, v, n) => c.queryToken = parseChoice(v, n, ["on", "off"]) === "on",
+  },
+  {
     flag: "signup-limit",
     env: "STORAGE_SIGNUP_LIMIT",
     placeholder: "COUNT",

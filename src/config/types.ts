@@ -77,6 +77,8 @@ export interface Config {
   /** How often a running server re-reads the key file to pick up a rotation. */
   hmacKeyReloadMs: number;
   tokenLifetimeDays: number;
+  /** Whether the deprecated ?token= form is accepted (--query-token on; off until v1 drops it). */
+  queryToken: boolean;
   /** Successful signups allowed per client IP per hour. */
   signupsPerHour: number;
   /** Refuse cids the server cannot verify (opaque names). */

@@ -83,3 +83,19 @@ export interface WalletNonceRecords {
   /** Forgets nonces that expired unspent; returns how many. */
   pruneExpired(nowMs: number): Promise<number>;
 }
+
+/**
+ * The page's cookie sessions: a session is the SHA-256 of its cookie's secret
+ * (the secret itself is only in the browser's cookie jar), the token it acts
+ * as, and when it ends (the token's expiry). A leaked database holds no
+ * cookie.
+ */
+export interface SessionRecords {
+  insert(session: { idHash: string; jti: string; expiresMs: number }): Promise<void>;
+  /** The jti of a live session, or null when it is unknown, ended or expired. */
+  jtiOf(idHash: string, nowMs: number): Promise<string | null>;
+  /** Ends a session; true when there was one. */
+  delete(idHash: string): Promise<boolean>;
+  /** Forgets sessions expired by `nowMs`; returns how many. */
+  pruneExpired(nowMs: number): Promise<number>;
+}

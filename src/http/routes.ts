@@ -7,6 +7,7 @@
 import type { SignupVerification } from "../auth/signup_verification.ts";
 import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import type { TokenService } from "../auth/tokens.ts";
+import type { SessionService } from "../auth/sessions.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { Config } from "../config/mod.ts";
 import type { CatalogRecords } from "../domain/catalog_records.ts";
@@ -54,6 +55,11 @@ import type { Handler, Route } from "./pipeline/router.ts";
 import { createSignupHandler, createSignupVerifyHandler } from "./account/signup.ts";
 import type { SignupDeps } from "./account/signup.ts";
 import { createRevokeHandler, createTokenListHandler } from "./account/tokens.ts";
+import {
+  createSessionEndHandler,
+  createSessionInfoHandler,
+  createSessionStartHandler,
+} from "./account/session.ts";
 import type { UploadDrain } from "./pipeline/upload_drain.ts";
 import { createUploadHandler } from "./upload/upload.ts";
 import { createTusHandlers, TUS_PATH, tusDocs } from "./tus/tus.ts";
@@ -66,8 +72,10 @@ import { createWalletNonceHandler, createWalletSignInHandler } from "./account/w
 import { createWebHandlers } from "./service/web.ts";
 import {
   deleteDealDoc,
+  endSessionDoc,
   extendDealDoc,
   getLimitsDoc,
+  getSessionDoc,
   getUsageDoc,
   getWalletNonceDoc,
   listFilesDoc,
@@ -75,6 +83,7 @@ import {
   revokeTokenDoc,
   signInWithWalletDoc,
   signupDoc,
+  startSessionDoc,
   verifySignupDoc,
 } from "./docs/account_docs.ts";
 import { getIpfsDoc } from "./docs/ipfs_docs.ts";
@@ -98,6 +107,8 @@ export interface RouteServices {
   records: CatalogRecords;
   tokenRecords: TokenRecords;
   tokens: TokenService;
+  /** The page's cookie sessions. */
+  sessions: SessionService;
   catalog: PieceCatalog;
   digests: PieceDigests;
   ledger: CapLedger;
@@ -132,6 +143,9 @@ export interface RouteServices {
   /** What GET /metrics renders; null with --metrics false. */
   metrics: ServiceMetrics | null;
 }
+
+/** The web page's cookie session. */
+const SESSION_PATH = "/api/auth/session";
 
 /** The upload route (also how the metrics tell uploads from other answers). */
 export const UPLOAD_PATH = "/api/upload";
@@ -178,6 +192,9 @@ export function createRoutes(services: RouteServices): Route[] {
     ["POST", "/api/auth/signup/verify", createSignupVerifyHandler(signup), verifySignupDoc],
     ["GET", "/api/auth/wallet/nonce", createWalletNonceHandler(wallet), getWalletNonceDoc],
     ["POST", "/api/auth/wallet", createWalletSignInHandler(wallet), signInWithWalletDoc],
+    ["GET", SESSION_PATH, createSessionInfoHandler(), getSessionDoc],
+    ["POST", SESSION_PATH, createSessionStartHandler(services), startSessionDoc],
+    ["DELETE", SESSION_PATH, createSessionEndHandler(services), endSessionDoc],
     ["POST", "/api/tokens/revoke", createRevokeHandler(services), revokeTokenDoc],
     ["GET", "/api/tokens", createTokenListHandler(services), listTokensDoc],
     ["GET", "/api/files", createFilesHandler(services), listFilesDoc],

@@ -30,6 +30,7 @@ export const ERROR_STATUS = {
   invalid_signature: 401,
   insufficient_scope: 403,
   signup_closed: 403,
+  csrf_rejected: 403,
   not_found: 404,
   method_not_allowed: 405,
   not_acceptable: 406,

@@ -64,6 +64,28 @@ export interface SignupResult {
   jti: string;
 }
 
+/**
+ * Who a request acts as (GET /api/auth/session), and the answer of
+ * POST /api/auth/session: the session's token, described, never the token.
+ */
+export interface SessionInfo {
+  signedIn: boolean;
+  /** How the request carried its credentials; null when it carried none. */
+  via: "header" | "query" | "cookie" | null;
+  /** The rest are null when signedIn is false. */
+  userId: string | null;
+  /** The e-mail address of an e-mail token. */
+  email: string | null;
+  /** The EIP-55 address of a wallet token. */
+  wallet: string | null;
+  scopes: Scope[];
+  /** MiB a day (e-mail tokens); null for a wallet, whose quota follows its balance. */
+  quotaMb: number | null;
+  /** RFC 3339: when the token (and with it the session) ends. */
+  expiresAt: string | null;
+  jti: string | null;
+}
+
 /** 202 from POST /api/auth/signup in verify mode: a code was mailed. */
 export interface SignupVerificationSent {
   status: "verification_sent";
@@ -106,6 +128,11 @@ export interface WalletSignInResult {
 /** POST /api/deals: a deal on bytes already stored under cid, without sending them. */
 export interface DealRequest {
   cid: string;
+}
+
+/** POST /api/auth/session: the token the session acts as. */
+export interface SessionRequest {
+  token: string;
 }
 
 export interface RevokeRequest {

@@ -33,6 +33,7 @@ import type { Authenticator } from "../auth/caller.ts";
 import type { HmacKey } from "../auth/hmac_key.ts";
 import { SignupVerification } from "../auth/signup_verification.ts";
 import { TokenService } from "../auth/tokens.ts";
+import { SessionService } from "../auth/sessions.ts";
 import { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import { createSmtpMailer } from "../mail/mailer.ts";
 import type { Mailer } from "../mail/mailer.ts";
@@ -141,6 +142,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     gc: pieces.gc,
     jobs: pieces.jobs,
     tokens: accounts.tokens,
+    sessions: accounts.sessions,
     authenticator: accounts.authenticator,
     policies: accounts.policies,
     signupLimit: accounts.signupLimit,
@@ -288,6 +290,7 @@ function buildAccountServices(deps: ServiceDeps) {
     lifetimeDays: config.tokenLifetimeDays,
     maxQuotaMb: Math.floor(config.token.dailyCapBytes / MIB),
   });
+  const sessions = new SessionService({ tokens, records: deps.metadata.sessions, clock });
   const stopWatchingKey = hmacKey.watch(
     config.hmacKeyReloadMs,
     (error) => logger.error("cannot reload HMAC key", { error: String(error) }),
@@ -307,7 +310,8 @@ function buildAccountServices(deps: ServiceDeps) {
   return {
     tokens,
     stopWatchingKey,
-    authenticator: createAuthenticator(tokens),
+    sessions,
+    authenticator: createAuthenticator({ tokens, sessions, queryToken: config.queryToken }),
     walletChain,
     policies: new UploadPolicies({ config, walletBalances: walletChain }),
     signupLimit: new WindowLimit({

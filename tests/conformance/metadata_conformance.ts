@@ -345,6 +345,20 @@ export function runMetadataConformance(
     assertEquals(await nonces.pruneExpired(1_500), 1);
   });
 
+  test("sessions: a hash finds its token's jti until it ends or expires", async ({ metadata }) => {
+    const sessions = metadata.sessions;
+    const hash = (c: string) => c.repeat(64);
+    await sessions.insert({ idHash: hash("a"), jti: "jti-a", expiresMs: 2_000 });
+    await sessions.insert({ idHash: hash("b"), jti: "jti-b", expiresMs: 1_000 });
+    assertEquals(await sessions.jtiOf(hash("a"), 1_500), "jti-a");
+    assertEquals(await sessions.jtiOf(hash("b"), 1_500), null, "expired");
+    assertEquals(await sessions.jtiOf(hash("c"), 1_500), null, "unknown");
+    assertEquals(await sessions.pruneExpired(1_500), 1);
+    assertEquals(await sessions.delete(hash("a")), true);
+    assertEquals(await sessions.delete(hash("a")), false);
+    assertEquals(await sessions.jtiOf(hash("a"), 1_500), null, "ended");
+  });
+
   test("cap ledger: parallel reservations never pass the cap together", async ({ metadata }) => {
     const ledger = metadata.capLedger;
     const results = await Promise.all(

@@ -15,6 +15,7 @@ export type {
   Limits,
   RevokeResult,
   Scope,
+  SessionInfo,
   SignupResult,
   SignupVerificationSent,
   Tier,

@@ -31,6 +31,7 @@ import type {
   Limits,
   PieceUploadResponse,
   RevokeResult,
+  SessionInfo,
   SignupRequest,
   SignupResult,
   SignupVerificationSent,
@@ -139,6 +140,40 @@ export class StorageClient implements Disposable {
       body,
       auth: false,
       repeatable: "only-if-not-done",
+    });
+  }
+
+  /**
+   * Who this client acts as (GET /api/auth/session): its token, or, in a browser on
+   * the server's own page, the session cookie; `signedIn: false` when neither.
+   */
+  session(): Promise<SessionInfo> {
+    return this.#transport.json({ method: "GET", path: "/api/auth/session", repeatable: "safe" });
+  }
+
+  /**
+   * Signs the server's own web page in with `token`: the server sets its HttpOnly
+   * session cookie, so the page keeps no token in script reach. Only the server's
+   * own origin may (403 csrf_rejected elsewhere); a CLI or backend sends its
+   * token instead.
+   */
+  startSession(token: string): Promise<SessionInfo> {
+    return this.#transport.json({
+      method: "POST",
+      path: "/api/auth/session",
+      body: { token },
+      auth: false,
+      repeatable: "only-if-not-done",
+    });
+  }
+
+  /** Ends the page's cookie session (the token itself stays valid). */
+  endSession(): Promise<SessionInfo> {
+    return this.#transport.json({
+      method: "DELETE",
+      path: "/api/auth/session",
+      auth: false,
+      repeatable: "safe",
     });
   }
 

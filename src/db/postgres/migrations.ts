@@ -167,6 +167,16 @@ CREATE INDEX pieces_by_piece_cid_v1 ON pieces (piece_cid_v1) WHERE piece_cid_v1 
 CREATE INDEX pieces_without_piece_cid_v2 ON pieces (cid) WHERE piece_cid_v2 IS NULL;
 `;
 
+/** The page's cookie sessions (SQLite's migration 16 has the why). */
+const SESSIONS = `
+CREATE TABLE sessions (
+  id_hash    TEXT PRIMARY KEY CHECK (length(id_hash) = 64),
+  jti        TEXT NOT NULL,
+  expires_ms BIGINT NOT NULL
+);
+CREATE INDEX sessions_by_expiry ON sessions (expires_ms);
+`;
+
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, sql: INITIAL },
   { version: 2, sql: SIGNUP_CODES_PER_CLIENT },
@@ -174,4 +184,6 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 4, sql: LIFECYCLE },
   { version: 5, sql: RESUMABLE_UPLOADS },
   { version: 6, sql: PIECE_CIDS },
+  // 7 to 9 are other branches' (they land beside this one); the runner takes gaps.
+  { version: 10, sql: SESSIONS },
 ];

@@ -7,12 +7,12 @@
  */
 import {
   BYTES_BODY_FRAMING,
+  CHANGE_TOKEN_ERRORS,
   CID_DESCRIPTION,
   CID_SCHEMA,
   CONTENT_LENGTH_ERRORS,
   JSON_BODY_ERRORS,
   STORING_ERRORS,
-  TOKEN_ERRORS,
 } from "./route_doc.ts";
 import type { RouteDoc } from "./route_doc.ts";
 import type { HeaderUse } from "./schemas/headers.ts";
@@ -75,7 +75,7 @@ export const uploadDoc: RouteDoc = {
   ...answeredAsAnUpload("Stored (or already stored with the same bytes)"),
   errors: [
     "invalid_cid",
-    ...TOKEN_ERRORS,
+    ...CHANGE_TOKEN_ERRORS,
     "insufficient_scope",
     ...CONTENT_LENGTH_ERRORS,
     "invalid_content_type",
@@ -101,7 +101,7 @@ export const createDealDoc: RouteDoc = {
   errors: [
     ...JSON_BODY_ERRORS,
     "invalid_cid",
-    ...TOKEN_ERRORS,
+    ...CHANGE_TOKEN_ERRORS,
     "insufficient_scope",
     "not_found",
     "piece_corrupt",
@@ -136,7 +136,7 @@ export const computePieceCidDoc: RouteDoc = {
     body: { json: "PieceCidResult" },
   }],
   errors: [
-    ...TOKEN_ERRORS,
+    ...CHANGE_TOKEN_ERRORS,
     "insufficient_scope",
     ...CONTENT_LENGTH_ERRORS,
     "too_large",

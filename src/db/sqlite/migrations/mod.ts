@@ -16,6 +16,7 @@ import { sql as blocks } from "./0009_blocks.ts";
 import { sql as lifecycle } from "./0010_lifecycle.ts";
 import { sql as resumableUploads } from "./0011_resumable_uploads.ts";
 import { sql as pieceCids } from "./0012_piece_cids.ts";
+import { sql as sessions } from "./0016_sessions.ts";
 
 export interface Migration {
   version: number;
@@ -42,4 +43,6 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, name: "lifecycle", sql: lifecycle },
   { version: 11, name: "resumable_uploads", sql: resumableUploads },
   { version: 12, name: "piece_cids", sql: pieceCids },
+  // 13 to 15 are other branches' (they land beside this one); the runner takes gaps.
+  { version: 16, name: "sessions", sql: sessions },
 ];

@@ -39,6 +39,8 @@ export interface SchemaTypes {
   WalletSignInRequest: Wire.WalletSignInRequest;
   WalletSignInResult: Wire.WalletSignInResult;
   RevokeRequest: Wire.RevokeRequest;
+  SessionRequest: Wire.SessionRequest;
+  SessionInfo: Wire.SessionInfo;
   DealRequest: Wire.DealRequest;
   RevokeResult: Wire.RevokeResult;
   TokenInfo: Wire.TokenInfo;
@@ -215,6 +217,26 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
     scopes: arrayOf(enumOf(SCOPES)),
     expiresAt: dateTimeSchema,
     jti: { ...stringSchema, description: "The token's id: revoke it with this" },
+  }),
+  SessionRequest: objectOf({
+    token: { ...stringSchema, minLength: 1, description: "pk_live_<JWT>: the session acts as it" },
+  }),
+  SessionInfo: objectOf({
+    signedIn: booleanSchema,
+    via: {
+      ...nullable(enumOf(["header", "query", "cookie"])),
+      description: "How the request carried its credentials; null: none",
+    },
+    userId: nullable(stringSchema),
+    email: { ...nullable(stringSchema), description: "An e-mail token's address" },
+    wallet: { ...nullable(stringSchema), description: "A wallet token's address (EIP-55)" },
+    scopes: arrayOf(enumOf(SCOPES)),
+    quotaMb: {
+      ...nullable(integerSchema),
+      description: "An e-mail token's daily quota in MiB; null for a wallet",
+    },
+    expiresAt: { ...nullable(dateTimeSchema), description: "When the token (and session) ends" },
+    jti: { ...nullable(stringSchema), description: "The token's id" },
   }),
   RevokeRequest: objectOf({
     jti: { ...stringSchema, minLength: 1, maxLength: 128, description: "The token's id" },
