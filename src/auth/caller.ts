@@ -10,7 +10,7 @@ export type TokenAccount =
   | { kind: "email"; email: string; quotaMb: number }
   | { kind: "wallet"; /** EIP-55. */ address: string };
 
-export type CredentialForm = "header" | "query" | "cookie";
+export type CredentialForm = "header" | "query" | "cookie" | "link";
 
 export interface TokenCaller {
   kind: "token";
@@ -22,7 +22,8 @@ export interface TokenCaller {
   exp: number;
   /**
    * How the request carried it: the Authorization header, the deprecated
-   * ?token= query parameter, or the page's session cookie.
+   * ?token= query parameter, the page's session cookie, or a signed upload
+   * link the token's owner made (auth/upload_links.ts).
    */
   via: CredentialForm;
 }

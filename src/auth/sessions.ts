@@ -15,16 +15,13 @@
  * requests from other sites; this also covers other origins of one site
  * (another port or subdomain).
  */
-import { createHash } from "node:crypto";
 import { ApiError } from "../kernel/errors.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { SessionRecords } from "../domain/auth_records.ts";
 import type { TokenCaller } from "./caller.ts";
 import { SESSION_COOKIE } from "./credentials.ts";
 import type { TokenService } from "./tokens.ts";
-
-/** 32 random bytes, base64url without padding. */
-const SECRET_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+import { hashOfSecret, newSecret, SECRET_PATTERN } from "./secrets.ts";
 
 export interface SessionServiceOptions {
   tokens: TokenService;
@@ -43,12 +40,13 @@ export class SessionService {
   async start(token: string): Promise<{ secret: string; caller: TokenCaller }> {
     const { tokens, records, clock } = this.#options;
     const caller = await tokens.verify(token, { via: "cookie" });
-    const secret = crypto.getRandomValues(new Uint8Array(32)).toBase64({
-      alphabet: "base64url",
-      omitPadding: true,
-    });
+    const secret = newSecret();
     await records.pruneExpired(clock.now());
-    await records.insert({ idHash: hashOf(secret), jti: caller.jti, expiresMs: caller.exp * 1000 });
+    await records.insert({
+      idHash: hashOfSecret(secret),
+      jti: caller.jti,
+      expiresMs: caller.exp * 1000,
+    });
     return { secret, caller };
   }
 
@@ -56,7 +54,7 @@ export class SessionService {
   async authenticate(secret: string): Promise<TokenCaller> {
     const { tokens, records, clock } = this.#options;
     const jti = SECRET_PATTERN.test(secret)
-      ? await records.jtiOf(hashOf(secret), clock.now())
+      ? await records.jtiOf(hashOfSecret(secret), clock.now())
       : null;
     if (jti === null) {
       throw new ApiError("invalid_token", "The session has ended; sign in again");
@@ -66,12 +64,8 @@ export class SessionService {
 
   /** Ends the session of a cookie (nothing when it had none). */
   async end(secret: string): Promise<void> {
-    if (SECRET_PATTERN.test(secret)) await this.#options.records.delete(hashOf(secret));
+    if (SECRET_PATTERN.test(secret)) await this.#options.records.delete(hashOfSecret(secret));
   }
-}
-
-function hashOf(secret: string): string {
-  return createHash("sha256").update(secret).digest("hex");
 }
 
 /** The Set-Cookie of a new session: a browser session's cookie, for this origin only. */

@@ -18,6 +18,7 @@ import type {
   SessionRecords,
   SignupCodeRecords,
   TokenRecords,
+  UploadLinkRecords,
   WalletNonceRecords,
 } from "../domain/auth_records.ts";
 import type { Database } from "../db/sqlite/database.ts";
@@ -28,6 +29,7 @@ import { SqliteSignupCodeRecords } from "../db/sqlite/signup_code_records.ts";
 import { SqliteTokenRecords } from "../db/sqlite/token_records.ts";
 import { SqliteWalletNonceRecords } from "../db/sqlite/wallet_nonce_records.ts";
 import { SqliteSessionRecords } from "../db/sqlite/session_records.ts";
+import { SqliteUploadLinkRecords } from "../db/sqlite/upload_link_records.ts";
 import { SqliteResumableUploadRecords } from "../db/sqlite/resumable_upload_records.ts";
 import type { PostgresDatabase } from "../db/postgres/postgres_database.ts";
 import { DailyCapLedger } from "../limits/daily_caps.ts";
@@ -50,6 +52,7 @@ export interface Metadata {
   readonly signupCodes: SignupCodeRecords;
   readonly walletNonces: WalletNonceRecords;
   readonly sessions: SessionRecords;
+  readonly uploadLinks: UploadLinkRecords;
   readonly resumableUploads: ResumableUploadRecords;
   readonly capLedger: CapLedger;
   readonly cidLocks: CidLocks;
@@ -89,6 +92,7 @@ export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
     signupCodes: new SqliteSignupCodeRecords(db),
     walletNonces: new SqliteWalletNonceRecords(db),
     sessions: new SqliteSessionRecords(db),
+    uploadLinks: new SqliteUploadLinkRecords(db),
     resumableUploads: new SqliteResumableUploadRecords(db),
     capLedger: new DailyCapLedger({
       clock,
@@ -134,6 +138,7 @@ export function postgresMetadata(postgres: PostgresDatabase): Metadata {
     signupCodes: postgres.signupCodes,
     walletNonces: postgres.walletNonces,
     sessions: postgres.sessions,
+    uploadLinks: postgres.uploadLinks,
     resumableUploads: postgres.resumableUploads,
     capLedger: postgres.capLedger,
     cidLocks: {

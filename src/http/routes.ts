@@ -8,6 +8,7 @@ import type { SignupVerification } from "../auth/signup_verification.ts";
 import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { SessionService } from "../auth/sessions.ts";
+import type { UploadLinks } from "../auth/upload_links.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { Config } from "../config/mod.ts";
 import type { CatalogRecords } from "../domain/catalog_records.ts";
@@ -62,6 +63,12 @@ import {
 } from "./account/session.ts";
 import type { UploadDrain } from "./pipeline/upload_drain.ts";
 import { createUploadHandler } from "./upload/upload.ts";
+import {
+  createLinkUploadHandler,
+  createUploadLinkHandler,
+  UPLOAD_LINKS_PATH,
+} from "./upload/upload_links.ts";
+import { createUploadLinkDoc, uploadThroughLinkDoc } from "./docs/upload_link_docs.ts";
 import { createTusHandlers, TUS_PATH, tusDocs } from "./tus/tus.ts";
 import { tusDiscoveryHeaders } from "./tus/tus_protocol.ts";
 import type { ResumableUploads } from "../uploads/resumable.ts";
@@ -109,6 +116,8 @@ export interface RouteServices {
   tokens: TokenService;
   /** The page's cookie sessions. */
   sessions: SessionService;
+  /** Signed upload links. */
+  uploadLinks: UploadLinks;
   catalog: PieceCatalog;
   digests: PieceDigests;
   ledger: CapLedger;
@@ -168,6 +177,7 @@ export function createRoutes(services: RouteServices): Route[] {
   // POST /api/upload, the tus endpoint and POST /api/deals are the upload pipeline's adapters.
   const pipeline = new UploadPipeline(services);
   const uploads = { baseUrl: services.baseUrl, uploads: pipeline };
+  const links = { ...uploads, config: services.config, links: services.uploadLinks };
   const upload = services.uploadDrain.guard(createUploadHandler(uploads));
   const tus = createTusHandlers({
     baseUrl: services.baseUrl,
@@ -200,6 +210,13 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", "/api/files", createFilesHandler(services), listFilesDoc],
     ["GET", "/api/usage", createUsageHandler(services), getUsageDoc],
     ["POST", "/api/deals", createDealCreateHandler(uploads), createDealDoc],
+    ["POST", UPLOAD_LINKS_PATH, createUploadLinkHandler(links), createUploadLinkDoc],
+    [
+      "POST",
+      `${UPLOAD_LINKS_PATH}/:link`,
+      services.uploadDrain.guard(createLinkUploadHandler(links)),
+      uploadThroughLinkDoc,
+    ],
     ["POST", "/api/deals/:dealId/extend", createExtendDealHandler(services), extendDealDoc],
     ["DELETE", "/api/deals/:dealId", createDeleteDealHandler(services), deleteDealDoc],
     ["GET", "/api/limits", createLimitsHandler(services), getLimitsDoc],

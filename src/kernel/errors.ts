@@ -28,6 +28,7 @@ export const ERROR_STATUS = {
   invalid_token: 401,
   revoked_token: 401,
   invalid_signature: 401,
+  invalid_link: 401,
   insufficient_scope: 403,
   signup_closed: 403,
   csrf_rejected: 403,

@@ -130,6 +130,26 @@ export interface DealRequest {
   cid: string;
 }
 
+/** POST /api/upload-links: the one upload a signed link allows, and how long it lives. */
+export interface UploadLinkRequest {
+  cid: string;
+  /** Bytes: the upload's Content-Length. */
+  size: number;
+  /** The upload's Content-Type, exactly. */
+  contentType: string;
+  /** Stored with the upload (X-Filename may then only repeat it). */
+  filename?: string | null;
+  /** 1 to 3600 (the default). */
+  expiresInSeconds?: number;
+}
+
+/** 201 from POST /api/upload-links: where to POST the bytes once, and until when. */
+export interface UploadLink {
+  url: string;
+  /** RFC 3339. */
+  expiresAt: string;
+}
+
 /** POST /api/auth/session: the token the session acts as. */
 export interface SessionRequest {
   token: string;

@@ -34,6 +34,7 @@ import type { HmacKey } from "../auth/hmac_key.ts";
 import { SignupVerification } from "../auth/signup_verification.ts";
 import { TokenService } from "../auth/tokens.ts";
 import { SessionService } from "../auth/sessions.ts";
+import { UploadLinks } from "../auth/upload_links.ts";
 import { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import { createSmtpMailer } from "../mail/mailer.ts";
 import type { Mailer } from "../mail/mailer.ts";
@@ -143,6 +144,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     jobs: pieces.jobs,
     tokens: accounts.tokens,
     sessions: accounts.sessions,
+    uploadLinks: accounts.uploadLinks,
     authenticator: accounts.authenticator,
     policies: accounts.policies,
     signupLimit: accounts.signupLimit,
@@ -311,6 +313,7 @@ function buildAccountServices(deps: ServiceDeps) {
     tokens,
     stopWatchingKey,
     sessions,
+    uploadLinks: new UploadLinks({ tokens, records: deps.metadata.uploadLinks, clock }),
     authenticator: createAuthenticator({ tokens, sessions, queryToken: config.queryToken }),
     walletChain,
     policies: new UploadPolicies({ config, walletBalances: walletChain }),

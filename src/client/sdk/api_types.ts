@@ -22,6 +22,8 @@ export type {
   TierInfo,
   TokenInfo,
   TokenList,
+  UploadLink,
+  UploadLinkRequest,
   Usage,
   UsageDay,
   WalletLimits,

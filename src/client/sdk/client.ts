@@ -36,6 +36,8 @@ import type {
   SignupResult,
   SignupVerificationSent,
   TokenList,
+  UploadLink,
+  UploadLinkRequest,
   Usage,
 } from "./api_types.ts";
 import type { HashWorkerPool } from "../../kernel/piece_cid/mod.ts";
@@ -174,6 +176,20 @@ export class StorageClient implements Disposable {
       path: "/api/auth/session",
       auth: false,
       repeatable: "safe",
+    });
+  }
+
+  /**
+   * A signed link for one upload of exactly this cid, size and Content-Type, which
+   * anyone may POST once without credentials (uploadThroughLink) within the hour
+   * at most; it counts as this token's upload (scope `put`).
+   */
+  createUploadLink(request: UploadLinkRequest): Promise<UploadLink> {
+    return this.#transport.json({
+      method: "POST",
+      path: "/api/upload-links",
+      body: request,
+      repeatable: "only-if-not-done",
     });
   }
 

@@ -177,6 +177,20 @@ CREATE TABLE sessions (
 CREATE INDEX sessions_by_expiry ON sessions (expires_ms);
 `;
 
+/** Signed upload links (SQLite's migration 17 has the why). */
+const UPLOAD_LINKS = `
+CREATE TABLE upload_links (
+  id_hash      TEXT PRIMARY KEY CHECK (length(id_hash) = 64),
+  jti          TEXT NOT NULL,
+  cid          TEXT COLLATE "C" NOT NULL,
+  size         BIGINT NOT NULL CHECK (size > 0),
+  content_type TEXT NOT NULL,
+  filename     TEXT,
+  expires_ms   BIGINT NOT NULL
+);
+CREATE INDEX upload_links_by_expiry ON upload_links (expires_ms);
+`;
+
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, sql: INITIAL },
   { version: 2, sql: SIGNUP_CODES_PER_CLIENT },
@@ -186,4 +200,5 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 6, sql: PIECE_CIDS },
   // 7 to 9 are other branches' (they land beside this one); the runner takes gaps.
   { version: 10, sql: SESSIONS },
+  { version: 11, sql: UPLOAD_LINKS },
 ];

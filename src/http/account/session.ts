@@ -77,7 +77,8 @@ function sessionInfoOf(caller: Caller): SessionInfo {
   const { account } = caller;
   return {
     signedIn: true,
-    via: caller.via,
+    // A signed link's caller never reaches this endpoint: links only upload.
+    via: caller.via === "link" ? null : caller.via,
     userId: caller.sub,
     email: account.kind === "email" ? account.email : null,
     wallet: account.kind === "wallet" ? account.address : null,

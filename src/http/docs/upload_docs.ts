@@ -5,6 +5,7 @@
  * the tus routes' doc is (tus_docs.ts), so a handler's file is the adapter
  * and nothing else; several docs share the upload's answer.
  */
+import type { ErrorCode } from "../../kernel/errors.ts";
 import {
   BYTES_BODY_FRAMING,
   CHANGE_TOKEN_ERRORS,
@@ -33,6 +34,16 @@ function answeredAsAnUpload(description: string): Pick<RouteDoc, "responses" | "
     errorHeaders: { 429: RATE_LIMIT_HEADERS },
   };
 }
+
+/** What a body of bytes can be refused with once its Content-Length is read, until it is stored. */
+export const STORED_BODY_ERRORS = [
+  "invalid_filename",
+  "invalid_manifest",
+  "manifest_incomplete",
+  "invalid_car",
+  ...STORING_ERRORS,
+  "storage_offline",
+] as const satisfies ErrorCode[];
 
 export const uploadDoc: RouteDoc = {
   operationId: "upload",
@@ -79,12 +90,7 @@ export const uploadDoc: RouteDoc = {
     "insufficient_scope",
     ...CONTENT_LENGTH_ERRORS,
     "invalid_content_type",
-    "invalid_filename",
-    "invalid_manifest",
-    "manifest_incomplete",
-    "invalid_car",
-    ...STORING_ERRORS,
-    "storage_offline",
+    ...STORED_BODY_ERRORS,
   ],
 };
 

@@ -42,6 +42,8 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   invalid_token: "The token is not valid: it may be mistyped, expired, or from another server.",
   revoked_token: "This token has been revoked and no longer works.",
   invalid_signature: "The wallet's signature did not check out. Please sign in again.",
+  invalid_link:
+    "This upload link no longer works: it was used already, has expired, or is for another file.",
   insufficient_scope: "This token does not have the permission this needs.",
   signup_closed: "This server does not hand out tokens here. Ask its operator for one.",
   csrf_rejected:

@@ -17,6 +17,7 @@ import { sql as lifecycle } from "./0010_lifecycle.ts";
 import { sql as resumableUploads } from "./0011_resumable_uploads.ts";
 import { sql as pieceCids } from "./0012_piece_cids.ts";
 import { sql as sessions } from "./0016_sessions.ts";
+import { sql as uploadLinks } from "./0017_upload_links.ts";
 
 export interface Migration {
   version: number;
@@ -45,4 +46,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, name: "piece_cids", sql: pieceCids },
   // 13 to 15 are other branches' (they land beside this one); the runner takes gaps.
   { version: 16, name: "sessions", sql: sessions },
+  { version: 17, name: "upload_links", sql: uploadLinks },
 ];

@@ -26,6 +26,7 @@ import {
   uriSchema,
 } from "./json_schema.ts";
 import type { JsonSchema } from "./json_schema.ts";
+import { SESSION_AND_LINK_SCHEMAS } from "./session_bodies.ts";
 
 /** Each published schema's TypeScript type: the handlers build their answers as these. */
 export interface SchemaTypes {
@@ -40,6 +41,8 @@ export interface SchemaTypes {
   WalletSignInResult: Wire.WalletSignInResult;
   RevokeRequest: Wire.RevokeRequest;
   SessionRequest: Wire.SessionRequest;
+  UploadLinkRequest: Wire.UploadLinkRequest;
+  UploadLink: Wire.UploadLink;
   SessionInfo: Wire.SessionInfo;
   DealRequest: Wire.DealRequest;
   RevokeResult: Wire.RevokeResult;
@@ -218,26 +221,7 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
     expiresAt: dateTimeSchema,
     jti: { ...stringSchema, description: "The token's id: revoke it with this" },
   }),
-  SessionRequest: objectOf({
-    token: { ...stringSchema, minLength: 1, description: "pk_live_<JWT>: the session acts as it" },
-  }),
-  SessionInfo: objectOf({
-    signedIn: booleanSchema,
-    via: {
-      ...nullable(enumOf(["header", "query", "cookie"])),
-      description: "How the request carried its credentials; null: none",
-    },
-    userId: nullable(stringSchema),
-    email: { ...nullable(stringSchema), description: "An e-mail token's address" },
-    wallet: { ...nullable(stringSchema), description: "A wallet token's address (EIP-55)" },
-    scopes: arrayOf(enumOf(SCOPES)),
-    quotaMb: {
-      ...nullable(integerSchema),
-      description: "An e-mail token's daily quota in MiB; null for a wallet",
-    },
-    expiresAt: { ...nullable(dateTimeSchema), description: "When the token (and session) ends" },
-    jti: { ...nullable(stringSchema), description: "The token's id" },
-  }),
+  ...SESSION_AND_LINK_SCHEMAS,
   RevokeRequest: objectOf({
     jti: { ...stringSchema, minLength: 1, maxLength: 128, description: "The token's id" },
   }),
