@@ -9,6 +9,8 @@ import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import type { TokenService } from "../auth/tokens.ts";
 import type { SessionService } from "../auth/sessions.ts";
 import type { UploadLinks } from "../auth/upload_links.ts";
+import type { RsaKeyRing } from "../auth/rsa_keys.ts";
+import { createJwksHandler, JWKS_PATH } from "./account/jwks.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { Config } from "../config/mod.ts";
 import type { CatalogRecords } from "../domain/catalog_records.ts";
@@ -81,6 +83,7 @@ import {
   deleteDealDoc,
   endSessionDoc,
   extendDealDoc,
+  getJwksDoc,
   getLimitsDoc,
   getSessionDoc,
   getUsageDoc,
@@ -118,6 +121,8 @@ export interface RouteServices {
   sessions: SessionService;
   /** Signed upload links. */
   uploadLinks: UploadLinks;
+  /** The RSA keys of --token-alg RS256 (their public halves are published); null under HS256. */
+  rsaKeys: RsaKeyRing | null;
   catalog: PieceCatalog;
   digests: PieceDigests;
   ledger: CapLedger;
@@ -200,6 +205,7 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", IPFS_PATH, createIpfsHandler({ blocks: services.ipfsBlocks }), getIpfsDoc],
     ["POST", "/api/auth/signup", createSignupHandler(signup), signupDoc],
     ["POST", "/api/auth/signup/verify", createSignupVerifyHandler(signup), verifySignupDoc],
+    ["GET", JWKS_PATH, createJwksHandler(services), getJwksDoc],
     ["GET", "/api/auth/wallet/nonce", createWalletNonceHandler(wallet), getWalletNonceDoc],
     ["POST", "/api/auth/wallet", createWalletSignInHandler(wallet), signInWithWalletDoc],
     ["GET", SESSION_PATH, createSessionInfoHandler(), getSessionDoc],

@@ -64,24 +64,18 @@ export interface SignupResult {
   jti: string;
 }
 
-/**
- * Who a request acts as (GET /api/auth/session), and the answer of
- * POST /api/auth/session: the session's token, described, never the token.
- */
+/** Who a request acts as (GET, POST /api/auth/session): its token described, never the token. */
 export interface SessionInfo {
   signedIn: boolean;
   /** How the request carried its credentials; null when it carried none. */
   via: "header" | "query" | "cookie" | null;
-  /** The rest are null when signedIn is false. */
+  /** The rest are null (scopes empty) when signed out; email or wallet by the token's kind. */
   userId: string | null;
-  /** The e-mail address of an e-mail token. */
   email: string | null;
-  /** The EIP-55 address of a wallet token. */
   wallet: string | null;
   scopes: Scope[];
-  /** MiB a day (e-mail tokens); null for a wallet, whose quota follows its balance. */
+  /** quotaMb: e-mail tokens only; expiresAt: when the token (and the session) ends. */
   quotaMb: number | null;
-  /** RFC 3339: when the token (and with it the session) ends. */
   expiresAt: string | null;
   jti: string | null;
 }
@@ -130,30 +124,30 @@ export interface DealRequest {
   cid: string;
 }
 
+/** GET /.well-known/jwks.json (RFC 7517): the RSA keys that verify live RS256 tokens, by kid. */
+export interface Jwks {
+  keys: JwkRsa[];
+}
+
+/** n and e base64url; kid the RFC 7638 thumbprint, as each token's header names it. */
+export type JwkRsa = { kty: "RSA"; n: string; e: string; kid: string; alg: "RS256"; use: "sig" };
+
 /** POST /api/upload-links: the one upload a signed link allows, and how long it lives. */
 export interface UploadLinkRequest {
+  /** The upload's cid, Content-Length and Content-Type (exactly), and name if any. */
   cid: string;
-  /** Bytes: the upload's Content-Length. */
   size: number;
-  /** The upload's Content-Type, exactly. */
   contentType: string;
-  /** Stored with the upload (X-Filename may then only repeat it). */
   filename?: string | null;
   /** 1 to 3600 (the default). */
   expiresInSeconds?: number;
 }
 
 /** 201 from POST /api/upload-links: where to POST the bytes once, and until when. */
-export interface UploadLink {
-  url: string;
-  /** RFC 3339. */
-  expiresAt: string;
-}
+export type UploadLink = { url: string; expiresAt: string };
 
 /** POST /api/auth/session: the token the session acts as. */
-export interface SessionRequest {
-  token: string;
-}
+export type SessionRequest = { token: string };
 
 export interface RevokeRequest {
   jti: string;

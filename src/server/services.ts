@@ -33,6 +33,8 @@ import type { Authenticator } from "../auth/caller.ts";
 import type { HmacKey } from "../auth/hmac_key.ts";
 import { SignupVerification } from "../auth/signup_verification.ts";
 import { TokenService } from "../auth/tokens.ts";
+import { hmacSigning } from "../auth/token_signing.ts";
+import type { RsaKeyRing } from "../auth/rsa_keys.ts";
 import { SessionService } from "../auth/sessions.ts";
 import { UploadLinks } from "../auth/upload_links.ts";
 import { WalletSignIn } from "../auth/wallet_sign_in.ts";
@@ -74,6 +76,8 @@ export interface ServiceDeps {
   /** The piece store, already wrapped by a test's fault injection if any. */
   store: PieceStore;
   hmacKey: HmacKey;
+  /** The RSA key ring under --token-alg RS256; null under HS256. */
+  rsaKeys: RsaKeyRing | null;
   /** The SQLite database file, for the metrics' file sizes; null otherwise. */
   dbPath: string | null;
   /** How often each job runs (jobs.ts); 0 = not at all. */
@@ -145,6 +149,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     tokens: accounts.tokens,
     sessions: accounts.sessions,
     uploadLinks: accounts.uploadLinks,
+    rsaKeys: deps.rsaKeys,
     authenticator: accounts.authenticator,
     policies: accounts.policies,
     signupLimit: accounts.signupLimit,
@@ -284,18 +289,18 @@ async function buildPieceServices(
 
 /** Tokens, signup and the wallet tier: who may upload, and how much. */
 function buildAccountServices(deps: ServiceDeps) {
-  const { config, clock, logger, hmacKey } = deps;
+  const { config, clock, logger, hmacKey, rsaKeys } = deps;
   const tokens = new TokenService({
-    hmacKey,
+    signing: rsaKeys?.signing(clock) ?? hmacSigning(hmacKey),
     records: deps.metadata.tokens,
     clock,
     lifetimeDays: config.tokenLifetimeDays,
     maxQuotaMb: Math.floor(config.token.dailyCapBytes / MIB),
   });
   const sessions = new SessionService({ tokens, records: deps.metadata.sessions, clock });
-  const stopWatchingKey = hmacKey.watch(
+  const stopWatchingKey = (rsaKeys ?? hmacKey).watch(
     config.hmacKeyReloadMs,
-    (error) => logger.error("cannot reload HMAC key", { error: String(error) }),
+    (error) => logger.error("cannot reload the token key", { error: String(error) }),
   );
   const { wallet } = config;
   const walletChain = wallet.rpcUrl !== null && wallet.chainId !== null &&

@@ -100,6 +100,19 @@ export const signInWithWalletDoc: RouteDoc = {
   ],
 };
 
+export const getJwksDoc: RouteDoc = {
+  operationId: "getJwks",
+  summary: "The public keys that verify tokens (--token-alg RS256), as a JWK Set",
+  description: "Every RSA key a live token may be signed with, by kid: the signing key's, " +
+    "and an earlier key's until the last token it signed has expired. Any JOSE library " +
+    "verifies a token (the part after pk_live_) against it, e.g. jose's " +
+    "createRemoteJWKSet and jwtVerify with algorithms [RS256]. 404 under HS256, which has no " +
+    "public key.",
+  auth: "public",
+  responses: [{ status: 200, description: "The JWK Set", body: { json: "Jwks" } }],
+  errors: ["not_found"],
+};
+
 export const getSessionDoc: RouteDoc = {
   operationId: "getSession",
   summary: "Who the request acts as: its token, its session cookie, or no one",

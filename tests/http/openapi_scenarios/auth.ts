@@ -135,6 +135,18 @@ export const scenarios: Record<string, Scenario[]> = {
     }, "503 wallet_unavailable"),
     wrongMethod("GET", "/api/auth/wallet"),
   ],
+  getJwks: [
+    request("--token-alg RS256", "GET /.well-known/jwks.json", "200", {
+      args: ["--token-alg", "RS256"],
+    }),
+    request("HS256, the default: no public keys", "GET /.well-known/jwks.json", "404 not_found"),
+    wrongMethod("POST", "/.well-known/jwks.json"),
+  ],
+  headJwks: [
+    request("--token-alg RS256", "HEAD /.well-known/jwks.json", "200", {
+      args: ["--token-alg", "RS256"],
+    }),
+  ],
   getSession: [
     request("no credentials", "GET /api/auth/session", "200"),
     withToken("a bearer token", "GET /api/auth/session", "200"),

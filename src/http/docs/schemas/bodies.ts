@@ -41,6 +41,8 @@ export interface SchemaTypes {
   WalletSignInResult: Wire.WalletSignInResult;
   RevokeRequest: Wire.RevokeRequest;
   SessionRequest: Wire.SessionRequest;
+  JwkRsa: Wire.JwkRsa;
+  Jwks: Wire.Jwks;
   UploadLinkRequest: Wire.UploadLinkRequest;
   UploadLink: Wire.UploadLink;
   SessionInfo: Wire.SessionInfo;

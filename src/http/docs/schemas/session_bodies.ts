@@ -1,6 +1,7 @@
 /**
  * The JSON Schemas of the web page's cookie session (GET, POST, DELETE
- * /api/auth/session) and of signed upload links (POST /api/upload-links),
+ * /api/auth/session), of signed upload links (POST /api/upload-links) and of
+ * the public keys of RS256 tokens (GET /.well-known/jwks.json),
  * part of bodies.ts's COMPONENT_SCHEMAS; their types are in kernel/wire.ts.
  */
 import { SCOPES } from "../../../domain/vocabulary.ts";
@@ -12,12 +13,22 @@ import {
   integerSchema,
   nullable,
   objectOf,
+  schemaRef,
   stringSchema,
   uriSchema,
 } from "./json_schema.ts";
 import type { JsonSchema } from "./json_schema.ts";
 
 export const SESSION_AND_LINK_SCHEMAS = {
+  JwkRsa: objectOf({
+    kty: { type: "string", const: "RSA" },
+    n: { ...stringSchema, description: "Modulus, base64url" },
+    e: { ...stringSchema, description: "Public exponent, base64url" },
+    kid: { ...stringSchema, description: "The key's RFC 7638 thumbprint, as tokens name it" },
+    alg: { type: "string", const: "RS256" },
+    use: { type: "string", const: "sig" },
+  }),
+  Jwks: objectOf({ keys: arrayOf(schemaRef("JwkRsa")) }),
   UploadLinkRequest: objectOf({
     cid: { ...stringSchema, pattern: "^[a-zA-Z0-9]{8,80}$", description: "The upload's cid" },
     size: { ...integerSchema, minimum: 1, description: "The upload's bytes (its Content-Length)" },
