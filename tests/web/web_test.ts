@@ -304,7 +304,10 @@ Deno.test("web: the sending bar moves while a piece is still on the wire", async
 
 Deno.test("web: sign-up shows the token once, the tab stays signed in, files, extend and revoke work", async () => {
   // A token's files over 64 KiB are split: the files list links such a file by its /f/ URL.
-  await using server = await startTestServer({ args: ["--token-max-file-size", "64KiB"] });
+  // --query-token off: the page never sends a token as ?token= (it sends none at all).
+  await using server = await startTestServer({
+    args: ["--token-max-file-size", "64KiB", "--query-token", "off"],
+  });
   const email = "web@example.org";
   await withBrowser(async (page) => {
     await openPage(page, server);
