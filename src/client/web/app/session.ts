@@ -109,7 +109,15 @@ export class Session {
 
   /** Starts a cookie session for a token, which the page then forgets. Throws a refusal. */
   async signIn(token: string): Promise<void> {
-    this.#replace(claimsOfSession(await this.client.startSession(token)), null);
+    await this.client.startSession(token);
+    // A browser keeps a Secure cookie only from HTTPS (or localhost): ask what it sends now.
+    const claims = claimsOfSession(await this.client.session());
+    if (claims === null) {
+      throw new Error(
+        "This browser did not keep the sign-in cookie: open the page over HTTPS to sign in.",
+      );
+    }
+    this.#replace(claims, null);
   }
 
   /** Ends the session; `reason` is shown to say why, when it was not the person's choice. */
