@@ -88,6 +88,10 @@ Deno.test("upload link: one credential-less POST stores exactly its terms as the
   const files = await (await server.get("/api/files", { headers: bearer(token) })).json();
   assertEquals(files.files.map((f: { cid: string }) => f.cid), [CID]);
 
+  // The log names the route's template and a link's caller, never the link itself.
+  const logged = server.logs.find((line) => line.status === 200 && line.caller === "link");
+  assertEquals(logged?.route, "/api/upload-links/:link");
+  assertOk(!JSON.stringify(server.logs).includes(minted.body.url.split("/").at(-1)!));
   // Used once: a second POST of the same bytes is refused, nothing more is charged.
   const again = await curlPost(minted.body.url, BYTES);
   assertEquals([again.status, again.body.error], [401, "invalid_link"]);
