@@ -10,6 +10,8 @@ export type TokenAccount =
   | { kind: "email"; email: string; quotaMb: number }
   | { kind: "wallet"; /** EIP-55. */ address: string };
 
+export type CredentialForm = "header" | "query" | "cookie" | "link";
+
 export interface TokenCaller {
   kind: "token";
   sub: string;
@@ -18,8 +20,12 @@ export interface TokenCaller {
   jti: string;
   /** Expiry, Unix seconds. */
   exp: number;
-  /** True when the token came in the deprecated ?token= query parameter. */
-  viaQuery: boolean;
+  /**
+   * How the request carried it: the Authorization header, the deprecated
+   * ?token= query parameter, the page's session cookie, or a signed upload
+   * link the token's owner made (auth/upload_links.ts).
+   */
+  via: CredentialForm;
 }
 
 export interface SponsoredCaller {

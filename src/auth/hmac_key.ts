@@ -14,6 +14,7 @@
  */
 import { writeFileAtomic } from "../kernel/fs/atomic_write.ts";
 import { dataDirPaths } from "../kernel/data_dir.ts";
+import { ReloadingKey } from "./key_reload.ts";
 
 const MIN_KEY_HEX_DIGITS = 64;
 
@@ -151,16 +152,9 @@ export function sharedKeyPlace(source: SharedKeySource): HmacKeyPlace {
   };
 }
 
-/** Re-reads the key no more often than this when a signature fails to verify. */
-const RELOAD_ON_FAILURE_MIN_INTERVAL_MS = 1000;
-
 /** The one HMAC key tokens are signed with, re-read from its file when it changes. */
-export class HmacKey {
+export class HmacKey extends ReloadingKey {
   #key: CryptoKey;
-  #text: string;
-  #version = 1;
-  #lastReloadMs = 0;
-  readonly #read: (() => Promise<string>) | null;
   readonly #label: string;
 
   private constructor(
@@ -168,10 +162,9 @@ export class HmacKey {
     key: CryptoKey,
     text: string,
   ) {
-    this.#read = source.read;
+    super(text, source.read);
     this.#label = source.label;
     this.#key = key;
-    this.#text = text;
   }
 
   /** A key kept in a shared source (the PostgreSQL database) rather than a file. */
@@ -223,49 +216,7 @@ export class HmacKey {
     return this.#key;
   }
 
-  /** Increases on every rotation, so caches of verified tokens know to forget. */
-  get version(): number {
-    return this.#version;
-  }
-
-  /** Re-reads the key; true if it changed. A missing or bad file (or database) keeps the old key. */
-  async reload(): Promise<boolean> {
-    if (this.#read === null) return false;
-    this.#lastReloadMs = Date.now();
-    let text: string;
-    try {
-      text = await this.#read();
-    } catch {
-      return false;
-    }
-    if (text === this.#text) return false;
-    const key = await importHmacKey(parseKeyHex(text, this.#label));
-    this.#key = key;
-    this.#text = text;
-    this.#version++;
-    return true;
-  }
-
-  /**
-   * A signature did not verify: perhaps another instance already signs with a
-   * rotated key. Re-reads at most once a second, so bad tokens cannot make every
-   * request read the key.
-   */
-  async reloadAfterFailure(): Promise<boolean> {
-    if (Date.now() - this.#lastReloadMs < RELOAD_ON_FAILURE_MIN_INTERVAL_MS) return false;
-    return await this.reload().catch(() => false);
-  }
-
-  /** Polls the key every intervalMs; returns a function that stops polling. */
-  watch(intervalMs: number, onError: (error: unknown) => void): () => void {
-    if (this.#read === null) return () => {};
-    let running = false;
-    const timer = setInterval(() => {
-      if (running) return;
-      running = true;
-      this.reload().catch(onError).finally(() => running = false);
-    }, intervalMs);
-    Deno.unrefTimer(timer);
-    return () => clearInterval(timer);
+  protected override async adopt(text: string): Promise<void> {
+    this.#key = await importHmacKey(parseKeyHex(text, this.#label));
   }
 }

@@ -1,27 +1,28 @@
 /**
- * Access tokens: `pk_live_` + an HS256 JWT. An e-mail token's claims are
+ * Access tokens: `pk_live_` + a JWT, HS256 (the default) or RS256 with a
+ * `kid` (`--token-alg`, auth/token_signing.ts). An e-mail token's claims are
  * exactly sub, email, scopes, quotaMb, iat, exp and jti; a wallet token's
  * (minted by a Sign-In with Ethereum) exactly sub, wallet, scopes, iat, exp
  * and jti: its quota is not a claim, it follows the wallet's USDC balance.
  *
- * Verification accepts HS256 only (jose rejects `alg: none` and every other
- * algorithm given the allow-list), one spelling of each token (canonical
+ * Verification accepts the server's one algorithm only (jose rejects `alg:
+ * none` and every other algorithm given the allow-list), one spelling of each token (canonical
  * unpadded base64url parts), an exp in the future and before year 10000,
  * and checks every claim's type. Signature checks are remembered per token string
  * (until the key rotates), because the HMAC and JSON work dominate a request;
  * expiry and revocation are still checked on every request.
  */
-import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
+import { errors as joseErrors } from "jose";
 import { Buffer } from "node:buffer";
 import { createHash } from "node:crypto";
 import { ApiError } from "../kernel/errors.ts";
 import type { Clock } from "../kernel/clock.ts";
 import { toRfc3339 } from "../kernel/clock.ts";
 import type { TokenRecord, TokenRecords } from "../domain/auth_records.ts";
-import type { TokenCaller } from "./caller.ts";
+import type { CredentialForm, TokenCaller } from "./caller.ts";
 import { SCOPES } from "../domain/vocabulary.ts";
 import type { Scope } from "../domain/vocabulary.ts";
-import type { HmacKey } from "./hmac_key.ts";
+import type { TokenSigning } from "./token_signing.ts";
 
 export const TOKEN_PREFIX = "pk_live_";
 /** Longest token string considered at all; ours are ~400 characters. */
@@ -67,7 +68,8 @@ export interface MintInput {
 export type TokenStore = Pick<TokenRecords, "insert" | "get" | "revocationOf">;
 
 export interface TokenServiceOptions {
-  hmacKey: HmacKey;
+  /** HS256 with the HMAC key, or RS256 with the RSA key ring (auth/token_signing.ts). */
+  signing: TokenSigning;
   records: TokenStore;
   clock: Clock;
   lifetimeDays: number;
@@ -92,7 +94,7 @@ export class TokenService {
 
   constructor(options: TokenServiceOptions) {
     this.#options = options;
-    this.#cachedKeyVersion = options.hmacKey.version;
+    this.#cachedKeyVersion = options.signing.version;
   }
 
   /** Signs a new e-mail token and records its metadata (never the token itself). */
@@ -132,9 +134,7 @@ export class TokenService {
     claims: TokenClaims,
     label: string,
   ): Promise<{ token: string; claims: TokenClaims; record: TokenRecord }> {
-    const jwt = await new SignJWT({ ...claims })
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .sign(this.#options.hmacKey.key);
+    const jwt = await this.#options.signing.sign({ ...claims });
     const record: TokenRecord = {
       jti: claims.jti,
       sub: claims.sub,
@@ -152,7 +152,7 @@ export class TokenService {
   }
 
   /** Verifies a token string and returns its caller, or throws 401 invalid_token / revoked_token. */
-  async verify(token: string, options: { viaQuery: boolean }): Promise<TokenCaller> {
+  async verify(token: string, options: { via: CredentialForm }): Promise<TokenCaller> {
     if (token.length > MAX_TOKEN_LENGTH) throw invalid("Token is too long");
     if (!token.startsWith(TOKEN_PREFIX)) throw invalid(`Token must start with ${TOKEN_PREFIX}`);
     const claims = await this.#verifySignature(token);
@@ -163,46 +163,52 @@ export class TokenService {
     if (revocation !== null) {
       throw new ApiError("revoked_token", "Token has been revoked");
     }
-    return {
-      kind: "token",
-      sub: claims.sub,
-      account: "wallet" in claims
-        ? { kind: "wallet", address: claims.wallet }
-        : { kind: "email", email: claims.email, quotaMb: claims.quotaMb },
-      scopes: claims.scopes,
-      jti: claims.jti,
-      exp: claims.exp,
-      viaQuery: options.viaQuery,
+    return callerOf(claims, options.via);
+  }
+
+  /**
+   * The caller of a token known by its jti alone (a cookie session's): what
+   * this service recorded when it issued the token, if it is still live.
+   */
+  async callerOfJti(jti: string, options: { via: CredentialForm }): Promise<TokenCaller> {
+    const record = await this.#options.records.get(jti);
+    if (record === null) throw invalid("Token was not issued by this service");
+    if (record.revokedAt !== null) throw new ApiError("revoked_token", "Token has been revoked");
+    const exp = Date.parse(record.expiresAt) / 1000;
+    if (exp <= this.#options.clock.now() / 1000) throw invalid("Token has expired");
+    const common = {
+      sub: record.sub,
+      scopes: record.scopes,
+      iat: Date.parse(record.issuedAt) / 1000,
+      exp,
+      jti,
     };
+    return callerOf(
+      record.wallet !== null
+        ? { ...common, wallet: record.wallet }
+        : { ...common, email: record.email!, quotaMb: Number(record.quotaMb) },
+      options.via,
+    );
   }
 
   async #verifySignature(token: string): Promise<TokenClaims> {
-    const { hmacKey, clock } = this.#options;
-    if (hmacKey.version !== this.#cachedKeyVersion) {
+    const { signing, clock } = this.#options;
+    if (signing.version !== this.#cachedKeyVersion) {
       this.#verified.clear();
-      this.#cachedKeyVersion = hmacKey.version;
+      this.#cachedKeyVersion = signing.version;
     }
     const cached = this.#verified.get(token);
     if (cached) return cached;
     // jose decodes leniently; one token must not have several strings (a blocked one respelled).
     if (!isCanonicalJws(token.slice(TOKEN_PREFIX.length))) throw invalid("Token is invalid");
-    const verifyWith = (key: CryptoKey) =>
-      jwtVerify(token.slice(TOKEN_PREFIX.length), key, {
-        algorithms: ["HS256"],
+    let payload: Record<string, unknown>;
+    try {
+      // Only the signing's own algorithm and keys (another instance may have rotated them).
+      payload = await signing.verify(token.slice(TOKEN_PREFIX.length), {
         typ: "JWT",
         requiredClaims: ["exp", "iat", "jti", "sub"],
         currentDate: new Date(clock.now()),
       });
-    let payload: Record<string, unknown>;
-    try {
-      try {
-        ({ payload } = await verifyWith(hmacKey.key));
-      } catch (error) {
-        // Another instance may sign with a key rotated since this one last read it.
-        if (!(error instanceof joseErrors.JWSSignatureVerificationFailed)) throw error;
-        if (!await hmacKey.reloadAfterFailure()) throw error;
-        ({ payload } = await verifyWith(hmacKey.key));
-      }
     } catch (error) {
       if (error instanceof joseErrors.JWTExpired) throw invalid("Token has expired");
       throw invalid("Token is invalid");
@@ -257,6 +263,20 @@ export class TokenService {
     if (!ok) throw invalid("Token claims are malformed");
     return payload as unknown as TokenClaims;
   }
+}
+
+function callerOf(claims: TokenClaims, via: CredentialForm): TokenCaller {
+  return {
+    kind: "token",
+    sub: claims.sub,
+    account: "wallet" in claims
+      ? { kind: "wallet", address: claims.wallet }
+      : { kind: "email", email: claims.email, quotaMb: claims.quotaMb },
+    scopes: claims.scopes,
+    jti: claims.jti,
+    exp: claims.exp,
+    via,
+  };
 }
 
 /** 9999-12-31T23:59:59Z: the last second an RFC 3339 timestamp (and the token record) can hold. */

@@ -15,8 +15,10 @@ import type { BlockRecords, CatalogRecords } from "../domain/catalog_records.ts"
 import type { LifecycleRecords } from "../domain/lifecycle_records.ts";
 import type { ResumableUploadRecords } from "../domain/resumable_upload_records.ts";
 import type {
+  SessionRecords,
   SignupCodeRecords,
   TokenRecords,
+  UploadLinkRecords,
   WalletNonceRecords,
 } from "../domain/auth_records.ts";
 import type { Database } from "../db/sqlite/database.ts";
@@ -26,6 +28,8 @@ import { SqliteLifecycleRecords } from "../db/sqlite/lifecycle_records.ts";
 import { SqliteSignupCodeRecords } from "../db/sqlite/signup_code_records.ts";
 import { SqliteTokenRecords } from "../db/sqlite/token_records.ts";
 import { SqliteWalletNonceRecords } from "../db/sqlite/wallet_nonce_records.ts";
+import { SqliteSessionRecords } from "../db/sqlite/session_records.ts";
+import { SqliteUploadLinkRecords } from "../db/sqlite/upload_link_records.ts";
 import { SqliteResumableUploadRecords } from "../db/sqlite/resumable_upload_records.ts";
 import type { PostgresDatabase } from "../db/postgres/postgres_database.ts";
 import { DailyCapLedger } from "../limits/daily_caps.ts";
@@ -35,7 +39,7 @@ import type { CidLocks, SweepTurn } from "../domain/locks.ts";
 import type { HandoffRecords } from "../domain/handoff_records.ts";
 import { SqliteHandoffRecords } from "../db/sqlite/handoff_records.ts";
 import { LocalSweepTurn } from "../catalog/sweep_turn.ts";
-import type { DatabaseHealth } from "../kernel/wire.ts";
+import type { DatabaseHealth } from "../kernel/health_wire.ts";
 
 export type MetadataBackend = "sqlite" | "postgres";
 
@@ -49,6 +53,8 @@ export interface Metadata {
   readonly tokens: TokenRecords;
   readonly signupCodes: SignupCodeRecords;
   readonly walletNonces: WalletNonceRecords;
+  readonly sessions: SessionRecords;
+  readonly uploadLinks: UploadLinkRecords;
   readonly resumableUploads: ResumableUploadRecords;
   readonly capLedger: CapLedger;
   readonly cidLocks: CidLocks;
@@ -91,6 +97,8 @@ export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
     tokens: new SqliteTokenRecords(db),
     signupCodes: new SqliteSignupCodeRecords(db),
     walletNonces: new SqliteWalletNonceRecords(db),
+    sessions: new SqliteSessionRecords(db),
+    uploadLinks: new SqliteUploadLinkRecords(db),
     resumableUploads: new SqliteResumableUploadRecords(db),
     capLedger: new DailyCapLedger({
       clock,
@@ -137,6 +145,8 @@ export function postgresMetadata(postgres: PostgresDatabase): Metadata {
     tokens: postgres.tokens,
     signupCodes: postgres.signupCodes,
     walletNonces: postgres.walletNonces,
+    sessions: postgres.sessions,
+    uploadLinks: postgres.uploadLinks,
     resumableUploads: postgres.resumableUploads,
     capLedger: postgres.capLedger,
     cidLocks: {

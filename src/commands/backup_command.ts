@@ -15,6 +15,7 @@
  * a deployment it cannot read, or a destination that is not new, and then
  * nothing is left behind.
  */
+import { dataDirPaths } from "../kernel/data_dir.ts";
 import { ConfigError } from "../config/mod.ts";
 import type { OpenedBackends } from "../backends/open.ts";
 import { makePrivateDirectory } from "../kernel/data_dir.ts";
@@ -43,6 +44,8 @@ export function runBackupCommand(options: OperatorCommandOptions): Promise<numbe
           metadata: liveMetadataOf(backends),
           store: backends.store,
           keyHex,
+          // RS256's keys live in a data directory (never beside --database).
+          rsaKeysText: config.databaseUrl === null ? await rsaKeysTextOf(config.dataDir) : null,
           destination,
         });
         return {
@@ -119,5 +122,16 @@ async function removeBackup(destination: string, created: boolean): Promise<void
     const path = joinPath(destination, entry.name);
     if (entry.isDirectory) await Deno.remove(path, { recursive: true }).catch(() => {});
     else await removeQuietly(path);
+  }
+}
+
+/** The data directory's RSA keys (--token-alg RS256 made them), or null when it has none. */
+async function rsaKeysTextOf(dataDir: string | null): Promise<string | null> {
+  if (dataDir === null) return null;
+  try {
+    return await Deno.readTextFile(dataDirPaths(dataDir).rsaKeysFile);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return null;
+    throw error;
   }
 }

@@ -15,6 +15,9 @@
  *   token list [--email a@b.org]
  *   token revoke <jti>
  */
+import { RsaKeyRing } from "../auth/rsa_keys.ts";
+import { hmacSigning } from "../auth/token_signing.ts";
+import { dataDirPaths } from "../kernel/data_dir.ts";
 import type { ParseArgsOptionsConfig } from "node:util";
 import { TokenService, userIdOf } from "../auth/tokens.ts";
 import { systemClock, toRfc3339 } from "../kernel/clock.ts";
@@ -104,8 +107,13 @@ async function mint(
     scopes: flags.scopes?.split(",").map((s) => s.trim()),
     quotaMb: flags["quota-mb"] === undefined ? undefined : Number(flags["quota-mb"]),
   }, maxQuotaMb);
+  // Signed as the server signs: with the data directory's RSA key under --token-alg RS256.
+  const signing = config.tokenAlg === "RS256" && config.dataDir !== null
+    ? (await RsaKeyRing.open(dataDirPaths(config.dataDir).rsaKeysFile, { createIfMissing: true }))
+      .signing(context.clock)
+    : hmacSigning(hmacKey);
   const tokens = new TokenService({
-    hmacKey,
+    signing,
     records: context.records,
     clock: context.clock,
     lifetimeDays: config.tokenLifetimeDays,

@@ -63,6 +63,10 @@ export function loadConfig(
   }
   checkWallet(config.wallet);
   checkHandoff(config.handoff, config.baseUrl);
+  if (config.tokenAlg === "RS256" && (config.dataDir === null || config.databaseUrl !== null)) {
+    // The RSA keys live in the data directory; instances sharing a database have none yet.
+    throw new ConfigError("--token-alg RS256 needs --data-dir, and is not yet for --database");
+  }
   if (config.xAccelRedirect !== null && config.store !== "disk") {
     // A bucket's pieces are no files nginx could open; a bucket has its own URLs for that.
     throw new ConfigError("--x-accel-redirect is for --store disk: bucket pieces are not files");

@@ -14,7 +14,7 @@ export type { LoadResult } from "./load.ts";
 export { helpText } from "./command_line.ts";
 export { OPTIONS, S3_CREDENTIAL_ENV } from "./options.ts";
 export { ConfigError, parseSize } from "./parse.ts";
-export { LOG_FORMATS, SIGNUP_MODES, STORE_KINDS } from "./types.ts";
+export { LOG_FORMATS, SIGNUP_MODES, STORE_KINDS, TOKEN_ALGS } from "./types.ts";
 export type {
   Config,
   LogFormat,
@@ -22,5 +22,6 @@ export type {
   SignupMode,
   StoreKind,
   TierConfig,
+  TokenAlg,
   WalletConfig,
 } from "./types.ts";

@@ -28,7 +28,7 @@ import {
   parseSourceLabel,
   requireNonEmpty,
 } from "./parse.ts";
-import { HANDOFF_MODES, LOG_FORMATS, SIGNUP_MODES, STORE_KINDS } from "./types.ts";
+import { HANDOFF_MODES, LOG_FORMATS, SIGNUP_MODES, STORE_KINDS, TOKEN_ALGS } from "./types.ts";
 import type { Config } from "./types.ts";
 
 /** The chains synapse-core signs for: its typed data knows no other. */
@@ -200,6 +200,23 @@ export const OPTIONS: readonly OptionSpec[] = [
     description: "How often the key file is re-read to pick up a rotation",
     default: "2",
     apply: (c, v, n) => c.hmacKeyReloadMs = parseInteger(v, n, { min: 1, max: 3600 }) * 1000,
+  },
+  {
+    flag: "token-alg",
+    env: "STORAGE_TOKEN_ALG",
+    placeholder: "ALG",
+    description:
+      "HS256 (the HMAC key) or RS256 (an RSA key, public keys at /.well-known/jwks.json)",
+    default: "HS256",
+    apply: (c, v, n) => c.tokenAlg = parseChoice(v, n, TOKEN_ALGS),
+  },
+  {
+    flag: "query-token",
+    env: "STORAGE_QUERY_TOKEN",
+    placeholder: "on|off",
+    description: "Accept the deprecated ?token= form (off: 401, naming the header form)",
+    default: "on",
+    apply: (c, v, n) => c.queryToken = parseChoice(v, n, ["on", "off"]) === "on",
   },
   {
     flag: "signup-limit",

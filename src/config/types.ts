@@ -107,6 +107,10 @@ export interface Config {
   /** How often a running server re-reads the key file to pick up a rotation. */
   hmacKeyReloadMs: number;
   tokenLifetimeDays: number;
+  /** How tokens are signed: HS256 with the HMAC key, or RS256 with the data directory's RSA keys. */
+  tokenAlg: TokenAlg;
+  /** Whether the deprecated ?token= form is accepted (--query-token on; off until v1 drops it). */
+  queryToken: boolean;
   /** Successful signups allowed per client IP per hour. */
   signupsPerHour: number;
   /** Refuse cids the server cannot verify (opaque names). */
@@ -186,6 +190,9 @@ export type StoreKind = typeof STORE_KINDS[number];
 
 export const LOG_FORMATS = ["auto", "text", "json"] as const;
 export type LogFormat = typeof LOG_FORMATS[number];
+
+export const TOKEN_ALGS = ["HS256", "RS256"] as const;
+export type TokenAlg = typeof TOKEN_ALGS[number];
 
 export const SIGNUP_MODES = ["open", "verify", "closed"] as const;
 export type SignupMode = typeof SIGNUP_MODES[number];

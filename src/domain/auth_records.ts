@@ -83,3 +83,43 @@ export interface WalletNonceRecords {
   /** Forgets nonces that expired unspent; returns how many. */
   pruneExpired(nowMs: number): Promise<number>;
 }
+
+/**
+ * The page's cookie sessions: a session is the SHA-256 of its cookie's secret
+ * (the secret itself is only in the browser's cookie jar), the token it acts
+ * as, and when it ends (the token's expiry). A leaked database holds no
+ * cookie.
+ */
+export interface SessionRecords {
+  insert(session: { idHash: string; jti: string; expiresMs: number }): Promise<void>;
+  /** The jti of a live session, or null when it is unknown, ended or expired. */
+  jtiOf(idHash: string, nowMs: number): Promise<string | null>;
+  /** Ends a session; true when there was one. */
+  delete(idHash: string): Promise<boolean>;
+  /** Forgets sessions expired by `nowMs`; returns how many. */
+  pruneExpired(nowMs: number): Promise<number>;
+}
+
+/** A signed upload link's terms, as POST /api/upload-links minted it. */
+export interface UploadLinkRecord {
+  /** Lowercase hex SHA-256 of the link's secret; the secret is only in the link's URL. */
+  idHash: string;
+  /** The owner's token: the upload is counted as its upload. */
+  jti: string;
+  cid: string;
+  size: number;
+  contentType: string;
+  filename: string | null;
+  expiresMs: number;
+}
+
+/** Signed upload links: single use, spent by one DELETE. */
+export interface UploadLinkRecords {
+  insert(link: UploadLinkRecord): Promise<void>;
+  /** The link while it is unspent and unexpired; null otherwise. */
+  get(idHash: string, nowMs: number): Promise<UploadLinkRecord | null>;
+  /** Spends a live link; false when it was unknown, spent or expired (of two racing, one wins). */
+  consume(idHash: string, nowMs: number): Promise<boolean>;
+  /** Forgets links expired by `nowMs`; returns how many. */
+  pruneExpired(nowMs: number): Promise<number>;
+}

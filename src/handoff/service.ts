@@ -15,7 +15,8 @@ import type { SweepTurn } from "../domain/locks.ts";
 import type { Clock } from "../kernel/clock.ts";
 import { toRfc3339 } from "../kernel/clock.ts";
 import type { Logger } from "../kernel/log.ts";
-import type { HandoffHealth, HandoffView } from "../kernel/wire.ts";
+import type { HandoffView } from "../kernel/wire.ts";
+import type { HandoffHealth } from "../kernel/health_wire.ts";
 import type { HandoffWorker } from "./worker.ts";
 import type { RequestOutcome } from "./pdp_provider.ts";
 

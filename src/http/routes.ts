@@ -8,6 +8,10 @@ import type { Handoff } from "../handoff/service.ts";
 import type { SignupVerification } from "../auth/signup_verification.ts";
 import type { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import type { TokenService } from "../auth/tokens.ts";
+import type { SessionService } from "../auth/sessions.ts";
+import type { UploadLinks } from "../auth/upload_links.ts";
+import type { RsaKeyRing } from "../auth/rsa_keys.ts";
+import { createJwksHandler, JWKS_PATH } from "./account/jwks.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { Config } from "../config/mod.ts";
 import type { CatalogRecords } from "../domain/catalog_records.ts";
@@ -24,7 +28,7 @@ import type { PieceDigests } from "../catalog/digests.ts";
 import type { PieceStore } from "../driver/driver.ts";
 import type { WalletChain } from "../wallet/chain.ts";
 import type { BlockSource } from "../ipfs/blocks.ts";
-import type { DatabaseHealth, GcHealth, JobHealth } from "../kernel/wire.ts";
+import type { DatabaseHealth, GcHealth, JobHealth } from "../kernel/health_wire.ts";
 import {
   createDeleteDealHandler,
   createExtendDealHandler,
@@ -59,8 +63,19 @@ import type { Handler, Route } from "./pipeline/router.ts";
 import { createSignupHandler, createSignupVerifyHandler } from "./account/signup.ts";
 import type { SignupDeps } from "./account/signup.ts";
 import { createRevokeHandler, createTokenListHandler } from "./account/tokens.ts";
+import {
+  createSessionEndHandler,
+  createSessionInfoHandler,
+  createSessionStartHandler,
+} from "./account/session.ts";
 import type { UploadDrain } from "./pipeline/upload_drain.ts";
 import { createUploadHandler } from "./upload/upload.ts";
+import {
+  createLinkUploadHandler,
+  createUploadLinkHandler,
+  UPLOAD_LINKS_PATH,
+} from "./upload/upload_links.ts";
+import { createUploadLinkDoc, uploadThroughLinkDoc } from "./docs/upload_link_docs.ts";
 import { createTusHandlers, TUS_PATH, tusDocs } from "./tus/tus.ts";
 import { tusDiscoveryHeaders } from "./tus/tus_protocol.ts";
 import type { ResumableUploads } from "../uploads/resumable.ts";
@@ -71,9 +86,12 @@ import { createWalletNonceHandler, createWalletSignInHandler } from "./account/w
 import { createWebHandlers } from "./service/web.ts";
 import {
   deleteDealDoc,
+  endSessionDoc,
   extendDealDoc,
   getDealDoc,
+  getJwksDoc,
   getLimitsDoc,
+  getSessionDoc,
   getUsageDoc,
   getWalletNonceDoc,
   listFilesDoc,
@@ -81,6 +99,7 @@ import {
   revokeTokenDoc,
   signInWithWalletDoc,
   signupDoc,
+  startSessionDoc,
   verifySignupDoc,
 } from "./docs/account_docs.ts";
 import { getIpfsDoc } from "./docs/ipfs_docs.ts";
@@ -104,6 +123,12 @@ export interface RouteServices {
   records: CatalogRecords;
   tokenRecords: TokenRecords;
   tokens: TokenService;
+  /** The page's cookie sessions. */
+  sessions: SessionService;
+  /** Signed upload links. */
+  uploadLinks: UploadLinks;
+  /** The RSA keys of --token-alg RS256 (their public halves are published); null under HS256. */
+  rsaKeys: RsaKeyRing | null;
   catalog: PieceCatalog;
   digests: PieceDigests;
   ledger: CapLedger;
@@ -141,6 +166,9 @@ export interface RouteServices {
   metrics: ServiceMetrics | null;
 }
 
+/** The web page's cookie session. */
+const SESSION_PATH = "/api/auth/session";
+
 /** The upload route (also how the metrics tell uploads from other answers). */
 export const UPLOAD_PATH = "/api/upload";
 
@@ -162,6 +190,7 @@ export function createRoutes(services: RouteServices): Route[] {
   // POST /api/upload, the tus endpoint and POST /api/deals are the upload pipeline's adapters.
   const pipeline = new UploadPipeline(services);
   const uploads = { baseUrl: services.baseUrl, uploads: pipeline };
+  const links = { ...uploads, config: services.config, links: services.uploadLinks };
   const upload = services.uploadDrain.guard(createUploadHandler(uploads));
   const tus = createTusHandlers({
     baseUrl: services.baseUrl,
@@ -184,13 +213,24 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", IPFS_PATH, createIpfsHandler({ blocks: services.ipfsBlocks }), getIpfsDoc],
     ["POST", "/api/auth/signup", createSignupHandler(signup), signupDoc],
     ["POST", "/api/auth/signup/verify", createSignupVerifyHandler(signup), verifySignupDoc],
+    ["GET", JWKS_PATH, createJwksHandler(services), getJwksDoc],
     ["GET", "/api/auth/wallet/nonce", createWalletNonceHandler(wallet), getWalletNonceDoc],
     ["POST", "/api/auth/wallet", createWalletSignInHandler(wallet), signInWithWalletDoc],
+    ["GET", SESSION_PATH, createSessionInfoHandler(), getSessionDoc],
+    ["POST", SESSION_PATH, createSessionStartHandler(services), startSessionDoc],
+    ["DELETE", SESSION_PATH, createSessionEndHandler(services), endSessionDoc],
     ["POST", "/api/tokens/revoke", createRevokeHandler(services), revokeTokenDoc],
     ["GET", "/api/tokens", createTokenListHandler(services), listTokensDoc],
     ["GET", "/api/files", createFilesHandler(services), listFilesDoc],
     ["GET", "/api/usage", createUsageHandler(services), getUsageDoc],
     ["POST", "/api/deals", createDealCreateHandler(uploads), createDealDoc],
+    ["POST", UPLOAD_LINKS_PATH, createUploadLinkHandler(links), createUploadLinkDoc],
+    [
+      "POST",
+      `${UPLOAD_LINKS_PATH}/:link`,
+      services.uploadDrain.guard(createLinkUploadHandler(links)),
+      uploadThroughLinkDoc,
+    ],
     ["POST", "/api/deals/:dealId/extend", createExtendDealHandler(services), extendDealDoc],
     ["GET", "/api/deals/:dealId", createGetDealHandler(services), getDealDoc],
     ["DELETE", "/api/deals/:dealId", createDeleteDealHandler(services), deleteDealDoc],

@@ -18,7 +18,7 @@
  * kernel alone.
  */
 import { toRfc3339 } from "../kernel/clock.ts";
-import type { JobHealth, JobRun } from "../kernel/wire.ts";
+import type { JobHealth, JobRun } from "../kernel/health_wire.ts";
 
 /** setTimeout's longest delay (about 24.8 days); longer intervals wait in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -5,6 +5,7 @@
  *   <data-dir>/
  *   ├── storage.db        SQLite: tokens, pieces, deals, usage (plus -wal / -shm while open)
  *   ├── hmac.key          the token signing key, hex, mode 0600 (unless --hmac-key-file)
+ *   ├── rsa-keys.json     with --token-alg RS256: the RSA signing key and earlier public keys, 0600
  *   └── pieces/           the disk driver's root (see driver/disk/layout.ts)
  */
 import { joinPath } from "./fs/files.ts";
@@ -12,6 +13,7 @@ import type { Logger } from "./log.ts";
 
 export const DATABASE_FILE = "storage.db";
 export const KEY_FILE = "hmac.key";
+export const RSA_KEYS_FILE = "rsa-keys.json";
 export const PIECES_DIR = "pieces";
 
 export interface DataDirPaths {
@@ -19,6 +21,8 @@ export interface DataDirPaths {
   pieces: string;
   /** Where the key file is by default (the operator may name another). */
   keyFile: string;
+  /** The RSA key ring of --token-alg RS256. */
+  rsaKeysFile: string;
 }
 
 export function dataDirPaths(dataDir: string): DataDirPaths {
@@ -26,6 +30,7 @@ export function dataDirPaths(dataDir: string): DataDirPaths {
     database: joinPath(dataDir, DATABASE_FILE),
     pieces: joinPath(dataDir, PIECES_DIR),
     keyFile: joinPath(dataDir, KEY_FILE),
+    rsaKeysFile: joinPath(dataDir, RSA_KEYS_FILE),
   };
 }
 

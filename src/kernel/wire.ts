@@ -66,6 +66,22 @@ export interface SignupResult {
   jti: string;
 }
 
+/** Who a request acts as (GET, POST /api/auth/session): its token described, never the token. */
+export interface SessionInfo {
+  signedIn: boolean;
+  /** How the request carried its credentials; null when it carried none. */
+  via: "header" | "query" | "cookie" | null;
+  /** The rest are null (scopes empty) when signed out; email or wallet by the token's kind. */
+  userId: string | null;
+  email: string | null;
+  wallet: string | null;
+  scopes: Scope[];
+  /** quotaMb: e-mail tokens only; expiresAt: when the token (and the session) ends. */
+  quotaMb: number | null;
+  expiresAt: string | null;
+  jti: string | null;
+}
+
 /** 202 from POST /api/auth/signup in verify mode: a code was mailed. */
 export interface SignupVerificationSent {
   status: "verification_sent";
@@ -109,6 +125,31 @@ export interface WalletSignInResult {
 export interface DealRequest {
   cid: string;
 }
+
+/** GET /.well-known/jwks.json (RFC 7517): the RSA keys that verify live RS256 tokens, by kid. */
+export interface Jwks {
+  keys: JwkRsa[];
+}
+
+/** n and e base64url; kid the RFC 7638 thumbprint, as each token's header names it. */
+export type JwkRsa = { kty: "RSA"; n: string; e: string; kid: string; alg: "RS256"; use: "sig" };
+
+/** POST /api/upload-links: the one upload a signed link allows, and how long it lives. */
+export interface UploadLinkRequest {
+  /** The upload's cid, Content-Length and Content-Type (exactly), and name if any. */
+  cid: string;
+  size: number;
+  contentType: string;
+  filename?: string | null;
+  /** 1 to 3600 (the default). */
+  expiresInSeconds?: number;
+}
+
+/** 201 from POST /api/upload-links: where to POST the bytes once, and until when. */
+export type UploadLink = { url: string; expiresAt: string };
+
+/** POST /api/auth/session: the token the session acts as. */
+export type SessionRequest = { token: string };
 
 export interface RevokeRequest {
   jti: string;
@@ -188,19 +229,6 @@ export interface HandoffView {
   /** What is known of why it failed, or why it is ineligible. */
   error: string | null;
   updatedAt: string;
-}
-
-/** The hand-off in /healthz. */
-export interface HandoffHealth {
-  provider: string;
-  /** Whether the provider answered the last run's requests. */
-  answering: boolean;
-  lastAnswerAt: string | null;
-  /** The last failure to reach it, while it lasts. */
-  problem: string | null;
-  /** Pieces by state. */
-  pieces: Record<string, number>;
-  oldestQueuedAt: string | null;
 }
 
 export interface FilesPage {
@@ -297,84 +325,6 @@ export interface PieceCidInfo {
   opaqueAccepted: boolean;
   forms: PieceCidForm[];
   compute: string;
-}
-
-export interface Health {
-  status: "ok" | "degraded";
-  storage: { ok: boolean; source: string; detail: string };
-  database: DatabaseHealth;
-  digests: { backlog: number; failures: number };
-  uploads: { inFlight: number };
-  memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
-  wallet: WalletHealth;
-  gc: GcHealth;
-  /** The work this server runs by itself, every so often (the jobs that are on). */
-  jobs: JobHealth[];
-  /** With --handoff pdp: the storage provider, whether it answers, pieces by state. */
-  handoff?: HandoffHealth;
-}
-
-/** One background job of this server (a sweep, a watch, a probe), as /healthz reports it. */
-export interface JobHealth {
-  name: string;
-  /** From the end of one run to the start of the next. */
-  intervalSeconds: number;
-  /** Whether it runs now. */
-  running: boolean;
-  /** The last run that ended; null: none yet. */
-  lastRun: JobRun | null;
-  /** When the next run is due; null while one runs. */
-  nextRunAt: string | null;
-}
-
-export interface JobRun {
-  startedAt: string;
-  finishedAt: string;
-  /** False when it failed; error says why. */
-  ok: boolean;
-  error: string | null;
-}
-
-/** Garbage collection of pieces no deal wants, as /healthz reports it. */
-export interface GcHealth {
-  /** Hours between this server's own sweeps; 0 when it runs none (`main.ts gc` may). */
-  intervalHours: number;
-  /** Days a piece is kept after its last deal ended. */
-  graceDays: number;
-  /** Whether a sweep is running in this server now. */
-  running: boolean;
-  /** The last sweep that finished, by any instance or `main.ts gc`; null: none yet. */
-  lastSweep: GcSweepSummary | null;
-}
-
-export interface GcSweepSummary {
-  startedAt: string;
-  finishedAt: string;
-  /** Pieces whose bytes it removed, and their bytes. */
-  removedPieces: number;
-  removedBytes: number;
-  /** Objects no metadata named that it removed. */
-  removedOrphans: number;
-}
-
-/** The metadata database as /healthz reports it (backends/metadata.ts answers it). */
-export interface DatabaseHealth {
-  ok: boolean;
-  /** False when the database lives in memory because no data directory is bound. */
-  persistent: boolean;
-  /** Where the metadata lives: SQLite in the data directory, or a shared PostgreSQL. */
-  backend: "sqlite" | "postgres";
-  detail: string;
-}
-
-/** The wallet tier's chain as /healthz reports it (its state never makes the server degraded). */
-export interface WalletHealth {
-  enabled: boolean;
-  ok: boolean;
-  chainId: number | null;
-  rpcChainId: number | null;
-  lastError: string | null;
-  lastSuccessAt: string | null;
 }
 
 export interface Deprecation {

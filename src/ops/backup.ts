@@ -59,6 +59,8 @@ export interface BackupOptions {
   store: PieceStore;
   /** The token signing key in force (hex), written as <destination>/hmac.key; null: none. */
   keyHex: string | null;
+  /** The RSA key ring of --token-alg RS256 (its file's text), written as <destination>/rsa-keys.json. */
+  rsaKeysText?: string | null;
   /** The backup's directory: it exists, empty and private (0700). */
   destination: string;
   /** Pieces copied at once (default 8). */
@@ -74,6 +76,8 @@ export interface BackupSummary {
   databaseBytes: number;
   /** Whether the key was copied (tokens work against the backup only with it). */
   hmacKey: boolean;
+  /** Present when the RSA keys of --token-alg RS256 were copied too. */
+  rsaKeys?: true;
   /** Pieces the database names whose bytes the live store does not have. */
   missing: string[];
   /** Pieces that could not be copied as recorded (another size, other bytes, a read error). */
@@ -115,6 +119,13 @@ export async function backupDeployment(options: BackupOptions): Promise<BackupSu
     const keyFile = joinPath(options.destination, KEY_FILE);
     await writeFileAtomic(keyFile, key, { mode: 0o600, ifExists: "fail" });
     summary.hmacKey = true;
+  }
+  if (options.rsaKeysText) {
+    await writeFileAtomic(paths.rsaKeysFile, new TextEncoder().encode(options.rsaKeysText), {
+      mode: 0o600,
+      ifExists: "fail",
+    });
+    summary.rsaKeys = true;
   }
   await syncFile(partial);
   await Deno.rename(partial, paths.database);

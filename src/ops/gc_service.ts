@@ -17,7 +17,7 @@ import type { PieceStore } from "../driver/driver.ts";
 import { PieceRemoval } from "../catalog/piece_removal.ts";
 import type { Metadata } from "../backends/metadata.ts";
 import type { SweepTurn } from "../domain/locks.ts";
-import type { GcHealth } from "../kernel/wire.ts";
+import type { GcHealth } from "../kernel/health_wire.ts";
 import { sweepPieces } from "./gc.ts";
 import type { RemovedPiece, SweepReport } from "./gc.ts";
 

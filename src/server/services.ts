@@ -25,8 +25,7 @@ import type { Clock } from "../kernel/clock.ts";
 import { toRfc3339 } from "../kernel/clock.ts";
 import type { Config } from "../config/mod.ts";
 import type { Metadata } from "../backends/metadata.ts";
-import { createRetrieval, RETRIEVAL_PATH, SmallPieceCache } from "../http/retrieval/mod.ts";
-import { UPLOAD_PATH } from "../http/routes.ts";
+import { createRetrieval, SmallPieceCache } from "../http/retrieval/mod.ts";
 import type { RouteServices } from "../http/routes.ts";
 import { UploadDrain } from "../http/pipeline/upload_drain.ts";
 import { createAuthenticator } from "../auth/authenticator.ts";
@@ -34,6 +33,10 @@ import type { Authenticator } from "../auth/caller.ts";
 import type { HmacKey } from "../auth/hmac_key.ts";
 import { SignupVerification } from "../auth/signup_verification.ts";
 import { TokenService } from "../auth/tokens.ts";
+import { hmacSigning } from "../auth/token_signing.ts";
+import type { RsaKeyRing } from "../auth/rsa_keys.ts";
+import { SessionService } from "../auth/sessions.ts";
+import { UploadLinks } from "../auth/upload_links.ts";
 import { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import { createSmtpMailer } from "../mail/mailer.ts";
 import type { Mailer } from "../mail/mailer.ts";
@@ -41,17 +44,13 @@ import { MIB, UploadPolicies } from "../limits/tiers.ts";
 import { UploadAdmission } from "../limits/upload_admission.ts";
 import { WindowLimit } from "../limits/window_limit.ts";
 import type { Logger } from "../kernel/log.ts";
-import { diskSpaceReader } from "../metrics/disk_space.ts";
-import { createServiceMetrics } from "../metrics/service_metrics.ts";
 import type { ServiceMetrics } from "../metrics/service_metrics.ts";
-import { StoredTotals } from "../metrics/stored_totals.ts";
 import { ConnectionStatsSource } from "../metrics/connection_gauges.ts";
 import { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
 import { PieceCatalog } from "../catalog/catalog.ts";
 import { BlockSource } from "../ipfs/blocks.ts";
 import { garbageCollectorOf } from "../ops/gc_service.ts";
 import type { GarbageCollector } from "../ops/gc_service.ts";
-import { gcMetricsSource } from "./garbage_collection.ts";
 import { DealIdGenerator } from "../catalog/deal_id.ts";
 import { PieceDigests } from "../catalog/digests.ts";
 import type { PieceStore } from "../driver/driver.ts";
@@ -59,6 +58,7 @@ import { StoreReachability } from "../catalog/reachability.ts";
 import { WalletChain } from "../wallet/chain.ts";
 import { pieceOffloadOf } from "./piece_offload.ts";
 import { serverJobs } from "./jobs.ts";
+import { buildServiceMetrics } from "./metrics_wiring.ts";
 import type { JobName } from "./jobs.ts";
 import { BackgroundJobs } from "../jobs/runner.ts";
 import { ResumableUploads } from "../uploads/resumable.ts";
@@ -74,6 +74,8 @@ export interface ServiceDeps {
   /** The piece store, already wrapped by a test's fault injection if any. */
   store: PieceStore;
   hmacKey: HmacKey;
+  /** The RSA key ring under --token-alg RS256; null under HS256. */
+  rsaKeys: RsaKeyRing | null;
   /** The SQLite database file, for the metrics' file sizes; null otherwise. */
   dbPath: string | null;
   /** How often each job runs (jobs.ts); 0 = not at all. */
@@ -147,6 +149,9 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     jobs: pieces.jobs,
     handoff: pieces.handoff,
     tokens: accounts.tokens,
+    sessions: accounts.sessions,
+    uploadLinks: accounts.uploadLinks,
+    rsaKeys: deps.rsaKeys,
     authenticator: accounts.authenticator,
     policies: accounts.policies,
     signupLimit: accounts.signupLimit,
@@ -314,17 +319,18 @@ async function openHandoff(deps: ServiceDeps): Promise<Handoff | null> {
 
 /** Tokens, signup and the wallet tier: who may upload, and how much. */
 function buildAccountServices(deps: ServiceDeps) {
-  const { config, clock, logger, hmacKey } = deps;
+  const { config, clock, logger, hmacKey, rsaKeys } = deps;
   const tokens = new TokenService({
-    hmacKey,
+    signing: rsaKeys?.signing(clock) ?? hmacSigning(hmacKey),
     records: deps.metadata.tokens,
     clock,
     lifetimeDays: config.tokenLifetimeDays,
     maxQuotaMb: Math.floor(config.token.dailyCapBytes / MIB),
   });
-  const stopWatchingKey = hmacKey.watch(
+  const sessions = new SessionService({ tokens, records: deps.metadata.sessions, clock });
+  const stopWatchingKey = (rsaKeys ?? hmacKey).watch(
     config.hmacKeyReloadMs,
-    (error) => logger.error("cannot reload HMAC key", { error: String(error) }),
+    (error) => logger.error("cannot reload the token key", { error: String(error) }),
   );
   const { wallet } = config;
   const walletChain = wallet.rpcUrl !== null && wallet.chainId !== null &&
@@ -341,7 +347,9 @@ function buildAccountServices(deps: ServiceDeps) {
   return {
     tokens,
     stopWatchingKey,
-    authenticator: createAuthenticator(tokens),
+    sessions,
+    uploadLinks: new UploadLinks({ tokens, records: deps.metadata.uploadLinks, clock }),
+    authenticator: createAuthenticator({ tokens, sessions, queryToken: config.queryToken }),
     walletChain,
     policies: new UploadPolicies({ config, walletBalances: walletChain }),
     signupLimit: new WindowLimit({
@@ -358,41 +366,4 @@ function buildAccountServices(deps: ServiceDeps) {
       ? createSmtpMailer({ url: config.smtpUrl, from: config.mailFrom })
       : null,
   };
-}
-
-/** What GET /metrics reads: counters, plus gauges read from the services when it is scraped. */
-function buildServiceMetrics(
-  deps: {
-    config: Config;
-    metadata: Metadata;
-    digests: PieceDigests;
-    hashPool: HashWorkerPool | null;
-    uploadDrain: UploadDrain;
-    dbPath: string | null;
-    connections: ConnectionStatsSource;
-    gc: GarbageCollector;
-    handoff: Handoff | null;
-  },
-): ServiceMetrics {
-  const { config, metadata, dbPath } = deps;
-  return createServiceMetrics({
-    fastPathRoute: RETRIEVAL_PATH,
-    uploadRoute: UPLOAD_PATH,
-    digests: deps.digests,
-    hashPool: deps.hashPool,
-    uploads: deps.uploadDrain,
-    storedTotals: metadata.persistent
-      ? new StoredTotals({ count: () => metadata.catalog.storedTotals() })
-      : null,
-    databaseFiles: dbPath === null ? [] : [
-      { kind: "db", path: dbPath },
-      { kind: "wal", path: `${dbPath}-wal` },
-    ],
-    diskSpace: metadata.persistent && config.dataDir !== null && config.store === "disk"
-      ? diskSpaceReader(config.dataDir)
-      : null,
-    connections: deps.connections,
-    gc: gcMetricsSource(deps.gc, metadata),
-    handoff: deps.handoff,
-  });
 }

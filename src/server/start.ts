@@ -7,6 +7,8 @@
  * constructs a long-lived object. main.ts and the integration tests both start
  * the service through startServer, so tests run what production runs.
  */
+import { RsaKeyRing } from "../auth/rsa_keys.ts";
+import { dataDirPaths } from "../kernel/data_dir.ts";
 import { systemClock } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
 import { ConfigError } from "../config/mod.ts";
@@ -36,6 +38,7 @@ import { buildServices, routeServicesOf } from "./services.ts";
 import { orderedShutdown } from "./shutdown.ts";
 import type { Shutdown } from "./shutdown.ts";
 import { logStartupSummary, warnAboutPublicExposure } from "./startup_summary.ts";
+import type { StartupSummary } from "./startup_summary.ts";
 
 export interface StartServerOptions {
   config: Config;
@@ -112,6 +115,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     metadata,
     store,
     hmacKey: backends.hmacKey,
+    // Under RS256 the data directory's RSA keys sign (made on first start, like hmac.key).
+    rsaKeys: config.tokenAlg === "RS256" && config.dataDir !== null
+      ? await RsaKeyRing.open(dataDirPaths(config.dataDir).rsaKeysFile, { createIfMissing: true })
+      : null,
     dbPath: backends.dbPath,
     jobIntervals: jobIntervalsOf(config, options.jobIntervals),
     handoffReconcileMs: options.handoffReconcileMs,
@@ -144,7 +151,7 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
   }
   services.connections.attach(() => listener.connectionStats());
   const baseUrl = config.baseUrl ?? listener.url;
-  logStartupSummary(logger, {
+  announceStart(logger, listener, {
     config,
     url: listener.url,
     baseUrl,
@@ -153,11 +160,6 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     connectionsBounded: listener.bounded,
     lastSweep,
     handoffPayer: services.handoff?.payer ?? null,
-  });
-  warnAboutPublicExposure(logger, {
-    config,
-    hostname: listener.addr.hostname,
-    connectionsBounded: listener.bounded,
   });
   const routeServices = routeServicesOf(services, { baseUrl, metadata });
   const routes = createRoutes(routeServices);
@@ -231,4 +233,14 @@ function requireConnectionBounds(config: Config): void {
       `${config.hostname} is a public address: run the pinned Deno 2.9.6, or put nginx in ` +
       "front and start with --connection-bounds false",
   );
+}
+
+/** The start-up summary, then a warning for what a public address exposes. */
+function announceStart(logger: Logger, listener: Listener, summary: StartupSummary): void {
+  logStartupSummary(logger, summary);
+  warnAboutPublicExposure(logger, {
+    config: summary.config,
+    hostname: listener.addr.hostname,
+    connectionsBounded: listener.bounded,
+  });
 }

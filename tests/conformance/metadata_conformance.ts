@@ -345,6 +345,45 @@ export function runMetadataConformance(
     assertEquals(await nonces.pruneExpired(1_500), 1);
   });
 
+  test("sessions: a hash finds its token's jti until it ends or expires", async ({ metadata }) => {
+    const sessions = metadata.sessions;
+    const hash = (c: string) => c.repeat(64);
+    await sessions.insert({ idHash: hash("a"), jti: "jti-a", expiresMs: 2_000 });
+    await sessions.insert({ idHash: hash("b"), jti: "jti-b", expiresMs: 1_000 });
+    assertEquals(await sessions.jtiOf(hash("a"), 1_500), "jti-a");
+    assertEquals(await sessions.jtiOf(hash("b"), 1_500), null, "expired");
+    assertEquals(await sessions.jtiOf(hash("c"), 1_500), null, "unknown");
+    assertEquals(await sessions.pruneExpired(1_500), 1);
+    assertEquals(await sessions.delete(hash("a")), true);
+    assertEquals(await sessions.delete(hash("a")), false);
+    assertEquals(await sessions.jtiOf(hash("a"), 1_500), null, "ended");
+  });
+
+  test("upload links: found until spent or expired, spent once", async ({ metadata }) => {
+    const links = metadata.uploadLinks;
+    const link = {
+      idHash: "a".repeat(64),
+      jti: "jti-a",
+      cid: "bafklink",
+      size: 3_000_000_000,
+      contentType: "text/plain; charset=utf-8",
+      filename: null,
+      expiresMs: 2_000,
+    };
+    await links.insert(link);
+    await links.insert({ ...link, idHash: "b".repeat(64), filename: "b.txt", expiresMs: 1_000 });
+    assertEquals(await links.get(link.idHash, 1_500), link);
+    assertEquals(await links.get("b".repeat(64), 1_500), null, "expired");
+    assertEquals(await links.consume("b".repeat(64), 1_500), false, "expired");
+    const spends = await Promise.all([
+      links.consume(link.idHash, 1_500),
+      links.consume(link.idHash, 1_500),
+    ]);
+    assertEquals(spends.filter(Boolean).length, 1, "one of two racing spends wins");
+    assertEquals(await links.get(link.idHash, 1_500), null, "spent");
+    assertEquals(await links.pruneExpired(1_500), 1);
+  });
+
   test("cap ledger: parallel reservations never pass the cap together", async ({ metadata }) => {
     const ledger = metadata.capLedger;
     const results = await Promise.all(

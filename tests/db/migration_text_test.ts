@@ -24,6 +24,8 @@ const SQLITE_SHA256: Record<number, string> = {
   11: "d1b3139413c619c7cbdcede2fe0098c4a29d1ade2b67c9ba139822a51e5a51f7",
   12: "328b2346afe55a040f487ca35aa5ec9c6ffbf308e1259d049a5852fd68f809bd",
   13: "64069c01c2e014bfd9bfe5625d8215142ddaa16ea563f18e204b5194dd42c60a",
+  16: "47420296aea25e855cae5f98b229b41803a43404c50032f2da2b4752d5c4ef1f",
+  17: "204a548a100a4faef1ce62a69c89609f68f92f0a6ca29e5231de44eba8f56e2d",
 };
 
 const POSTGRES_SHA256: Record<number, string> = {
@@ -34,6 +36,8 @@ const POSTGRES_SHA256: Record<number, string> = {
   5: "9ff25db577830facf7684b1957b6ab6231d828c587fae0bb9a744415c83de3fe",
   6: "4ec71e4ce01aaa28d97e846664ed9f737166abd1e3dcd562b7598627a2a4777d",
   7: "92f4c292a8d2b393295028cb24accad286a111bc7040a3a701af62a9ff29048e",
+  10: "99fcf903c369ddbe50f2dc9dbf94d5928f0563abbc5d766421a1aacb7eaa0dd8",
+  11: "d2f840f44fb6f712034b278339b696a9ea4acf7acc515354631a1199f8a8bd78",
 };
 
 async function sha256Hex(text: string): Promise<string> {

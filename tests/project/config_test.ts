@@ -124,6 +124,8 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     hmacKeyFile: null,
     hmacKeyReloadMs: 2_000,
     tokenLifetimeDays: 90,
+    tokenAlg: "HS256",
+    queryToken: true,
     signupsPerHour: 20,
     requireVerifiableCids: false,
     hashWorkers: null,

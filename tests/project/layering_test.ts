@@ -63,6 +63,7 @@ function breaks(rule: Rule, imported: string): boolean {
 /** The kernel the client side shares with the server: it imports nothing of either. */
 const SHARED_KERNEL = [
   "kernel/wire.ts",
+  "kernel/health_wire.ts",
   "kernel/cid_format.ts",
   "kernel/clock.ts",
   "kernel/units.ts",
@@ -72,6 +73,7 @@ const SHARED_KERNEL = [
 /** Kernel modules that import nothing at all. */
 const LEAVES = [
   "kernel/wire.ts",
+  "kernel/health_wire.ts",
   "kernel/cid_format.ts",
   "kernel/clock.ts",
   "kernel/units.ts",

@@ -5,7 +5,8 @@
  * page shows is the server's, split files show the manifest's cid), sign-up
  * with the token shown once, files, tokens and usage, a refusal in words,
  * wallet sign-in, axe-core on every main screen, and a stored HTML piece that
- * cannot read the token the page keeps in sessionStorage. Every test fails
+ * finds no token (the page signs in with an HttpOnly cookie session and keeps
+ * none in script reach). Every test fails
  * on a console error, an uncaught error or a CSP violation, except the ones
  * allowed below, each with its reason. Screenshots of the main screens go to
  * $SCREENSHOT_DIR (default ./screenshots, git-ignored). Needs Debian's
@@ -101,6 +102,29 @@ async function signInWithToken(page: Page, token: string, who: string): Promise<
   await page.getByLabel("Token", { exact: true }).fill(token);
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.locator("#session-who", { hasText: who }).waitFor();
+}
+
+/**
+ * The page keeps no token where a script can read it: none in localStorage or
+ * sessionStorage, and the session cookie is HttpOnly (document.cookie is
+ * empty), __Host-, Secure and SameSite=Strict.
+ */
+async function assertNoTokenInScriptReach(page: Page, token: string): Promise<void> {
+  const seen = await page.evaluate(() => ({
+    stored: JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }),
+    cookie: document.cookie,
+  }));
+  assertOk(!seen.stored.includes("pk_live_"), `a token in web storage: ${seen.stored}`);
+  assertOk(!seen.stored.includes(token.slice(8, 40)), "the token in web storage");
+  assertEquals(seen.cookie, "", "the session cookie is out of script reach");
+  const cookies = await page.context().cookies();
+  const session = cookies.find((cookie) => cookie.name === "__Host-storage_session");
+  assertOk(session, `no session cookie: ${JSON.stringify(cookies)}`);
+  assertEquals(
+    [session.httpOnly, session.secure, session.sameSite, session.path],
+    [true, true, "Strict", "/"],
+  );
+  assertOk(!session.value.includes(token.slice(8, 40)), "the cookie is not the token");
 }
 
 /** Hands files to the page's file input, as a person picking them does. */
@@ -280,7 +304,10 @@ Deno.test("web: the sending bar moves while a piece is still on the wire", async
 
 Deno.test("web: sign-up shows the token once, the tab stays signed in, files, extend and revoke work", async () => {
   // A token's files over 64 KiB are split: the files list links such a file by its /f/ URL.
-  await using server = await startTestServer({ args: ["--token-max-file-size", "64KiB"] });
+  // --query-token off: the page never sends a token as ?token= (it sends none at all).
+  await using server = await startTestServer({
+    args: ["--token-max-file-size", "64KiB", "--query-token", "off"],
+  });
   const email = "web@example.org";
   await withBrowser(async (page) => {
     await openPage(page, server);
@@ -292,11 +319,8 @@ Deno.test("web: sign-up shows the token once, the tab stays signed in, files, ex
     const token = await shown.inputValue();
     assertMatch(token, /^pk_live_/);
     await page.getByText("it will not be shown again").waitFor();
-    assertEquals(
-      await page.evaluate(() => [sessionStorage.getItem("storage.token"), localStorage.length]),
-      [token, 0],
-    );
     await page.locator("#session-who", { hasText: email }).waitFor();
+    await assertNoTokenInScriptReach(page, token);
     await checkAccessible(page, "new token");
     await saveScreenshot(page, "new-token", false);
 
@@ -320,7 +344,7 @@ Deno.test("web: sign-up shows the token once, the tab stays signed in, files, ex
     const fileLink = manifestRow.getByRole("link", { name: "movie.bin", exact: true });
     assertEquals(await fileLink.getAttribute("href"), `${server.url}/f/${split.cid}`);
 
-    // Reload: still signed in (sessionStorage), the token is not shown again.
+    // Reload: still signed in (the cookie session), the token is not shown again.
     await page.reload();
     await page.locator("body[data-ready]").waitFor();
     await page.locator("#session-who", { hasText: email }).waitFor();
@@ -355,7 +379,9 @@ Deno.test("web: sign-up shows the token once, the tab stays signed in, files, ex
     await own.getByRole("button", { name: "Revoke and sign out" }).click();
     await page.getByText("You revoked the token this tab used").waitFor();
     await page.locator("#session-who", { hasText: "Not signed in" }).waitFor();
-    assertEquals(await page.evaluate(() => sessionStorage.getItem("storage.token")), null);
+    await page.reload();
+    await page.locator("body[data-ready]").waitFor();
+    await page.locator("#session-who", { hasText: "Not signed in" }).waitFor();
     await checkNoCspViolations(page);
   }, { allowErrors: [PIECE_CHECK_404] });
 });
@@ -470,12 +496,12 @@ Deno.test("web: an upload over today's cap is refused in words, before a byte is
   }, { allowErrors: [PIECE_CHECK_404] });
 });
 
-Deno.test("web: a stored HTML piece cannot read the token the page keeps in sessionStorage", async () => {
+Deno.test("web: a stored HTML piece runs no script, and there is no token for one to read", async () => {
   await using server = await startTestServer();
   const { token } = await signup(server, { email: "victim@example.org", label: "victim" });
   const html = "<!doctype html><title>stored page</title><script>" +
-    "document.title = 'stolen:' + sessionStorage.getItem('storage.token');" +
-    "fetch('/api/leak?token=' + sessionStorage.getItem('storage.token'));" +
+    "document.title = 'stolen:' + document.cookie;" +
+    "fetch('/api/leak?cookie=' + document.cookie, { method: 'POST' });" +
     "</script><p>a stored page</p>";
   const stored = await server.upload("webhtmlprobe01", html, { contentType: "text/html" });
   assertEquals(stored.status, 200);
@@ -486,9 +512,9 @@ Deno.test("web: a stored HTML piece cannot read the token the page keeps in sess
     });
     await openPage(page, server);
     await signInWithToken(page, token, "victim@example.org");
-    assertEquals(await page.evaluate(() => sessionStorage.getItem("storage.token")), token);
+    await assertNoTokenInScriptReach(page, token);
 
-    // Same tab, same origin: without the piece's sandbox policy its script could read the token.
+    // Same tab, same origin: without the piece's sandbox policy its script would run here.
     await page.goto(`${server.url}/p/webhtmlprobe01`);
     await page.getByText("a stored page").waitFor();
     assertEquals(await page.title(), "stored page", "the stored page's script did not run");
@@ -496,7 +522,7 @@ Deno.test("web: a stored HTML piece cannot read the token the page keeps in sess
     assertMatch(
       await page.evaluate(() => {
         try {
-          return `read: ${sessionStorage.getItem("storage.token")}`;
+          return `read: ${document.cookie}`;
         } catch (error) {
           return (error as Error).name;
         }
@@ -509,7 +535,7 @@ Deno.test("web: a stored HTML piece cannot read the token the page keeps in sess
     );
     assertEquals(leaks, []);
 
-    // Back on the page, the token is still there: it was there to be stolen, and was not.
+    // Back on the page, still signed in: the session was there to be misused, and was not.
     await page.goBack();
     await page.locator("#session-who", { hasText: "victim@example.org" }).waitFor();
     await checkNoCspViolations(page);

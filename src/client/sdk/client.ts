@@ -31,10 +31,13 @@ import type {
   Limits,
   PieceUploadResponse,
   RevokeResult,
+  SessionInfo,
   SignupRequest,
   SignupResult,
   SignupVerificationSent,
   TokenList,
+  UploadLink,
+  UploadLinkRequest,
   Usage,
 } from "./api_types.ts";
 import type { HashWorkerPool } from "../../kernel/piece_cid/mod.ts";
@@ -138,6 +141,54 @@ export class StorageClient implements Disposable {
       path: "/api/auth/signup/verify",
       body,
       auth: false,
+      repeatable: "only-if-not-done",
+    });
+  }
+
+  /**
+   * Who this client acts as (GET /api/auth/session): its token, or, in a browser on
+   * the server's own page, the session cookie; `signedIn: false` when neither.
+   */
+  session(): Promise<SessionInfo> {
+    return this.#transport.json({ method: "GET", path: "/api/auth/session", repeatable: "safe" });
+  }
+
+  /**
+   * Signs the server's own web page in with `token`: the server sets its HttpOnly
+   * session cookie, so the page keeps no token in script reach. Only the server's
+   * own origin may (403 csrf_rejected elsewhere); a CLI or backend sends its
+   * token instead.
+   */
+  startSession(token: string): Promise<SessionInfo> {
+    return this.#transport.json({
+      method: "POST",
+      path: "/api/auth/session",
+      body: { token },
+      auth: false,
+      repeatable: "only-if-not-done",
+    });
+  }
+
+  /** Ends the page's cookie session (the token itself stays valid). */
+  endSession(): Promise<SessionInfo> {
+    return this.#transport.json({
+      method: "DELETE",
+      path: "/api/auth/session",
+      auth: false,
+      repeatable: "safe",
+    });
+  }
+
+  /**
+   * A signed link for one upload of exactly this cid, size and Content-Type, which
+   * anyone may POST once without credentials (uploadThroughLink) within the hour
+   * at most; it counts as this token's upload (scope `put`).
+   */
+  createUploadLink(request: UploadLinkRequest): Promise<UploadLink> {
+    return this.#transport.json({
+      method: "POST",
+      path: "/api/upload-links",
+      body: request,
       repeatable: "only-if-not-done",
     });
   }

@@ -18,6 +18,8 @@
  * const bytes = await client.download(result.cid); // ReadableStream of the original bytes
  */
 export { StorageClient } from "./client.ts";
+export { uploadThroughLink } from "./upload_link.ts";
+export type { LinkUploadOptions } from "./upload_link.ts";
 export { pieceCid } from "./piece_cid.ts";
 export type { CidSource, PieceCid, PieceCidOptions } from "./piece_cid.ts";
 export { NetworkError, StorageError, VerificationError } from "./errors.ts";

@@ -18,7 +18,7 @@ export interface TransportOptions {
 }
 
 export interface JsonRequest {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "DELETE";
   path: string;
   query?: Record<string, string | number | undefined>;
   /** Serialised as the JSON request body. */
@@ -273,7 +273,7 @@ export async function readJson<T>(response: Response): Promise<T> {
 }
 
 /** Reads the JSON error body (when there is one) into a StorageError. */
-async function storageErrorOf(response: Response, method: string): Promise<StorageError> {
+export async function storageErrorOf(response: Response, method: string): Promise<StorageError> {
   const retryAfterSeconds = parseRetryAfter(response.headers.get("retry-after"));
   let code = BODILESS_CODES[response.status] ?? `http_${response.status}`;
   let message = `${method} ${response.url} answered ${response.status}`;

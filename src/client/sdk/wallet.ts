@@ -23,7 +23,7 @@
  */
 import { getAddress } from "viem";
 import { createSiweMessage } from "viem/siwe";
-import type { Health } from "../../kernel/wire.ts";
+import type { Health } from "../../kernel/health_wire.ts";
 import type { WalletNonce, WalletSignInResult } from "./api_types.ts";
 import { StorageError } from "./errors.ts";
 import { retryPolicyOf } from "./retry.ts";

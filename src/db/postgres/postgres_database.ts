@@ -37,6 +37,8 @@ import { PostgresSignupCodeRecords } from "./signup_code_records.ts";
 import { PostgresTokenRecords } from "./token_records.ts";
 import { DatabaseUnavailableError } from "./unavailable.ts";
 import { PostgresWalletNonceRecords } from "./wallet_nonce_records.ts";
+import { PostgresSessionRecords } from "./session_records.ts";
+import { PostgresUploadLinkRecords } from "./upload_link_records.ts";
 
 /** PostgreSQL could not be reached (or refused us) at start: the instance must not serve. */
 export class PostgresUnavailableError extends Error {
@@ -82,6 +84,8 @@ export class PostgresDatabase implements SnapshotSource {
   readonly tokens: PostgresTokenRecords;
   readonly signupCodes: PostgresSignupCodeRecords;
   readonly walletNonces: PostgresWalletNonceRecords;
+  readonly sessions: PostgresSessionRecords;
+  readonly uploadLinks: PostgresUploadLinkRecords;
   readonly resumableUploads: PostgresResumableUploadRecords;
   readonly capLedger: PostgresCapLedger;
   readonly cidLocks: PostgresCidLocks;
@@ -138,6 +142,8 @@ export class PostgresDatabase implements SnapshotSource {
     this.tokens = new PostgresTokenRecords(sql);
     this.signupCodes = new PostgresSignupCodeRecords(sql);
     this.walletNonces = new PostgresWalletNonceRecords(sql);
+    this.sessions = new PostgresSessionRecords(sql);
+    this.uploadLinks = new PostgresUploadLinkRecords(sql);
     this.resumableUploads = new PostgresResumableUploadRecords(sql);
     this.capLedger = new PostgresCapLedger({
       sql,

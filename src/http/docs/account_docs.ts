@@ -9,7 +9,7 @@
 import { DEAL_STATES } from "../../kernel/wire.ts";
 import { FILES_PER_PAGE } from "../account/files.ts";
 import { USAGE_DAYS } from "../account/usage.ts";
-import { CID_SCHEMA, JSON_BODY_ERRORS, TOKEN_ERRORS } from "./route_doc.ts";
+import { CHANGE_TOKEN_ERRORS, CID_SCHEMA, JSON_BODY_ERRORS, TOKEN_ERRORS } from "./route_doc.ts";
 import type { ParameterDoc, RouteDoc, SuccessDoc } from "./route_doc.ts";
 import type { SchemaName } from "./schemas/bodies.ts";
 import type { JsonSchema } from "./schemas/json_schema.ts";
@@ -100,6 +100,63 @@ export const signInWithWalletDoc: RouteDoc = {
   ],
 };
 
+export const getJwksDoc: RouteDoc = {
+  operationId: "getJwks",
+  summary: "The public keys that verify tokens (--token-alg RS256), as a JWK Set",
+  description: "Every RSA key a live token may be signed with, by kid: the signing key's, " +
+    "and an earlier key's until the last token it signed has expired. Any JOSE library " +
+    "verifies a token (the part after pk_live_) against it, e.g. jose's " +
+    "createRemoteJWKSet and jwtVerify with algorithms [RS256]. 404 under HS256, which has no " +
+    "public key.",
+  auth: "public",
+  responses: [{ status: 200, description: "The JWK Set", body: { json: "Jwks" } }],
+  errors: ["not_found"],
+};
+
+export const getSessionDoc: RouteDoc = {
+  operationId: "getSession",
+  summary: "Who the request acts as: its token, its session cookie, or no one",
+  description: "Describes the token a request carries (in the header, the query or the " +
+    "session cookie), never the token itself; signedIn is false without credentials. " +
+    "The web page asks it on load, since none of its scripts can read the cookie.",
+  auth: "optional",
+  responses: [{ status: 200, description: "Who the caller is", body: { json: "SessionInfo" } }],
+  errors: [...TOKEN_ERRORS],
+};
+
+export const startSessionDoc: RouteDoc = {
+  operationId: "startSession",
+  summary: "Sign the web page in: a token for the __Host-storage_session cookie",
+  description: "Sets an HttpOnly, Secure, SameSite=Strict cookie that authenticates as the " +
+    "token would, until the token is revoked or expires, or DELETE ends the session. Only " +
+    "from the service's own page (Origin, or Sec-Fetch-Site: same-origin): else 403 " +
+    "csrf_rejected. The cookie holds a random secret; the server keeps only its SHA-256.",
+  auth: "public",
+  requestBody: { description: "The token to sign in with", body: { json: "SessionRequest" } },
+  responses: [{
+    status: 201,
+    description: "Signed in; the cookie is set",
+    body: { json: "SessionInfo" },
+    headers: { "Set-Cookie": "always" },
+  }],
+  errors: [...JSON_BODY_ERRORS, ...CHANGE_TOKEN_ERRORS, "invalid_request"],
+};
+
+export const endSessionDoc: RouteDoc = {
+  operationId: "endSession",
+  summary: "Sign the web page out: end the session and remove its cookie",
+  description: "Ends the session of the request's cookie (also when there is none). The " +
+    "token it acted as stays valid. Only from the service's own page, as POST.",
+  auth: "public",
+  responses: [{
+    status: 200,
+    description: "Signed out (signedIn: false); the cookie is removed",
+    body: { json: "SessionInfo" },
+    headers: { "Set-Cookie": "always" },
+  }],
+  errors: ["csrf_rejected"],
+};
+
 export const revokeTokenDoc: RouteDoc = {
   operationId: "revokeToken",
   summary: "Revoke a token by its jti",
@@ -110,7 +167,7 @@ export const revokeTokenDoc: RouteDoc = {
   requestBody: { description: "The token to revoke", body: { json: "RevokeRequest" } },
   responses: [{ status: 200, description: "Revoked", body: { json: "RevokeResult" } }],
   errors: [
-    ...TOKEN_ERRORS,
+    ...CHANGE_TOKEN_ERRORS,
     ...JSON_BODY_ERRORS,
     "invalid_request",
     "insufficient_scope",
@@ -196,7 +253,7 @@ export const extendDealDoc: RouteDoc = {
   scope: "pin",
   parameters: [DEAL_ID_PARAMETER],
   responses: [{ status: 200, description: "The extended deal", body: { json: "Deal" } }],
-  errors: [...TOKEN_ERRORS, "insufficient_scope", "not_found", "gone"],
+  errors: [...CHANGE_TOKEN_ERRORS, "insufficient_scope", "not_found", "gone"],
 };
 
 export const getDealDoc: RouteDoc = {
@@ -224,7 +281,7 @@ export const deleteDealDoc: RouteDoc = {
   scope: "pin",
   parameters: [DEAL_ID_PARAMETER],
   responses: [{ status: 200, description: "The deleted deal", body: { json: "Deal" } }],
-  errors: [...TOKEN_ERRORS, "insufficient_scope", "not_found"],
+  errors: [...CHANGE_TOKEN_ERRORS, "insufficient_scope", "not_found"],
 };
 
 export const getLimitsDoc: RouteDoc = {

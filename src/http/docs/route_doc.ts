@@ -82,6 +82,15 @@ export const BYTES_BODY_FRAMING = "Sent with a Content-Length, which every HTTP 
 
 /** Codes of any route that reads the caller's token. */
 export const TOKEN_ERRORS = ["invalid_token", "revoked_token"] as const satisfies ErrorCode[];
+/**
+ * Codes of any route that reads the caller's token and is not a GET: the
+ * session cookie alone signs in such a request only from the service's own
+ * page (auth/sessions.ts).
+ */
+export const CHANGE_TOKEN_ERRORS = [
+  ...TOKEN_ERRORS,
+  "csrf_rejected",
+] as const satisfies ErrorCode[];
 /** Codes of any route whose body is bytes framed by a Content-Length (body.ts). */
 export const CONTENT_LENGTH_ERRORS = [
   "no_body",

@@ -1,6 +1,6 @@
 /** What /openapi.json says of the tus endpoint's routes (tus.ts serves them). */
 import type { ErrorCode } from "../../kernel/errors.ts";
-import { STORING_ERRORS, TOKEN_ERRORS } from "./route_doc.ts";
+import { CHANGE_TOKEN_ERRORS, STORING_ERRORS, TOKEN_ERRORS } from "./route_doc.ts";
 import type { ParameterDoc, RouteDoc } from "./route_doc.ts";
 import { RATE_LIMIT_HEADERS } from "./upload_docs.ts";
 import type { HeaderUse } from "./schemas/headers.ts";
@@ -98,7 +98,7 @@ export const tusDocs = {
       "invalid_cid",
       "invalid_content_type",
       "invalid_filename",
-      ...TOKEN_ERRORS,
+      ...CHANGE_TOKEN_ERRORS,
       "insufficient_scope",
       "unsupported_media_type",
       "invalid_manifest",
@@ -155,6 +155,7 @@ export const tusDocs = {
     },
     errors: [
       ...UPLOAD_ERRORS,
+      "csrf_rejected",
       "invalid_request",
       "unsupported_media_type",
       "offset_mismatch",
@@ -180,6 +181,6 @@ export const tusDocs = {
     parameters: [UPLOAD_ID, TUS_RESUMABLE],
     responses: [{ status: 204, description: "Ended", headers: { "Tus-Resumable": "always" } }],
     errorHeaders: TUS_ERROR_HEADERS,
-    errors: [...UPLOAD_ERRORS],
+    errors: [...UPLOAD_ERRORS, "csrf_rejected"],
   },
 } satisfies Record<string, RouteDoc>;

@@ -5,14 +5,15 @@
  * the tus routes' doc is (tus_docs.ts), so a handler's file is the adapter
  * and nothing else; several docs share the upload's answer.
  */
+import type { ErrorCode } from "../../kernel/errors.ts";
 import {
   BYTES_BODY_FRAMING,
+  CHANGE_TOKEN_ERRORS,
   CID_DESCRIPTION,
   CID_SCHEMA,
   CONTENT_LENGTH_ERRORS,
   JSON_BODY_ERRORS,
   STORING_ERRORS,
-  TOKEN_ERRORS,
 } from "./route_doc.ts";
 import type { RouteDoc } from "./route_doc.ts";
 import type { HeaderUse } from "./schemas/headers.ts";
@@ -33,6 +34,16 @@ function answeredAsAnUpload(description: string): Pick<RouteDoc, "responses" | "
     errorHeaders: { 429: RATE_LIMIT_HEADERS },
   };
 }
+
+/** What a body of bytes can be refused with once its Content-Length is read, until it is stored. */
+export const STORED_BODY_ERRORS = [
+  "invalid_filename",
+  "invalid_manifest",
+  "manifest_incomplete",
+  "invalid_car",
+  ...STORING_ERRORS,
+  "storage_offline",
+] as const satisfies ErrorCode[];
 
 export const uploadDoc: RouteDoc = {
   operationId: "upload",
@@ -75,16 +86,11 @@ export const uploadDoc: RouteDoc = {
   ...answeredAsAnUpload("Stored (or already stored with the same bytes)"),
   errors: [
     "invalid_cid",
-    ...TOKEN_ERRORS,
+    ...CHANGE_TOKEN_ERRORS,
     "insufficient_scope",
     ...CONTENT_LENGTH_ERRORS,
     "invalid_content_type",
-    "invalid_filename",
-    "invalid_manifest",
-    "manifest_incomplete",
-    "invalid_car",
-    ...STORING_ERRORS,
-    "storage_offline",
+    ...STORED_BODY_ERRORS,
   ],
 };
 
@@ -101,7 +107,7 @@ export const createDealDoc: RouteDoc = {
   errors: [
     ...JSON_BODY_ERRORS,
     "invalid_cid",
-    ...TOKEN_ERRORS,
+    ...CHANGE_TOKEN_ERRORS,
     "insufficient_scope",
     "not_found",
     "piece_corrupt",
@@ -136,7 +142,7 @@ export const computePieceCidDoc: RouteDoc = {
     body: { json: "PieceCidResult" },
   }],
   errors: [
-    ...TOKEN_ERRORS,
+    ...CHANGE_TOKEN_ERRORS,
     "insufficient_scope",
     ...CONTENT_LENGTH_ERRORS,
     "too_large",

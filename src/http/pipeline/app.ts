@@ -17,6 +17,7 @@ import type { IpRange } from "../../net/ip.ts";
 import type { Logger } from "../../kernel/log.ts";
 import type { RequestMetrics } from "../../metrics/request_metrics.ts";
 import { cameThroughTrustedProxy, resolveClientKey } from "../../net/ip.ts";
+import { requireSameOrigin } from "../../auth/sessions.ts";
 import { applyDeprecationHeaders, usesQueryToken } from "./deprecation.ts";
 import { readJsonObject } from "./body.ts";
 import { applyCorsHeaders, preflightResponse } from "./cors.ts";
@@ -172,6 +173,7 @@ function requestContextOf(
       options.trustedProxies,
     );
   let caller: Promise<Caller> | null = null;
+  const ownOrigin = new URL(options.baseUrl).origin;
   return {
     url,
     params,
@@ -196,7 +198,9 @@ function requestContextOf(
     logFields,
     caller: () =>
       caller ??= options.authenticator.authenticate(request, url).then((token) => {
-        logFields.caller = token ? "token" : "sponsored";
+        // A cookie rides along with any request to this origin: changes need the page's own.
+        if (token?.via === "cookie") requireSameOrigin(request, ownOrigin);
+        logFields.caller = token ? (token.via === "cookie" ? "session" : "token") : "sponsored";
         return token ?? { kind: "sponsored", clientKey: clientKeyOfRequest() };
       }),
   };

@@ -20,7 +20,7 @@ import type {
   Health,
   JobHealth,
   WalletHealth,
-} from "../../kernel/wire.ts";
+} from "../../kernel/health_wire.ts";
 import type { WalletChain } from "../../wallet/chain.ts";
 
 export interface HealthDeps {

@@ -12,6 +12,8 @@ import {
   posted,
   postJson,
   request,
+  revokedToken,
+  sessionCookie,
   tokenScenarios,
   WALLET_ARGS,
   withToken,
@@ -132,6 +134,101 @@ export const scenarios: Record<string, Scenario[]> = {
       signature: "0x00",
     }, "503 wallet_unavailable"),
     wrongMethod("GET", "/api/auth/wallet"),
+  ],
+  getJwks: [
+    request("--token-alg RS256", "GET /.well-known/jwks.json", "200", {
+      args: ["--token-alg", "RS256"],
+    }),
+    request("HS256, the default: no public keys", "GET /.well-known/jwks.json", "404 not_found"),
+    wrongMethod("POST", "/.well-known/jwks.json"),
+  ],
+  headJwks: [
+    request("--token-alg RS256", "HEAD /.well-known/jwks.json", "200", {
+      args: ["--token-alg", "RS256"],
+    }),
+  ],
+  getSession: [
+    request("no credentials", "GET /api/auth/session", "200"),
+    withToken("a bearer token", "GET /api/auth/session", "200"),
+    {
+      name: "a session cookie",
+      send: async (p) =>
+        p.send("GET", "/api/auth/session", { headers: { cookie: await sessionCookie(p) } }),
+      status: 200,
+    },
+    ...tokenScenarios("GET", "/api/auth/session").filter((s) => s.name !== "no token"),
+    {
+      name: "a cookie whose session has ended",
+      send: (p) =>
+        p.send("GET", "/api/auth/session", {
+          headers: { cookie: `__Host-storage_session=${"A".repeat(43)}` },
+        }),
+      status: 401,
+      code: "invalid_token",
+    },
+    wrongMethod("PATCH", "/api/auth/session"),
+  ],
+  headSession: [request("no credentials", "HEAD /api/auth/session", "200")],
+  startSession: [
+    {
+      name: "a token, from the server's own page",
+      send: async (p) =>
+        postJson(p, "/api/auth/session", { token: await p.token() }, { origin: p.server.url }),
+      status: 201,
+    },
+    {
+      name: "a token, from another origin",
+      send: async (p) =>
+        postJson(p, "/api/auth/session", { token: await p.token() }, {
+          origin: "https://x.example",
+        }),
+      status: 403,
+      code: "csrf_rejected",
+    },
+    {
+      name: "no token",
+      send: (p) => postJson(p, "/api/auth/session", {}, { origin: p.server.url }),
+      status: 400,
+      code: "invalid_request",
+    },
+    {
+      name: "a garbage token",
+      send: (p) =>
+        postJson(p, "/api/auth/session", { token: "pk_live_a.b.c" }, { origin: p.server.url }),
+      status: 401,
+      code: "invalid_token",
+    },
+    {
+      name: "a revoked token",
+      send: async (p) =>
+        postJson(p, "/api/auth/session", { token: await revokedToken(p) }, {
+          origin: p.server.url,
+        }),
+      status: 401,
+      code: "revoked_token",
+    },
+    wrongMethod("PATCH", "/api/auth/session"),
+    ...jsonBodyScenarios("/api/auth/session", { sameOrigin: true }),
+  ],
+  endSession: [
+    {
+      name: "a session cookie, from the server's own page",
+      send: async (p) =>
+        p.send("DELETE", "/api/auth/session", {
+          headers: { cookie: await sessionCookie(p), origin: p.server.url },
+        }),
+      status: 200,
+    },
+    {
+      name: "a session cookie, from another origin",
+      send: async (p) =>
+        p.send("DELETE", "/api/auth/session", {
+          headers: { cookie: await sessionCookie(p), origin: "https://x.example" },
+        }),
+      status: 403,
+      code: "csrf_rejected",
+    },
+    wrongMethod("PATCH", "/api/auth/session"),
   ],
   revokeToken: [
     {

@@ -6,13 +6,14 @@ import * as account from "./account.ts";
 import * as auth from "./auth.ts";
 import * as files from "./files.ts";
 import * as ipfs from "./ipfs.ts";
+import * as links from "./links.ts";
 import * as resumable from "./resumable.ts";
 import * as retrieval from "./retrieval.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 import * as service from "./service.ts";
 import * as uploads from "./uploads.ts";
 
-const AREAS = [uploads, resumable, retrieval, files, ipfs, auth, account, service];
+const AREAS = [uploads, links, resumable, retrieval, files, ipfs, auth, account, service];
 
 export type { Scenario } from "./scenario.ts";
 

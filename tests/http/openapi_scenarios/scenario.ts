@@ -46,6 +46,14 @@ export const postJson = (
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
 
+/** A new user's token, revoked. */
+export async function revokedToken(p: Probe): Promise<string> {
+  const token = await p.token();
+  const revoked = await postJson(p, "/api/tokens/revoke", { jti: jtiOf(token) }, bearer(token));
+  assertEquals(revoked.status, 200, revoked.body);
+  return token;
+}
+
 /** Scenarios shared by every route that needs a token with a scope. */
 export function tokenScenarios(
   method: string,
@@ -71,21 +79,12 @@ export function tokenScenarios(
     },
     {
       name: "a revoked token",
-      send: async (p) => {
-        const token = await p.token();
-        const revoked = await postJson(
-          p,
-          "/api/tokens/revoke",
-          { jti: jtiOf(token) },
-          bearer(token),
-        );
-        assertEquals(revoked.status, 200, revoked.body);
-        return p.send(method, path, init(p, bearer(token)));
-      },
+      send: async (p) => p.send(method, path, init(p, bearer(await revokedToken(p)))),
       status: 401,
       code: "revoked_token",
     },
   ];
+  if (method !== "GET" && method !== "HEAD") scenarios.push(crossOriginSession(method, path, init));
   if (options.scope) {
     scenarios.push({
       name: `a token without the ${options.scope} scope`,
@@ -100,19 +99,50 @@ export function tokenScenarios(
   return scenarios;
 }
 
+/** The cookie header of a new user's session, started from the server's own page. */
+export async function sessionCookie(p: Probe, token?: string): Promise<string> {
+  const answer = await postJson(p, "/api/auth/session", { token: token ?? await p.token() }, {
+    origin: p.server.url,
+  });
+  assertEquals(answer.status, 201, answer.body);
+  return answer.headers.get("set-cookie")!.split(";")[0];
+}
+
+/** A change signed in by the session cookie alone, sent from another origin. */
+function crossOriginSession(
+  method: string,
+  path: string,
+  init: (p: Probe, headers: Record<string, string>) => SendInit,
+): Scenario {
+  return {
+    name: "the session cookie alone, from another origin",
+    send: async (p) =>
+      p.send(
+        method,
+        path,
+        init(p, { cookie: await sessionCookie(p), origin: "https://x.example" }),
+      ),
+    status: 403,
+    code: "csrf_rejected",
+  };
+}
+
 /**
  * What every route that reads a JSON body answers to a bad one; withToken
  * for routes that check the caller's token before they read the body.
  */
 export function jsonBodyScenarios(
   path: string,
-  options: { args?: string[]; withToken?: boolean } = {},
+  options: { args?: string[]; withToken?: boolean; sameOrigin?: boolean } = {},
 ): Scenario[] {
   const args = options.args ?? [];
   const authorization = async (p: Probe) =>
-    options.withToken ? `Authorization: Bearer ${await p.token()}\n` : "";
-  const auth = async (p: Probe): Promise<Record<string, string>> =>
-    options.withToken ? bearer(await p.token()) : {};
+    (options.withToken ? `Authorization: Bearer ${await p.token()}\n` : "") +
+    (options.sameOrigin ? `Origin: ${p.server.url}\n` : "");
+  const auth = async (p: Probe): Promise<Record<string, string>> => ({
+    ...(options.withToken ? bearer(await p.token()) : {}),
+    ...(options.sameOrigin ? { origin: p.server.url } : {}),
+  });
   const head = async (p: Probe, length: number) =>
     `${await authorization(p)}Content-Type: application/json\nContent-Length: ${length}\n`;
   return [

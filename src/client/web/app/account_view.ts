@@ -4,10 +4,9 @@
  * on a server in verify mode a mailed code comes first) or paste one. Signed
  * in: who the token belongs to and what it may do, and, right after signing
  * up, the new token itself, once: it is in no other answer of the server,
- * and the page never shows the stored token again (after a reload the panel
- * is gone, while the tab stays signed in through sessionStorage).
+ * and the page keeps none (it signs in with a cookie session, which no
+ * script can read; after a reload the panel is gone, the session stays).
  */
-import { StorageClient } from "../../sdk/mod.ts";
 import type { Scope, SignupResult } from "../../sdk/mod.ts";
 import { copyField } from "./copy.ts";
 import { byId, el, say, show } from "./dom.ts";
@@ -32,8 +31,8 @@ export function mountAccountView(session: Session): void {
   let verifyEmail = "";
 
   const sayError = (words: string) => say(message, words, "error");
-  const signedUp = (result: SignupResult) => {
-    session.signIn(result.token);
+  const signedUp = async (result: SignupResult) => {
+    await session.signIn(result.token);
     newToken.replaceChildren(newTokenPanel(result.token, () => newToken.replaceChildren()));
     byId("new-token-heading", HTMLElement).focus();
   };
@@ -42,7 +41,7 @@ export function mountAccountView(session: Session): void {
     const email = byId("signup-email", HTMLInputElement).value.trim();
     const label = byId("signup-label", HTMLInputElement).value.trim();
     const result = await session.client.signup({ email, label });
-    if ("token" in result) return signedUp(result);
+    if ("token" in result) return await signedUp(result);
     verifyEmail = result.email;
     byId("verify-sent", HTMLElement).textContent =
       `We sent a code to ${result.email}. It works once, for 15 minutes.`;
@@ -53,7 +52,7 @@ export function mountAccountView(session: Session): void {
 
   onSubmit(verifyForm, async () => {
     const code = byId("verify-code", HTMLInputElement).value.trim();
-    signedUp(await session.client.verifySignup(verifyEmail, code));
+    await signedUp(await session.client.verifySignup(verifyEmail, code));
     show(verifyForm, false);
     show(signupForm, true);
   }, sayError);
@@ -67,14 +66,12 @@ export function mountAccountView(session: Session): void {
       );
       return;
     }
-    // Ask the server before keeping it: a mistyped or revoked token is said so at once.
-    using client = new StorageClient({ server: location.origin, token });
-    await client.limits();
+    // The server checks it as it starts the session: a mistyped or revoked token is said so.
+    await session.signIn(token);
     tokenInput.value = "";
-    session.signIn(token);
   }, sayError);
 
-  byId("sign-out", HTMLButtonElement).addEventListener("click", () => session.signOut());
+  byId("sign-out", HTMLButtonElement).addEventListener("click", () => void session.signOut());
 
   const render = (reason: string | null) => {
     const claims = session.claims;
@@ -144,7 +141,7 @@ function newTokenPanel(token: string, dismiss: () => void): HTMLElement {
       "p",
       {},
       el("strong", {}, "Copy it now and keep it somewhere safe: it will not be shown again."),
-      " This tab stays signed in with it until you sign out or close the tab. Anyone who has " +
+      " This browser stays signed in with it until you sign out or close the browser. Anyone who has " +
         "the token can upload as you and see your files.",
     ),
     copyField("Your new token", token, { id: "new-token-value" }),

@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * The web page's entry: restores the tab's session, mounts the upload and
+ * The web page's entry: asks the server for the page's session, mounts the upload and
  * account panels, and keeps what depends on who is signed in (the tier line
  * above the drop zone, wallet sign-in, usage, files, tokens) current after
  * every sign-in, sign-out and stored file. Built into src/client/web/assets.gen.ts
@@ -16,7 +16,7 @@ import { mountUploadView } from "./upload_view.ts";
 import { mountUsageView } from "./usage_view.ts";
 import { mountWalletView } from "./wallet_view.ts";
 
-const session = Session.restore();
+const session = new Session();
 const accountMessage = byId("account-message", HTMLElement);
 const wallet = mountWalletView(session, (words) => say(accountMessage, words, "error"));
 const usage = mountUsageView(session);
@@ -49,4 +49,5 @@ async function refreshAll(): Promise<void> {
 mountAccountView(session);
 mountUploadView({ session, onUploaded: () => void refreshAll() });
 session.onChange(() => void refreshAll());
-void refreshAll();
+// Who the page is signed in as (its cookie's session) comes from the server; then all is shown.
+void session.load();

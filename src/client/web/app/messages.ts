@@ -42,8 +42,13 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   invalid_token: "The token is not valid: it may be mistyped, expired, or from another server.",
   revoked_token: "This token has been revoked and no longer works.",
   invalid_signature: "The wallet's signature did not check out. Please sign in again.",
+  invalid_link:
+    "This upload link no longer works: it was used already, has expired, or is for another file.",
   insufficient_scope: "This token does not have the permission this needs.",
   signup_closed: "This server does not hand out tokens here. Ask its operator for one.",
+  csrf_rejected:
+    "The server refused a change that did not come from its own page. Reload the page and " +
+    "try again.",
   not_found: "Nothing was found: it is not stored here, or it is not yours.",
   method_not_allowed: "The server refused the request. Reload the page and try again.",
   not_acceptable: "The server cannot answer in the format that was asked for.",

@@ -1,21 +1,20 @@
 /// <reference lib="dom" />
 /**
- * Who the page acts as: no one (sponsored uploads) or the holder of one
- * token. The token lives in sessionStorage, never localStorage: it is gone
- * when the tab closes, other tabs do not see it, and it is not left on the
- * machine for whoever uses the browser next (docs/web.md says why). The
- * token's claims (e-mail or wallet, scopes, expiry) are read from its JWT
- * payload, which is plain base64url JSON. The session also owns the one
- * StorageClient the page talks through, remade whenever the token changes.
+ * Who the page acts as: no one (sponsored uploads) or the token of a cookie
+ * session. The page keeps no token anywhere a script can read it: a token it
+ * is given (by signup, a wallet sign-in, or pasted) goes straight to POST
+ * /api/auth/session, which answers with an HttpOnly cookie that the browser
+ * sends with the page's requests, and the page forgets the token (docs/web.md
+ * says why). What the page shows of the session (e-mail or wallet, scopes,
+ * expiry) is what GET /api/auth/session answers. The session also owns the
+ * one StorageClient the page talks through, remade whenever it changes.
  */
 import { StorageClient, StorageError } from "../../sdk/mod.ts";
-import type { Scope } from "../../sdk/mod.ts";
+import type { Scope, SessionInfo } from "../../sdk/mod.ts";
 import { describeError } from "./messages.ts";
 import { meteredFetch, SendMeter } from "./send_meter.ts";
 
-const STORAGE_KEY = "storage.token";
-
-/** The parts of a token's payload the page shows or decides by (docs/api.md#authentication). */
+/** The parts of a token the page shows or decides by (docs/api.md#authentication). */
 export interface TokenClaims {
   /** E-mail tokens. */
   email?: string;
@@ -45,6 +44,19 @@ export function claimsOf(token: string, nowSeconds = Date.now() / 1000): TokenCl
   }
 }
 
+/** What GET /api/auth/session said, as the page's claims; null when signed out. */
+function claimsOfSession(info: SessionInfo): TokenClaims | null {
+  if (!info.signedIn || info.jti === null || info.expiresAt === null) return null;
+  return {
+    email: info.email ?? undefined,
+    wallet: info.wallet ?? undefined,
+    scopes: info.scopes,
+    quotaMb: info.quotaMb ?? undefined,
+    exp: Date.parse(info.expiresAt) / 1000,
+    jti: info.jti,
+  };
+}
+
 /** Whether an error says the token itself is no good (so the page should sign out). */
 export function isTokenRefusal(error: unknown): boolean {
   return error instanceof StorageError &&
@@ -54,43 +66,27 @@ export function isTokenRefusal(error: unknown): boolean {
 export class Session {
   /** Upload bodies on the wire, for the upload view's send progress. */
   readonly sendMeter = new SendMeter();
-  #token: string | null = null;
   #claims: TokenClaims | null = null;
   #client: StorageClient | null = null;
   readonly #listeners: ((reason: string | null) => void)[] = [];
-
-  /** The session this tab had (a token past its expiry is dropped). */
-  static restore(): Session {
-    const session = new Session();
-    const token = sessionStorage.getItem(STORAGE_KEY);
-    const claims = token === null ? null : claimsOf(token);
-    if (token !== null && claims !== null) {
-      session.#token = token;
-      session.#claims = claims;
-    } else {
-      sessionStorage.removeItem(STORAGE_KEY);
-    }
-    return session;
-  }
-
-  get token(): string | null {
-    return this.#token;
-  }
 
   get claims(): TokenClaims | null {
     return this.#claims;
   }
 
-  /** Whether the token has a scope (false when signed out). */
+  get signedIn(): boolean {
+    return this.#claims !== null;
+  }
+
+  /** Whether the session's token has a scope (false when signed out). */
   can(scope: Scope): boolean {
     return this.#claims?.scopes.includes(scope) ?? false;
   }
 
-  /** The client for the current token (sponsored when signed out). */
+  /** The page's client: it sends no token; the browser adds the session cookie, if any. */
   get client(): StorageClient {
     this.#client ??= new StorageClient({
       server: location.origin,
-      token: this.#token,
       // The page's policy refuses the SDK's default data: Worker.
       hashWorkerUrl: "/app/hash-worker.js",
       fetch: meteredFetch(this.sendMeter),
@@ -98,38 +94,60 @@ export class Session {
     return this.#client;
   }
 
-  /** Keeps a token for this tab; false when it is not a live pk_live_ token. */
-  signIn(token: string): boolean {
-    const claims = claimsOf(token);
-    if (claims === null) return false;
-    sessionStorage.setItem(STORAGE_KEY, token);
-    this.#replace(token, claims, null);
-    return true;
+  /** Asks the server who the page is (its cookie's session, if any); then tells the listeners. */
+  async load(): Promise<void> {
+    try {
+      this.#replace(claimsOfSession(await this.client.session()), null);
+    } catch (error) {
+      // An ended or revoked session: say why, and drop the cookie.
+      if (isTokenRefusal(error)) {
+        return await this.signOut(`You are signed out. ${describeError(error)}`);
+      }
+      this.#replace(null, describeError(error));
+    }
   }
 
-  /** Forgets the token; `reason` is shown to say why, when it was not the person's choice. */
-  signOut(reason: string | null = null): void {
-    sessionStorage.removeItem(STORAGE_KEY);
-    this.#replace(null, null, reason);
+  /** Starts a cookie session for a token, which the page then forgets. Throws a refusal. */
+  async signIn(token: string): Promise<void> {
+    await this.client.startSession(token);
+    // A browser keeps a Secure cookie only from HTTPS (or localhost): ask what it sends now.
+    const claims = claimsOfSession(await this.client.session());
+    if (claims === null) {
+      throw new Error(
+        "This browser did not keep the sign-in cookie: open the page over HTTPS to sign in.",
+      );
+    }
+    this.#replace(claims, null);
+  }
+
+  /** Ends the session; `reason` is shown to say why, when it was not the person's choice. */
+  async signOut(reason: string | null = null): Promise<void> {
+    try {
+      await this.client.endSession();
+    } catch {
+      // Signed out here all the same; the cookie's session ends with its token.
+    }
+    this.#replace(null, reason);
   }
 
   /**
-   * Words for a failed call. A refused token (revoked, expired) also signs
+   * Words for a failed call. A refused session (revoked, expired) also signs
    * out, and the account panel then says why.
    */
   explain(error: unknown): string {
     const words = describeError(error);
-    if (isTokenRefusal(error) && this.#token !== null) this.signOut(`You are signed out. ${words}`);
+    if (isTokenRefusal(error) && this.#claims !== null) {
+      void this.signOut(`You are signed out. ${words}`);
+    }
     return words;
   }
 
-  /** Called after every sign-in and sign-out, with the reason of a forced sign-out. */
+  /** Called after every sign-in, sign-out and load, with the reason of a forced sign-out. */
   onChange(listener: (reason: string | null) => void): void {
     this.#listeners.push(listener);
   }
 
-  #replace(token: string | null, claims: TokenClaims | null, reason: string | null): void {
-    this.#token = token;
+  #replace(claims: TokenClaims | null, reason: string | null): void {
     this.#claims = claims;
     this.#client?.close();
     this.#client = null;

@@ -81,7 +81,7 @@ function confirmation(token: TokenInfo, view: TokensView, cancel: () => void): H
     try {
       await view.session.client.revokeToken(token.jti);
       if (token.current) {
-        view.session.signOut(
+        await view.session.signOut(
           `You revoked the token this tab used (“${token.label}”), so it is signed out.`,
         );
         return;

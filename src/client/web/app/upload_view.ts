@@ -150,7 +150,7 @@ async function uploadOne(
     }).finally(() => session.sendMeter.listen(null));
     forgetUnfinished(file);
     views.unfinished.refresh();
-    await item.done(result, term ?? null, session.token === null);
+    await item.done(result, term ?? null, !session.signedIn);
     announce(`${file.name} is stored.`);
     return true;
   } catch (error) {

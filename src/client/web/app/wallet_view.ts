@@ -4,7 +4,8 @@
  * `wallet` tier in GET /api/limits and the browser has an Ethereum wallet
  * (EIP-1193, window.ethereum). The wallet is asked for its account, then to
  * sign the Sign-In with Ethereum message the SDK writes (personal_sign); the
- * server answers a 24-hour token, kept like any other.
+ * server answers a 24-hour token, which goes straight into the page's
+ * cookie session, like any other.
  */
 import { signInWithWallet } from "../../sdk/wallet.ts";
 import type { Limits } from "../../sdk/mod.ts";
@@ -49,7 +50,7 @@ export function mountWalletView(session: Session, say: (words: string) => void):
             }) as string,
         },
       });
-      session.signIn(token);
+      await session.signIn(token);
     } catch (error) {
       say(session.explain(error));
     }

@@ -13,6 +13,7 @@ import { MAX_MESSAGE_CHARS, MAX_SIGNATURE_CHARS } from "../../../auth/wallet_sig
 import { DEAL_STATES, LIMIT_REFUSALS } from "../../../kernel/wire.ts";
 import { handoffHealthSchema, handoffSchema } from "./handoff_schemas.ts";
 import type * as Wire from "../../../kernel/wire.ts";
+import type { Health } from "../../../kernel/health_wire.ts";
 import {
   arrayOf,
   booleanSchema,
@@ -27,6 +28,7 @@ import {
   uriSchema,
 } from "./json_schema.ts";
 import type { JsonSchema } from "./json_schema.ts";
+import { SESSION_AND_LINK_SCHEMAS } from "./session_bodies.ts";
 
 /** Each published schema's TypeScript type: the handlers build their answers as these. */
 export interface SchemaTypes {
@@ -40,6 +42,12 @@ export interface SchemaTypes {
   WalletSignInRequest: Wire.WalletSignInRequest;
   WalletSignInResult: Wire.WalletSignInResult;
   RevokeRequest: Wire.RevokeRequest;
+  SessionRequest: Wire.SessionRequest;
+  JwkRsa: Wire.JwkRsa;
+  Jwks: Wire.Jwks;
+  UploadLinkRequest: Wire.UploadLinkRequest;
+  UploadLink: Wire.UploadLink;
+  SessionInfo: Wire.SessionInfo;
   DealRequest: Wire.DealRequest;
   RevokeResult: Wire.RevokeResult;
   TokenInfo: Wire.TokenInfo;
@@ -54,7 +62,7 @@ export interface SchemaTypes {
   PieceCidResult: Wire.PieceCidResult;
   PieceCidForm: Wire.PieceCidForm;
   PieceCidInfo: Wire.PieceCidInfo;
-  Health: Wire.Health;
+  Health: Health;
   Deprecation: Wire.Deprecation;
   Deprecations: Wire.Deprecations;
   OpenApiDocument: Wire.OpenApiDocument;
@@ -227,6 +235,7 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
     expiresAt: dateTimeSchema,
     jti: { ...stringSchema, description: "The token's id: revoke it with this" },
   }),
+  ...SESSION_AND_LINK_SCHEMAS,
   RevokeRequest: objectOf({
     jti: { ...stringSchema, minLength: 1, maxLength: 128, description: "The token's id" },
   }),

@@ -117,6 +117,11 @@ export const RESPONSE_HEADERS = {
     description: "Accept picks the answer's format",
     schema: { ...stringSchema, const: "Accept" },
   },
+  "Set-Cookie": {
+    description: "The page's session cookie: __Host-storage_session, HttpOnly, Secure, " +
+      "SameSite=Strict, Path=/ (removed with Max-Age=0 when the session ends)",
+    schema: stringSchema,
+  },
   Location: {
     description: "The new upload's URL, to PATCH, HEAD, GET and DELETE",
     schema: { ...stringSchema, format: "uri" },
