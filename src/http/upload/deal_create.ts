@@ -11,9 +11,7 @@
  * JSON body's cid and answers; the intake and the commit are the pipeline's.
  * Its doc is http/docs/upload_docs.ts's createDealDoc.
  */
-import { rateLimitHeaders } from "../../limits/rate_limit_headers.ts";
-import { uploadResultOf } from "../../uploads/terms.ts";
-import { jsonResponse } from "../pipeline/json.ts";
+import { committedAnswer } from "./committed_answer.ts";
 import type { Handler } from "../pipeline/router.ts";
 import type { UploadDeps } from "./upload.ts";
 
@@ -28,13 +26,6 @@ export function createDealCreateHandler(deps: DealCreateDeps): Handler {
       logFields: context.logFields,
     });
     const done = await deps.uploads.makeDeal(ticket);
-    const result = uploadResultOf(
-      done.deal,
-      ticket.cid.given,
-      deps.baseUrl,
-      done.roots,
-      done.handoff,
-    );
-    return jsonResponse(200, result, rateLimitHeaders(done.capStatus));
+    return committedAnswer(done, ticket.cid.given, deps.baseUrl);
   };
 }

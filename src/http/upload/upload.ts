@@ -6,12 +6,10 @@
  * the checks, the caps and the commit, in the order decisions.md fixes, are
  * the pipeline's. Its doc is http/docs/upload_docs.ts's uploadDoc.
  */
-import { rateLimitHeaders } from "../../limits/rate_limit_headers.ts";
 import type { UploadPipeline } from "../../uploads/pipeline.ts";
-import { uploadResultOf } from "../../uploads/terms.ts";
 import { decodeFilename, requireContentType } from "../../uploads/type_and_name.ts";
 import { requireContentLength } from "../pipeline/body.ts";
-import { jsonResponse } from "../pipeline/json.ts";
+import { committedAnswer } from "./committed_answer.ts";
 import type { Handler } from "../pipeline/router.ts";
 
 export interface UploadDeps {
@@ -36,13 +34,6 @@ export function createUploadHandler(deps: UploadDeps): Handler {
       logFields: context.logFields,
     });
     const done = await deps.uploads.storeBody(ticket, request.body, context);
-    const result = uploadResultOf(
-      done.deal,
-      ticket.cid.given,
-      deps.baseUrl,
-      done.roots,
-      done.handoff,
-    );
-    return jsonResponse(200, result, rateLimitHeaders(done.capStatus));
+    return committedAnswer(done, ticket.cid.given, deps.baseUrl);
   };
 }

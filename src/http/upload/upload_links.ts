@@ -18,9 +18,9 @@ import type { Config } from "../../config/mod.ts";
 import { requireTokenScope } from "../../auth/scopes.ts";
 import { invalidLink, MAX_LINK_SECONDS } from "../../auth/upload_links.ts";
 import type { LinkTerms, OpenLink, UploadLinks } from "../../auth/upload_links.ts";
-import { rateLimitHeaders } from "../../limits/rate_limit_headers.ts";
 import type { UploadPipeline } from "../../uploads/pipeline.ts";
-import { checkLengthOfCid, uploadCidOf, uploadResultOf } from "../../uploads/terms.ts";
+import { checkLengthOfCid, uploadCidOf } from "../../uploads/terms.ts";
+import { committedAnswer } from "./committed_answer.ts";
 import { checkFilename, decodeFilename, requireContentType } from "../../uploads/type_and_name.ts";
 import { normalizeCid } from "../../kernel/cid_format.ts";
 import { requireContentLength } from "../pipeline/body.ts";
@@ -74,8 +74,7 @@ export function createLinkUploadHandler(deps: UploadLinkDeps): Handler {
     }
     context.logFields.caller = "link";
     const done = await deps.uploads.storeBody(ticket, request.body, context);
-    const result = uploadResultOf(done.deal, link.cid, deps.baseUrl, done.roots);
-    return jsonResponse(200, result, rateLimitHeaders(done.capStatus));
+    return committedAnswer(done, link.cid, deps.baseUrl);
   };
 }
 
