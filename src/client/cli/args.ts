@@ -133,6 +133,13 @@ const ROWS: readonly CommandRow[] = [
     summary: "Extend a deal by one term",
     args: { min: 1, max: 1 },
   },
+  {
+    name: "delete",
+    synopsis: "DEAL_ID --yes",
+    summary: "End a deal now (its file goes once no deal keeps it); --yes confirms",
+    options: { yes: bool },
+    args: { min: 1, max: 1 },
+  },
 ];
 
 export const COMMANDS: readonly CommandSpec[] = ROWS.map((row) => ({

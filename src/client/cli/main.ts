@@ -1,12 +1,13 @@
 /**
  * `storage`: the user's command line for the service, on top of the client
- * SDK (src/client/sdk/). Run it with `deno task -q cli …` or compile it to a binary
- * with `deno task compile-cli`; docs/client.md is the manual.
+ * SDK (src/client/sdk/). Run it with `deno task -q cli …`, install it on the PATH
+ * with `deno task install-cli`, or compile it to a binary with `deno task
+ * compile-cli`; docs/client.md is the manual.
  *
  *   storage cid FILE…                 storage upload FILE… [--piece-size SIZE] …
  *   storage download CID [-o PATH]    storage signup --email E --label L
  *   storage tokens list|revoke JTI    storage files | usage | limits | extend DEAL_ID
- *   STORAGE_WALLET_KEY=0x… storage wallet login [--chain-id N]
+ *   storage delete DEAL_ID --yes      STORAGE_WALLET_KEY=0x… storage wallet login
  *
  * This entry point wires the real process to the commands: stdout for
  * results, stderr for the progress bar (terminals only) and the one error

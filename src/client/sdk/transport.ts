@@ -18,7 +18,7 @@ export interface TransportOptions {
 }
 
 export interface JsonRequest {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "DELETE";
   path: string;
   query?: Record<string, string | number | undefined>;
   /** Serialised as the JSON request body. */
