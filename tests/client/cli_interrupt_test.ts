@@ -7,42 +7,13 @@
  * once (not after the server's 24 hours), and a re-run stores the file.
  */
 import { assertEquals } from "../helpers/assert.ts";
-import { withOverrides } from "../helpers/overrides.ts";
+import { holdingStore } from "../helpers/held_appends.ts";
 import { signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
 import { assertFailure, cliOk, dirPrefix, KIB, randomBytes, spawnCli } from "../helpers/cli.ts";
-import type { PartialStore } from "../../src/driver/driver.ts";
 
 const MIB = 1024 * KIB;
-
-/** A store whose resumable appends pass `first` bytes, then hold until aborted or released. */
-function holdingAppends(partials: PartialStore, first: number) {
-  const state = { held: false, release: Promise.withResolvers<void>() };
-  const append: PartialStore["append"] = (partial, body, options) => {
-    let passed = 0;
-    const reader = body.getReader();
-    const held = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        if (passed >= first) {
-          state.held = true;
-          const aborted = new Promise<void>((resolve) =>
-            options.signal?.addEventListener("abort", () => resolve(), { once: true })
-          );
-          await Promise.race([state.release.promise, aborted]);
-          if (options.signal?.aborted) return controller.close();
-        }
-        const { value, done } = await reader.read();
-        if (done) return controller.close();
-        passed += value.byteLength;
-        controller.enqueue(value);
-      },
-      cancel: (reason) => reader.cancel(reason),
-    });
-    return partials.append(partial, held, options);
-  };
-  return { state, partials: withOverrides(partials, { append }) };
-}
 
 async function remainingToday(server: TestServer, token: string): Promise<number> {
   const response = await server.get("/api/usage", {
@@ -53,14 +24,9 @@ async function remainingToday(server: TestServer, token: string): Promise<number
 }
 
 Deno.test("cli: Ctrl-C mid-upload ends the unfinished upload, so its quota comes back at once", async (t) => {
-  let hold: ReturnType<typeof holdingAppends> | null = null;
-  await using server = await startTestServer({
-    wrapStore: (store) => {
-      hold = holdingAppends(store.partials, MIB);
-      return withOverrides(store, { partials: hold.partials });
-    },
-  });
-  const { state } = hold!;
+  const { hold, wrapStore } = holdingStore(MIB);
+  await using server = await startTestServer({ wrapStore });
+  const state = hold.state!;
   const { token } = await signup(server);
   const quota = await remainingToday(server, token);
   const dir = await Deno.makeTempDir({ prefix: dirPrefix(t) });

@@ -5,6 +5,7 @@
  * gives (this Deno in place of the pinned npx one), it writes the file of an
  * ipfs-car CAR stored here to stdout and exits by itself.
  */
+import { blockAfter, commandOf } from "../helpers/doc_blocks.ts";
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { seededBytes } from "../helpers/bytes.ts";
 import { packFiles } from "../helpers/ipfs.ts";
@@ -16,19 +17,11 @@ import { uploadCar } from "./ipfs_suite.ts";
 const ROOT = new URL("../..", import.meta.url).pathname;
 const PINNED = "npx -y deno@2.9.6 ";
 
-/** The first fenced block of `language` after `marker` in the document. */
-function blockAfter(markdown: string, marker: string, language: string): string {
-  const section = markdown.slice(markdown.indexOf(marker));
-  const match = new RegExp("```" + language + "\\n([\\s\\S]*?)```").exec(section);
-  if (!match) throw new Error(`no ${language} block after ${marker}`);
-  return match[1];
-}
-
 Deno.test("docs: the verified-fetch script in api.md fetches a file of a stored CAR and exits", async () => {
   const doc = await Deno.readTextFile(`${ROOT}docs/api.md`);
   const marker = "**With verified-fetch.**";
   const script = blockAfter(doc, marker, "ts");
-  const command = blockAfter(doc, marker, "sh").replace(/\\\n\s*/g, "").trim();
+  const command = commandOf(blockAfter(doc, marker, "sh"));
   assertOk(script.includes('const gateway = "https://storage.example.org";'), script);
   assertOk(command.startsWith(PINNED), command);
 
