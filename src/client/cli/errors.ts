@@ -80,6 +80,14 @@ export function failureOf(error: unknown, context: FailureContext = {}): Failure
       line: `error: verification_failed: ${oneLine(error.message)}`,
     };
   }
+  if (error instanceof NetworkError && untrustedCertificate(error)) {
+    // The server answered; this machine does not trust who it says it is.
+    return {
+      exitCode: EXIT.network,
+      line: `error: tls: ${oneLine(error.message)}; the server's certificate is not trusted ` +
+        "here: if it is right, name its CA certificate file in DENO_CERT (DENO_CERT=ca.pem storage …)",
+    };
+  }
   if (error instanceof NetworkError) {
     const where = context.server ? ` at ${context.server}` : "";
     return {
@@ -89,6 +97,16 @@ export function failureOf(error: unknown, context: FailureContext = {}): Failure
     };
   }
   return null;
+}
+
+/** Whether a request failed because the server's TLS certificate is not trusted (rustls's words). */
+function untrustedCertificate(error: NetworkError): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (/invalid peer certificate|certificate verify failed|UnknownIssuer/i.test(e.message)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 function oneLine(text: string): string {
