@@ -1,4 +1,8 @@
 /**
+ * docs/api.md's CAR upload commands run as written after the ipfs-car line
+ * (the CAR is packed by ipfs-car's library here): the PieceCID is asked of
+ * the server, and the CAR is uploaded under it.
+ *
  * docs/api.md's verified-fetch script runs as written: saved in a temporary
  * directory outside the clone, its gateway pointed at a test server on
  * 127.0.0.1 (the one line a reader changes), run with the command the doc
@@ -9,7 +13,7 @@ import { blockAfter, commandOf } from "../helpers/doc_blocks.ts";
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { seededBytes } from "../helpers/bytes.ts";
 import { packFiles } from "../helpers/ipfs.ts";
-import { startTestServer } from "../helpers/server.ts";
+import { signup, startTestServer } from "../helpers/server.ts";
 import { withTempDir } from "../helpers/files.ts";
 import { within } from "../helpers/wait.ts";
 import { uploadCar } from "./ipfs_suite.ts";
@@ -55,5 +59,31 @@ Deno.test("docs: the verified-fetch script in api.md fetches a file of a stored 
     assertEquals(output.code, 0, stderr);
     assertEquals(output.stdout.length, file.length, stderr);
     assertEquals(output.stdout, file);
+  });
+});
+
+Deno.test("docs: the CAR upload example in api.md gets the PieceCID and uploads under it", async () => {
+  const doc = await Deno.readTextFile(`${ROOT}docs/api.md`);
+  const lines = commandOf(blockAfter(doc, "**CAR uploads.**", "sh")).split("\n");
+  assertOk(lines[0].startsWith("npx ipfs-car pack site/ --output site.car"), lines[0]);
+  await using server = await startTestServer();
+  const { token } = await signup(server);
+  const { root, car } = await packFiles({ "index.html": new TextEncoder().encode("<p>hi</p>\n") });
+  await withTempDir("car-upload-example-", async (dir) => {
+    await Deno.writeFile(`${dir}/site.car`, car);
+    const script = [...lines.slice(1), "echo", 'echo "$PIECE_CID"'].join("\n")
+      .replaceAll("http://127.0.0.1:8080", server.url);
+    const output = await new Deno.Command("bash", {
+      args: ["-euo", "pipefail", "-c", script],
+      cwd: dir,
+      env: { TOKEN: token },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(output.stdout);
+    assertEquals(output.code, 0, new TextDecoder().decode(output.stderr));
+    const [answer, pieceCid] = stdout.trim().split("\n");
+    assertEquals(JSON.parse(answer).roots, [root]);
+    assertEquals(JSON.parse(answer).cid, pieceCid);
   });
 });
