@@ -1,8 +1,8 @@
 /**
  * The web page's resumable uploads, in Chromium against the real server: a
  * file over a few MiB goes through /api/tus, a reload halfway leaves the page
- * offering to continue it, and picking the same file again sends only what
- * the server lacks. And what a newcomer met on the page: one file picker, a
+ * offering to continue it (not while it is still being sent), and picking the
+ * same file again sends only what the server lacks. And what a newcomer met on the page: one file picker, a
  * usage chart whose scale reads as two sizes when nothing was uploaded, and
  * an icon at /favicon.ico.
  */
@@ -53,12 +53,24 @@ Deno.test("web: a reload halfway; the page offers to continue, and the same file
       await eventually(() => serverOffset(server) >= 8 * MIB, "some bytes on the server", {
         timeoutMs: 60_000,
       });
+      // Still being sent: in the list of uploads, not offered as "Not finished".
+      assertEquals(await page.locator("#unfinished").isHidden(), true, "not unfinished while sent");
       await page.reload();
       await page.locator("body[data-ready]").waitFor();
       // The page remembers the unfinished upload and says how to continue it.
       const offered = page.locator("#unfinished .unfinished-item");
       assertEquals(await offered.count(), 1);
       assertOk((await offered.textContent())?.includes("holiday film.bin"));
+      // Its two buttons stay on one line, however the sentence before them wraps.
+      for (const width of [1200, 700, 420]) {
+        await page.setViewportSize({ width, height: 800 });
+        const [choose, forget] = await Promise.all(
+          ["Choose it again", "Forget it"].map((name) =>
+            offered.getByRole("button", { name }).boundingBox()
+          ),
+        );
+        assertEquals(choose!.y, forget!.y, `one line at ${width} px`);
+      }
       const atReload = serverOffset(server);
       const patches: number[] = [];
       page.on("request", (request) => {
