@@ -36,8 +36,9 @@ export class LocalFileError extends Error {
 
 /** Thrown when the user interrupted the command (SIGINT). */
 export class InterruptedError extends Error {
-  constructor() {
-    super("interrupted");
+  /** `message`: "interrupted", or what the interrupted command leaves behind. */
+  constructor(message = "interrupted") {
+    super(message);
     this.name = "InterruptedError";
   }
 }
@@ -61,7 +62,7 @@ export function failureOf(error: unknown, context: FailureContext = {}): Failure
     return { exitCode: error.exitCode, line: `error: ${oneLine(error.message)}` };
   }
   if (error instanceof InterruptedError) {
-    return { exitCode: EXIT.interrupted, line: "error: interrupted" };
+    return { exitCode: EXIT.interrupted, line: `error: ${oneLine(error.message)}` };
   }
   if (error instanceof StorageError) {
     const wait = error.retryAfterSeconds === undefined || error.retryAfterSeconds === null

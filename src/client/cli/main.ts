@@ -85,7 +85,8 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
   } catch (error) {
     io.progress.clear();
     // After Ctrl-C, whatever failed (an aborted fetch, a cancelled stream) failed because of it.
-    const failure = failureOf(interrupt.signal.aborted ? new InterruptedError() : error, {
+    const interrupted = error instanceof InterruptedError ? error : new InterruptedError();
+    const failure = failureOf(interrupt.signal.aborted ? interrupted : error, {
       server: global?.server,
       hasToken: global === null ? undefined : global.token !== null,
     });
