@@ -3,8 +3,10 @@
  * size, its /f/ link, its parts folded under it), each row says its state,
  * and Delete asks once more before it ends the deal (a split file's parts'
  * deals too). The files are stored through the SDK beforehand; the page
- * only lists and deletes them.
+ * only lists and deletes them. And an upload from the page leaves the
+ * console clean: its "already stored?" question is answered 200 yes or no.
  */
+import { Buffer } from "node:buffer";
 import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { KIB } from "../helpers/bytes.ts";
 import { withBrowser } from "../helpers/browser.ts";
@@ -71,4 +73,20 @@ Deno.test("web: Your files shows a split file as one file, and Delete ends it af
     for (const dealId of split.deals) assertEquals((await client.deal(dealId)).state, "deleted");
     assertEquals((await client.deal(notes.deals[0])).state, "active");
   });
+});
+
+Deno.test("web: an upload from the page logs nothing in the console (no 404 of an 'already stored?' probe)", async () => {
+  await using server = await startTestServer();
+  await withBrowser(async (page) => {
+    await page.goto(`${server.url}/`);
+    await page.locator("body[data-ready]").waitFor();
+    await page.locator("#file-input").setInputFiles([
+      { name: "fresh.txt", mimeType: "text/plain", buffer: Buffer.from("a new piece\n") },
+    ]);
+    const item = page.locator(".upload-item", { hasText: "fresh.txt" });
+    await item.locator(".upload-state", { hasText: "Stored" }).waitFor();
+    // withBrowser fails the test on any console error: the probe answered 200 "not stored".
+  });
+  const probes = server.logs.filter((l) => l.msg === "request" && l.route === "/api/pieces/:cid");
+  assertEquals(probes.length > 0, true, "the page asked whether the piece was stored");
 });

@@ -110,7 +110,7 @@ export class StorageClient implements Disposable {
     return pieceCid(source, { signal: options.signal, pool: this.#hashPool() });
   }
 
-  /** Whether a piece's bytes are stored (HEAD /p/{cid} answers 200). */
+  /** Whether a piece is stored and served (GET /api/pieces/{cid} says yes). */
   async isStored(cid: string, options: { signal?: AbortSignal } = {}): Promise<boolean> {
     return await this.#transport.isStored(cid, options.signal);
   }
