@@ -106,3 +106,20 @@ Deno.test("sdk: deleteFile of a split file ends its manifest's deal and its part
     "video.mp4.part3": "deleted",
   });
 });
+
+Deno.test("sdk: a piece removed by a sweep is uploaded again (stored: false), not refused as gone", async () => {
+  const { server, token } = await splitServer();
+  await using _ = server;
+  using client = new StorageClient({ server: server.url, token });
+  const bytes = randomBytes(3000);
+  const first = await client.upload(bytes, { filename: "again.bin" });
+  await client.deleteDeal(first.deals[0]);
+  const report = await server.server.gc.sweep({ asOf: Date.now() + 30 * 86_400_000 });
+  assertEquals(report?.removedPieces, 1);
+  assertEquals((await server.get(`/p/${first.cid}`)).status, 410);
+  assertEquals(await client.isStored(first.cid), false);
+
+  const again = await client.upload(bytes, { filename: "again.bin" });
+  assertEquals([again.cid, again.pieces[0].via], [first.cid, "sent"]);
+  assertEquals(new Uint8Array(await (await server.get(`/p/${first.cid}`)).arrayBuffer()), bytes);
+});
