@@ -47,12 +47,14 @@ const OPERATOR_COMMANDS: Record<string, (options: OperatorCommandOptions) => Pro
 };
 
 export async function main(args: string[]): Promise<number> {
-  const env: Env = {};
-  for (const name of ENV_NAMES) env[name] = Deno.env.get(name);
   const [command, rest] = args[0] === "serve" || Object.hasOwn(OPERATOR_COMMANDS, args[0] ?? "")
     ? [args[0], args.slice(1)]
     : ["serve", args];
   try {
+    // --help needs no permission at all: it reads no variable.
+    const wantsHelp = command === "serve" && (rest.includes("--help") || rest.includes("-h"));
+    const env: Env = {};
+    if (!wantsHelp) { for (const name of ENV_NAMES) env[name] = Deno.env.get(name); }
     if (command !== "serve") {
       return await OPERATOR_COMMANDS[command]({ args: rest, env, print: (t) => console.log(t) });
     }
@@ -87,6 +89,10 @@ function startupErrorMessage(error: unknown): string | null {
   if (error instanceof Deno.errors.NotCapable) {
     // Deno's message names the flag it wanted, e.g. "Requires write access to "/srv/x", run
     // again with the --allow-write flag".
+    if (/\benv access\b/.test(error.message)) {
+      return `Missing permission: ${firstLine(error)}. The server reads its STORAGE_* and ` +
+        "PG* variables: --allow-env=STORAGE_*,PG* (as `deno task start` gives)";
+    }
     return `Missing permission: ${firstLine(error)}. The data directory needs ` +
       "--allow-read=DIR --allow-write=DIR for the directory given as --data-dir";
   }

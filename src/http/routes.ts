@@ -53,7 +53,9 @@ import {
   getFileDoc,
   getGatewayPieceDoc,
   getPieceDoc,
+  getPieceStatusDoc,
   PIECE_GATEWAY_PATH,
+  PIECE_STATUS_PATH,
   RETRIEVAL_PATH,
 } from "./retrieval/mod.ts";
 import type { Retrieval } from "./retrieval/mod.ts";
@@ -210,6 +212,7 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", RETRIEVAL_PATH, services.retrieval.pieces, getPieceDoc],
     ["GET", FILE_PATH, services.retrieval.files, getFileDoc],
     ["GET", PIECE_GATEWAY_PATH, services.retrieval.pieceGateway, getGatewayPieceDoc],
+    ["GET", PIECE_STATUS_PATH, services.retrieval.status, getPieceStatusDoc],
     ["GET", IPFS_PATH, createIpfsHandler({ blocks: services.ipfsBlocks }), getIpfsDoc],
     ["POST", "/api/auth/signup", createSignupHandler(signup), signupDoc],
     ["POST", "/api/auth/signup/verify", createSignupVerifyHandler(signup), verifySignupDoc],

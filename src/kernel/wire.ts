@@ -319,6 +319,8 @@ export interface PieceCidForm {
   verified: boolean;
 }
 
+export type PieceStatus = { cid: string; stored: boolean }; // GET /api/pieces/{cid}
+
 export interface PieceCidInfo {
   pattern: string;
   caseInsensitive: boolean;

@@ -488,9 +488,9 @@ Deno.test("retry: a network error is retried; when they persist, NetworkError af
     recorder.calls.map((c) => `${c.method} ${c.path} ${c.status}`),
     [
       "GET /api/limits 200",
-      `HEAD /p/${result.cid} 404`,
+      `GET /api/pieces/${result.cid} 200`,
       "POST /api/upload null", // the simulated network error
-      `HEAD /p/${result.cid} 404`,
+      `GET /api/pieces/${result.cid} 200`,
       "POST /api/upload 200",
     ],
   );

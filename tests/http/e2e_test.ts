@@ -32,6 +32,27 @@ Deno.test("e2e: --help lists the flags and exits 0", async () => {
   }
 });
 
+Deno.test("e2e: without any permission, --help still prints, and serving says which flag is missing", async () => {
+  const run = (args: string[]) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", `${ROOT}main.ts`, ...args],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+  const help = await run(["--help"]);
+  assertEquals(help.code, 0, new TextDecoder().decode(help.stderr));
+  const text = new TextDecoder().decode(help.stdout);
+  for (const command of ["rotate-key", "token", "backup", "scrub", "migrate", "gc", "handoff"]) {
+    assertMatch(text, new RegExp(`main\\.ts ${command} `), `--help names ${command}`);
+  }
+  const served = await run([]);
+  assertEquals(served.code, 2);
+  const lines = new TextDecoder().decode(served.stderr).trimEnd().split("\n");
+  assertEquals(lines.length, 1, lines.join("\n"));
+  assertMatch(lines[0], /^error: Missing permission: .*--allow-env=STORAGE_\*,PG\*/);
+});
+
 Deno.test("e2e: a bad flag exits 2 and names it", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-env=STORAGE_*", `${ROOT}main.ts`, "--port", "nope"],

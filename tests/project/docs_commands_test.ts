@@ -97,3 +97,24 @@ Deno.test("docs: the data directory commands of operations.md run as written", a
     assertOk(jti !== "", "token mint printed a jti");
   });
 });
+
+Deno.test("docs: the README's one-file test command runs that file alone, and the task's flags", async () => {
+  const commands = await shellCommands("README.md");
+  const task: string = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks.test;
+  const one = commands.find((c) => c.startsWith(`${PINNED} test `) && c.endsWith("_test.ts"));
+  assertOk(one !== undefined, "README gives the command that runs one test file");
+  const words = one.slice(PINNED.length + 1).split(/\s+/);
+  assertEquals(words.slice(0, -1), task.split(/\s+/).slice(1, -1), "the test task's flags");
+  // Pointed at a small file of this folder: only its tests run.
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: [...words.slice(0, -1), "tests/project/ip_test.ts"],
+    cwd: ROOT,
+    env: { NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(output.stdout);
+  assertEquals(output.code, 0, text + new TextDecoder().decode(output.stderr));
+  const files = [...text.matchAll(/^running \d+ tests? from (\S+)$/gm)].map((m) => m[1]);
+  assertEquals(files, ["./tests/project/ip_test.ts"]);
+});

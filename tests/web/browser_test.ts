@@ -54,9 +54,6 @@ Deno.test("browser: the SDK in Chromium hashes a Blob on Workers, uploads it and
       [server.url, uploaded.cid] as const,
     );
     return { hashed, uploaded, downloaded, workers, hashWorkers, uploadWorkers };
-  }, {
-    // upload() first asks HEAD /p/{cid} whether the piece is stored; Chromium logs its 404.
-    allowErrors: [`status of 404 (Not Found) (at ${server.url}/p/${expected.cid})`],
   });
 
   // The standalone pieceCid ran on Workers (started from data: URLs) and agrees with Deno's.

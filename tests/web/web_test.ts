@@ -339,7 +339,7 @@ Deno.test("web: sign-up shows the token once, the tab stays signed in, files, ex
       },
     ]);
     const split = await storedCid(page, "movie.bin");
-    const manifestRow = page.locator("#files tbody tr", { hasText: "(split file)" });
+    const manifestRow = page.locator("#files tbody tr", { hasText: "(split file, 3 parts)" });
     await manifestRow.waitFor();
     const fileLink = manifestRow.getByRole("link", { name: "movie.bin", exact: true });
     assertEquals(await fileLink.getAttribute("href"), `${server.url}/f/${split.cid}`);

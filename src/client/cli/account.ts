@@ -1,6 +1,6 @@
 /**
  * The account commands: signup (and signup verify), tokens list / revoke,
- * files, usage, limits, extend (wallet login, which needs no client, is
+ * files, usage, limits, extend, delete (wallet login, which needs no client, is
  * wallet.ts). Each is one SDK call; this module validates
  * the flags (exit 2 before any request), and prints the answer: the server's
  * JSON object as is with --json, a short table or a few lines otherwise.
@@ -34,6 +34,7 @@ export const ACCOUNT_COMMANDS: Record<string, Handler> = {
   usage: usageCommand,
   limits: limitsCommand,
   extend: extendCommand,
+  delete: deleteCommand,
 };
 
 function required(flags: Flags, name: string): string {
@@ -117,6 +118,12 @@ async function tokensRevokeCommand({ io, global, client, args }: AccountCommandO
   return await done(printLines(io, [`revoked ${result.jti} at ${result.revokedAt}`]));
 }
 
+/**
+ * `files`: one row per file. A split file is one row (its name, its real
+ * size, its manifest's cid and deal) with its parts on the lines under it,
+ * not its manifest's deal and one deal per part; --json prints the server's
+ * page of deals as it is.
+ */
 async function filesCommand({ io, global, client, flags }: AccountCommandOptions) {
   const rawLimit = optional(flags, "limit");
   const limit = rawLimit === undefined ? undefined : integerFlag("--limit", rawLimit, 1, 1000);
@@ -125,17 +132,35 @@ async function filesCommand({ io, global, client, flags }: AccountCommandOptions
   if (global.json) return await done(printJson(io, page));
   // A server that hands pieces to a storage provider says where each stands there.
   const handedOff = page.files.some((f) => f.handoff !== undefined);
-  const rows = page.files.map((f) => [
-    f.cid,
-    formatBytes(f.size),
-    f.createdAt,
-    f.termEndsAt,
-    f.dealId,
-    ...(handedOff ? [handoffText(f.handoff)] : []),
-    f.filename ?? "",
-  ]);
+  const rows: string[][] = [];
+  for (const file of await client.splitFiles().add(page.files)) {
+    const f = file.deal;
+    rows.push([
+      f.cid,
+      formatBytes(file.size),
+      f.createdAt,
+      f.termEndsAt,
+      f.state,
+      f.dealId,
+      ...(handedOff ? [handoffText(f.handoff)] : []),
+      (file.name ?? "") + (file.manifest ? ` (split file, ${file.parts.length} parts)` : ""),
+    ]);
+    for (const part of file.parts) {
+      const blanks = Array(handedOff ? 5 : 4).fill("");
+      rows.push([`  ${part.cid}`, formatBytes(part.size), ...blanks, part.name ?? ""]);
+    }
+  }
   const lines = table(
-    ["CID", "SIZE", "CREATED", "TERM ENDS", "DEAL", ...(handedOff ? ["PROVIDER"] : []), "NAME"],
+    [
+      "CID",
+      "SIZE",
+      "CREATED",
+      "TERM ENDS",
+      "STATE",
+      "DEAL",
+      ...(handedOff ? ["PROVIDER"] : []),
+      "NAME",
+    ],
     rows,
   );
   if (page.nextCursor !== null) lines.push(`more: storage files --cursor ${page.nextCursor}`);
@@ -201,6 +226,23 @@ async function extendCommand({ io, global, client, args }: AccountCommandOptions
   const deal = await client.extendDeal(args[0]);
   if (global.json) return await done(printJson(io, deal));
   return await done(printLines(io, [`${deal.dealId}: ${deal.term}, ends ${deal.termEndsAt}`]));
+}
+
+/**
+ * `delete DEAL_ID --yes`: ends the deal. Without --yes nothing is sent: a
+ * deletion cannot be undone, so it is asked for in so many words.
+ */
+async function deleteCommand({ io, global, client, args, flags }: AccountCommandOptions) {
+  if (flags.yes !== true) {
+    throw new UsageError(
+      `deleting ${args[0]} cannot be undone: run "storage delete ${args[0]} --yes" to confirm`,
+    );
+  }
+  const deal = await client.deleteDeal(args[0]);
+  if (global.json) return await done(printJson(io, deal));
+  return await done(printLines(io, [
+    `${deal.dealId}: deleted at ${deal.deletedAt} (${deal.filename ?? deal.cid})`,
+  ]));
 }
 
 async function done(printing: Promise<void>): Promise<number> {

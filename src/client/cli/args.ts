@@ -66,10 +66,18 @@ const ROWS: readonly CommandRow[] = [
   },
   {
     name: "upload",
-    synopsis: "FILE… [--piece-size SIZE] [--concurrency N] [--name NAME] [--type MIME]",
-    summary: "Upload files, split into pieces when larger than --piece-size",
+    synopsis: "FILE… [--piece-size SIZE] [--concurrency N] [--name NAME] [--type MIME] [--keep]",
+    summary: "Upload files, split into pieces when larger than --piece-size; --keep keeps " +
+      "unfinished pieces for the next run",
     // --sequential is the benchmark's baseline (hash every piece, then upload): not in --help.
-    options: { "piece-size": str, concurrency: str, name: str, type: str, sequential: bool },
+    options: {
+      "piece-size": str,
+      concurrency: str,
+      name: str,
+      type: str,
+      keep: bool,
+      sequential: bool,
+    },
     args: { min: 1, max: Infinity },
   },
   {
@@ -131,6 +139,13 @@ const ROWS: readonly CommandRow[] = [
     name: "extend",
     synopsis: "DEAL_ID",
     summary: "Extend a deal by one term",
+    args: { min: 1, max: 1 },
+  },
+  {
+    name: "delete",
+    synopsis: "DEAL_ID --yes",
+    summary: "End a deal now (its file goes once no deal keeps it); --yes confirms",
+    options: { yes: bool },
     args: { min: 1, max: 1 },
   },
 ];

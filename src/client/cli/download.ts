@@ -35,7 +35,8 @@ export async function downloadCommand(options: DownloadCommandOptions): Promise<
   const force = flags.force === true;
   const onProgress = (p: DownloadProgress) =>
     io.progress.update({
-      label: `download ${shortCid(cid)}`,
+      // The file being written is what a person recognises; the cid only when it goes to stdout.
+      label: `download ${output === "-" ? shortCid(cid) : basename(output)}`,
       done: p.bytesReceived,
       total: p.totalBytes,
       note: p.piecesTotal > 1

@@ -36,8 +36,9 @@ export class LocalFileError extends Error {
 
 /** Thrown when the user interrupted the command (SIGINT). */
 export class InterruptedError extends Error {
-  constructor() {
-    super("interrupted");
+  /** `message`: "interrupted", or what the interrupted command leaves behind. */
+  constructor(message = "interrupted") {
+    super(message);
     this.name = "InterruptedError";
   }
 }
@@ -61,7 +62,7 @@ export function failureOf(error: unknown, context: FailureContext = {}): Failure
     return { exitCode: error.exitCode, line: `error: ${oneLine(error.message)}` };
   }
   if (error instanceof InterruptedError) {
-    return { exitCode: EXIT.interrupted, line: "error: interrupted" };
+    return { exitCode: EXIT.interrupted, line: `error: ${oneLine(error.message)}` };
   }
   if (error instanceof StorageError) {
     const wait = error.retryAfterSeconds === undefined || error.retryAfterSeconds === null
@@ -80,6 +81,14 @@ export function failureOf(error: unknown, context: FailureContext = {}): Failure
       line: `error: verification_failed: ${oneLine(error.message)}`,
     };
   }
+  if (error instanceof NetworkError && untrustedCertificate(error)) {
+    // The server answered; this machine does not trust who it says it is.
+    return {
+      exitCode: EXIT.network,
+      line: `error: tls: ${oneLine(error.message)}; the server's certificate is not trusted ` +
+        "here: if it is right, name its CA certificate file in DENO_CERT (DENO_CERT=ca.pem storage …)",
+    };
+  }
   if (error instanceof NetworkError) {
     const where = context.server ? ` at ${context.server}` : "";
     return {
@@ -89,6 +98,16 @@ export function failureOf(error: unknown, context: FailureContext = {}): Failure
     };
   }
   return null;
+}
+
+/** Whether a request failed because the server's TLS certificate is not trusted (rustls's words). */
+function untrustedCertificate(error: NetworkError): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if (/invalid peer certificate|certificate verify failed|UnknownIssuer/i.test(e.message)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 function oneLine(text: string): string {

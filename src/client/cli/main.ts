@@ -1,12 +1,13 @@
 /**
  * `storage`: the user's command line for the service, on top of the client
- * SDK (src/client/sdk/). Run it with `deno task -q cli …` or compile it to a binary
- * with `deno task compile-cli`; docs/client.md is the manual.
+ * SDK (src/client/sdk/). Run it with `deno task -q cli …`, install it on the PATH
+ * with `deno task install-cli`, or compile it to a binary with `deno task
+ * compile-cli`; docs/client.md is the manual.
  *
  *   storage cid FILE…                 storage upload FILE… [--piece-size SIZE] …
  *   storage download CID [-o PATH]    storage signup --email E --label L
  *   storage tokens list|revoke JTI    storage files | usage | limits | extend DEAL_ID
- *   STORAGE_WALLET_KEY=0x… storage wallet login [--chain-id N]
+ *   storage delete DEAL_ID --yes      STORAGE_WALLET_KEY=0x… storage wallet login
  *
  * This entry point wires the real process to the commands: stdout for
  * results, stderr for the progress bar (terminals only) and the one error
@@ -84,7 +85,8 @@ export async function main(argv: readonly string[], env: Env): Promise<number> {
   } catch (error) {
     io.progress.clear();
     // After Ctrl-C, whatever failed (an aborted fetch, a cancelled stream) failed because of it.
-    const failure = failureOf(interrupt.signal.aborted ? new InterruptedError() : error, {
+    const interrupted = error instanceof InterruptedError ? error : new InterruptedError();
+    const failure = failureOf(interrupt.signal.aborted ? interrupted : error, {
       server: global?.server,
       hasToken: global === null ? undefined : global.token !== null,
     });

@@ -2,9 +2,13 @@
  * A one-line progress bar on stderr (bytes, rate, ETA), for a person at a
  * terminal: redrawn in place at most 10 times a second however often the SDK
  * reports, fitted to the terminal's width (the figures stay, a long file name
- * is cut in the middle), and cleared before results are printed. When stderr is not a
- * terminal the CLI uses `silentProgress`, so logs and pipes get none of it.
- * The clock and the writer are injected so tests can drive it.
+ * is cut in the middle), and cleared before results are printed. While
+ * nothing is reported (a stall) it is redrawn every second (`tick`), so the
+ * rate falls and the ETA grows instead of freezing, and after a few silent
+ * seconds it says "stalled". Progress that goes back (a piece sent again
+ * after a drop) restarts the rate rather than showing 0 B/s. When stderr is
+ * not a terminal the CLI uses `silentProgress`, so logs and pipes get none
+ * of it. The clock and the writer are injected so tests can drive it.
  */
 
 export interface ProgressState {
@@ -15,6 +19,16 @@ export interface ProgressState {
   total: number | null;
   /** Extra text after the figures, e.g. "hashed 64%". */
   note?: string;
+}
+
+/** How fast it goes: over the last seconds, since the task began, and whether it is a stall. */
+export interface Rate {
+  /** Over the last RATE_WINDOW_MS (0 while waiting, e.g. for the server to take a piece). */
+  bytesPerSecond: number;
+  /** Since the task (the label) began: the ETA's rate while the recent one is 0. */
+  average: number | null;
+  /** Nothing reported for STALLED_AFTER_MS. */
+  stalled: boolean;
 }
 
 export interface Progress {
@@ -37,12 +51,17 @@ export interface ProgressBarOptions {
 const BAR_WIDTH = 16;
 /** How far back the rate looks: long enough to be steady, short enough to follow changes. */
 const RATE_WINDOW_MS = 3000;
+/** Nothing reported for this long is a stall, said as such. */
+const STALLED_AFTER_MS = 5000;
 
 export class ProgressBar implements Progress {
   readonly #options: Required<ProgressBarOptions>;
   #lastDraw = -Infinity;
   #shown = false;
   #samples: { at: number; done: number; label: string }[] = [];
+  /** The first report of the current label. */
+  #start: { at: number; done: number; label: string } | null = null;
+  #state: ProgressState | null = null;
 
   constructor(options: ProgressBarOptions) {
     this.#options = { now: () => performance.now(), intervalMs: 100, ...options };
@@ -50,17 +69,20 @@ export class ProgressBar implements Progress {
 
   update(state: ProgressState): void {
     const now = this.#options.now();
-    if (this.#samples.length > 0 && this.#samples[0].label !== state.label) this.#samples = [];
-    this.#samples.push({ at: now, done: state.done, label: state.label });
-    while (this.#samples.length > 2 && now - this.#samples[1].at > RATE_WINDOW_MS) {
-      this.#samples.shift();
-    }
+    const last = this.#samples.at(-1);
+    // Another task, or progress that went back (bytes sent again): the rate starts over.
+    if (last && (last.label !== state.label || state.done < last.done)) this.#samples = [];
+    const sample = { at: now, done: state.done, label: state.label };
+    if (this.#start?.label !== state.label) this.#start = sample;
+    this.#samples.push(sample);
+    this.#state = state;
     if (now - this.#lastDraw < this.#options.intervalMs) return;
-    this.#lastDraw = now;
-    this.#shown = true;
-    this.#options.write(
-      `\r${renderLine(state, this.#rate(now), this.#options.columns())}\x1b[K`,
-    );
+    this.#draw(now);
+  }
+
+  /** Redraws the last state at the clock's time (the terminal's bar calls it every second). */
+  tick(): void {
+    if (this.#shown && this.#state) this.#draw(this.#options.now());
   }
 
   clear(): void {
@@ -68,14 +90,33 @@ export class ProgressBar implements Progress {
     this.#shown = false;
     this.#lastDraw = -Infinity;
     this.#samples = [];
+    this.#start = null;
+    this.#state = null;
   }
 
-  /** Bytes per second over the window, or null before there is enough to tell. */
-  #rate(now: number): number | null {
+  #draw(now: number): void {
+    while (this.#samples.length > 2 && now - this.#samples[1].at > RATE_WINDOW_MS) {
+      this.#samples.shift();
+    }
+    this.#lastDraw = now;
+    this.#shown = true;
+    this.#options.write(
+      `\r${renderLine(this.#state!, this.#rate(now), this.#options.columns())}\x1b[K`,
+    );
+  }
+
+  /** Bytes per second over the window up to now, or null before there is enough to tell. */
+  #rate(now: number): Rate | null {
     const first = this.#samples[0];
     const last = this.#samples[this.#samples.length - 1];
     const ms = now - first.at;
-    return ms < 200 ? null : ((last.done - first.done) * 1000) / ms;
+    if (ms < 200) return null;
+    const start = this.#start!;
+    return {
+      bytesPerSecond: ((last.done - first.done) * 1000) / ms,
+      average: now - start.at < 200 ? null : ((last.done - start.done) * 1000) / (now - start.at),
+      stalled: now - last.at >= STALLED_AFTER_MS,
+    };
   }
 }
 
@@ -87,9 +128,12 @@ export class ProgressBar implements Progress {
  */
 export function renderLine(
   state: ProgressState,
-  bytesPerSecond: number | null,
+  rate: Rate | number | null,
   columns = Infinity,
 ): string {
+  const { bytesPerSecond, average, stalled } = typeof rate === "number"
+    ? { bytesPerSecond: rate, average: null, stalled: false }
+    : rate ?? { bytesPerSecond: null, average: null, stalled: false };
   const room = Math.max(10, columns - 1);
   const figures: string[] = [];
   let bar: string | null = null;
@@ -102,10 +146,15 @@ export function renderLine(
   } else {
     figures.push(formatBytes(state.done));
   }
-  if (bytesPerSecond !== null) {
-    figures.push(`${formatBytes(bytesPerSecond)}/s`);
-    if (state.total !== null && bytesPerSecond > 0 && state.done < state.total) {
-      figures.push(`ETA ${eta((state.total - state.done) / bytesPerSecond)}`);
+  if (stalled) {
+    figures.push("stalled");
+  } else if (bytesPerSecond !== null) {
+    // A pause (the server taking a piece) shows no rate rather than 0 B/s; the ETA goes on
+    // from the average so far.
+    if (bytesPerSecond > 0) figures.push(`${formatBytes(bytesPerSecond)}/s`);
+    const etaRate = bytesPerSecond > 0 ? bytesPerSecond : average ?? 0;
+    if (state.total !== null && etaRate > 0 && state.done < state.total) {
+      figures.push(`ETA ${eta((state.total - state.done) / etaRate)}`);
     }
   }
   const join = (...parts: (string | null | undefined)[]) => parts.filter(Boolean).join(" ");
@@ -155,7 +204,7 @@ function eta(seconds: number): string {
 export function terminalProgress(): Progress {
   if (!Deno.stderr.isTerminal()) return silentProgress;
   const encoder = new TextEncoder();
-  return new ProgressBar({
+  const bar = new ProgressBar({
     write: (text) => writeAllSync(Deno.stderr, encoder.encode(text)),
     columns: () => {
       try {
@@ -165,6 +214,9 @@ export function terminalProgress(): Progress {
       }
     },
   });
+  // Redrawn every second even when nothing is reported; the timer never keeps the process up.
+  Deno.unrefTimer(setInterval(() => bar.tick(), 1000));
+  return bar;
 }
 
 function writeAllSync(target: { writeSync(p: Uint8Array): number }, bytes: Uint8Array): void {

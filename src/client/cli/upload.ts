@@ -3,12 +3,13 @@
  * SDK's (StorageClient.upload splits, hashes piece k+1 while piece k is on the
  * wire, sends no bytes the server already has but makes the caller's deal on
  * them, resumes a piece after a dropped connection, writes the manifest);
- * this module checks the files first, turns SDK progress (bytes on the wire)
+ * with --keep, unfinished pieces outlive the run (resume_file.ts), and a
+ * later run continues them; this module checks the files first, turns SDK progress (bytes on the wire)
  * into the progress bar, and prints the results: one file's object, or
  * `{"files": [...]}` for several.
  */
 import { HashWorkerPool, pieceCid } from "../sdk/mod.ts";
-import type { Deal, StorageClient } from "../sdk/mod.ts";
+import type { Deal, ResumeStore, StorageClient } from "../sdk/mod.ts";
 import { fileSource } from "../sdk/fs.ts";
 import type { UploadProgress, UploadResult } from "../sdk/types.ts";
 import { integerFlag, sizeFlag, UsageError } from "./args.ts";
@@ -19,6 +20,8 @@ import { printJson, printLines } from "./output.ts";
 import type { CliIo } from "./output.ts";
 import { formatBytes } from "./progress.ts";
 import { hashThenUpload } from "./sequential.ts";
+import { InterruptedError } from "./errors.ts";
+import { fileResumeStore, hasKeptPieces } from "./resume_file.ts";
 
 export interface CidCommandOptions {
   io: CliIo;
@@ -86,6 +89,8 @@ export async function uploadCommand(options: UploadCommandOptions): Promise<numb
   }
   const results: (UploadResult & { path: string })[] = [];
   for (const file of files) {
+    // --keep, or pieces an earlier run kept: their URLs in a file beside it (resume_file.ts).
+    const keep = flags.keep === true || await hasKeptPieces(file.path);
     const result = await uploadOne({
       io,
       client,
@@ -95,6 +100,15 @@ export async function uploadCommand(options: UploadCommandOptions): Promise<numb
       pieceSize,
       concurrency,
       sequential: flags.sequential === true,
+      resumeStore: keep ? fileResumeStore(file.path) : undefined,
+    }).catch((error) => {
+      if (keep && io.signal.aborted) {
+        throw new InterruptedError(
+          `interrupted; unfinished pieces of ${file.path} are kept on the server (holding ` +
+            "their quota for up to 24 h): run the same upload again to send only the rest",
+        );
+      }
+      throw error;
     });
     results.push({ path: file.path, ...result });
     if (!global.json) await printLines(io, describeUpload(file, result));
@@ -136,6 +150,7 @@ interface UploadOne {
   pieceSize: number | undefined;
   concurrency: number | undefined;
   sequential: boolean;
+  resumeStore: ResumeStore | undefined;
 }
 
 async function uploadOne(o: UploadOne): Promise<UploadResult> {
@@ -149,6 +164,7 @@ async function uploadOne(o: UploadOne): Promise<UploadResult> {
     concurrency: o.concurrency,
     signal: o.io.signal,
     onProgress,
+    resumeStore: o.resumeStore,
   });
   o.io.progress.clear();
   return result;

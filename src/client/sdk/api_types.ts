@@ -13,6 +13,7 @@ export type {
   FilesPage,
   LimitRefusal,
   Limits,
+  PieceStatus,
   RevokeResult,
   Scope,
   SessionInfo,

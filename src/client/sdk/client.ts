@@ -49,6 +49,8 @@ import type { CidSource, PieceCid } from "./piece_cid.ts";
 import { upload } from "./upload.ts";
 import { createDeal } from "./piece_sending.ts";
 import { download, downloadInfo } from "./download.ts";
+import { SplitFiles } from "./split_files.ts";
+import type { ListedFile } from "./split_files.ts";
 
 export class StorageClient implements Disposable {
   readonly #transport: Transport;
@@ -111,7 +113,7 @@ export class StorageClient implements Disposable {
     return pieceCid(source, { signal: options.signal, pool: this.#hashPool() });
   }
 
-  /** Whether a piece's bytes are stored (HEAD /p/{cid} answers 200). */
+  /** Whether a piece is stored and served (GET /api/pieces/{cid} says yes). */
   async isStored(cid: string, options: { signal?: AbortSignal } = {}): Promise<boolean> {
     return await this.#transport.isStored(cid, options.signal);
   }
@@ -214,13 +216,48 @@ export class StorageClient implements Disposable {
   }
 
   /** One page of the caller's uploads, newest first (scope `list`). */
-  listFiles(options: { limit?: number; cursor?: string | null } = {}): Promise<FilesPage> {
+  listFiles(
+    options: { limit?: number; cursor?: string | null; cid?: string } = {},
+  ): Promise<FilesPage> {
     return this.#transport.json({
       method: "GET",
       path: "/api/files",
-      query: { limit: options.limit, cursor: options.cursor ?? undefined },
+      query: { limit: options.limit, cursor: options.cursor ?? undefined, cid: options.cid },
       repeatable: "safe",
     });
+  }
+
+  /**
+   * Folds listed deals into files, page after page (split_files.ts): a split
+   * file is one ListedFile with its real size and its parts, not its
+   * manifest's deal and one deal per part.
+   */
+  splitFiles(): SplitFiles {
+    return new SplitFiles(async (cid) => {
+      try {
+        return (await this.downloadInfo(cid)).manifest;
+      } catch {
+        return null; // unreadable now: listed as the deal it is
+      }
+    });
+  }
+
+  /**
+   * Deletes a listed file: its deal, and for a split file the caller's deals
+   * on its parts too (found by cid and part name), so that the whole file can
+   * go. The deals deleted, the file's own first.
+   */
+  async deleteFile(file: ListedFile): Promise<Deal[]> {
+    const deleted = [await this.deleteDeal(file.deal.dealId)];
+    for (const part of file.parts) {
+      const page = await this.listFiles({ cid: part.cid, limit: 100 });
+      for (const deal of page.files) {
+        if (deal.filename === part.name && deal.state === "active") {
+          deleted.push(await this.deleteDeal(deal.dealId));
+        }
+      }
+    }
+    return deleted;
   }
 
   /** The same as listFiles(). */
@@ -286,6 +323,20 @@ export class StorageClient implements Disposable {
       method: "POST",
       path: `/api/deals/${encodeURIComponent(dealId)}/extend`,
       repeatable: "only-if-not-done",
+    });
+  }
+
+  /**
+   * Ends one of the caller's deals now (scope `pin`): its state becomes `deleted`.
+   * The quota the upload used is not given back; once no deal keeps the piece, the
+   * server removes it after its grace period. Deleting a deleted deal returns it
+   * unchanged, so this is safe to repeat.
+   */
+  deleteDeal(dealId: string): Promise<Deal> {
+    return this.#transport.json({
+      method: "DELETE",
+      path: `/api/deals/${encodeURIComponent(dealId)}`,
+      repeatable: "safe",
     });
   }
 

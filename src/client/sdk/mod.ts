@@ -29,6 +29,8 @@ export { MANIFEST_CONTENT_TYPE } from "./types.ts";
 export type * from "./types.ts";
 export type * from "./api_types.ts";
 export { parseManifest, serializeManifest } from "./manifest.ts";
+export { SplitFiles } from "./split_files.ts";
+export type { ListedFile, ListedPart, ManifestReader } from "./split_files.ts";
 export { DEFAULT_PIECE_SIZE, planPieces } from "./upload.ts";
 export { RESUMABLE_ABOVE_BYTES } from "./piece_sending.ts";
 export { createSha256 } from "./sha256.ts";

@@ -1,7 +1,7 @@
 /**
  * How one piece of an upload reaches the server, decided per piece:
  *
- *   - stored already (HEAD /p/{cid}): no bytes are sent. With a token, a deal
+ *   - stored already (GET /api/pieces/{cid}): no bytes are sent. With a token, a deal
  *     the caller already owns on it is used (GET /api/files?cid=, so that
  *     re-running an interrupted upload charges nothing twice); otherwise
  *     POST /api/deals makes the caller a deal on it, charged as an upload of

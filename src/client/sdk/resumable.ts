@@ -14,6 +14,10 @@
  * With a ResumeStore the upload's URL is kept under `resumeKey` until it
  * finishes, so a later run (a reloaded page) continues it instead of
  * starting again; a URL the server no longer knows starts a new upload.
+ * Without one, nobody could ever continue an upload this run leaves, so when
+ * the run ends without finishing it (Ctrl-C, an abort, a failure) the upload
+ * is ended (tus DELETE): its bytes and the quota it holds go at once, rather
+ * than after the server's 24 hours.
  */
 import { sleep } from "../../kernel/clock.ts";
 import { NetworkError, StorageError } from "./errors.ts";
@@ -58,10 +62,25 @@ export async function sendResumably(
     offset = 0;
     if (piece.store && piece.resumeKey) await piece.store.set(piece.resumeKey, url);
   }
+  try {
+    return await sendFrom(transport, piece, url!, offset);
+  } catch (error) {
+    if (!(piece.store && piece.resumeKey)) await terminate(transport, url!);
+    throw error;
+  }
+}
+
+/** PATCHes from offset until the last byte's answer names the deal. */
+async function sendFrom(
+  transport: Transport,
+  piece: ResumablePiece,
+  url: string,
+  offset: number,
+): Promise<{ dealId: string }> {
   piece.onSent(offset);
   for (let failures = 0;;) {
     try {
-      const answer = await patch(transport, url!, offset, piece);
+      const answer = await patch(transport, url, offset, piece);
       const dealId = answer.headers.get("x-storage-deal-id");
       offset = Number(answer.headers.get("upload-offset"));
       piece.onSent(offset);
@@ -75,7 +94,7 @@ export async function sendResumably(
       const delay = retryDelayMs(retryableAs(error), ++failures, transport.policy, "safe");
       if (delay === null) throw error;
       await sleep(delay, piece.signal);
-      const now = await offsetOf(transport, url!, piece.signal);
+      const now = await offsetOf(transport, url, piece.signal);
       if (now === null) throw error; // the upload is gone (expired, ended): give up on it
       offset = now;
       piece.onSent(offset);
@@ -83,10 +102,32 @@ export async function sendResumably(
   }
 }
 
+/** How long ending an abandoned upload may take: the caller is leaving. */
+const TERMINATE_TIMEOUT_MS = 5_000;
+
+/**
+ * DELETE of an upload this run leaves unfinished and nobody will continue:
+ * the server drops its bytes and gives back the quota it holds. Best effort
+ * (the caller is already failing or interrupted), on its own short deadline
+ * since the caller's signal may be the reason for leaving.
+ */
+async function terminate(transport: Transport, url: string): Promise<void> {
+  const headers = tusHeaders(transport);
+  try {
+    const answer = await transport.request(url, {
+      method: "DELETE",
+      headers,
+      acceptStatus: [404, 410],
+    }, AbortSignal.timeout(TERMINATE_TIMEOUT_MS));
+    await answer.body?.cancel();
+  } catch {
+    // The server is unreachable or busy: the upload expires there by itself.
+  }
+}
+
 /** POST /api/tus: a new upload of `size` bytes; its URL. */
 async function create(transport: Transport, piece: ResumablePiece, size: number): Promise<string> {
-  const headers = transport.headers(true);
-  for (const [name, value] of Object.entries(TUS)) headers.set(name, value);
+  const headers = tusHeaders(transport);
   headers.set("upload-length", String(size));
   headers.set("upload-metadata", metadataOf(piece));
   const endpoint = transport.url("/api/tus");
@@ -111,8 +152,7 @@ async function patch(
   offset: number,
   piece: ResumablePiece,
 ): Promise<Response> {
-  const headers = transport.headers(true);
-  for (const [name, value] of Object.entries(TUS)) headers.set(name, value);
+  const headers = tusHeaders(transport);
   headers.set("content-type", "application/offset+octet-stream");
   headers.set("upload-offset", String(offset));
   const from = piece.start + offset;
@@ -146,8 +186,7 @@ async function offsetOf(
   url: string,
   signal: AbortSignal,
 ): Promise<number | null> {
-  const headers = transport.headers(true);
-  for (const [name, value] of Object.entries(TUS)) headers.set(name, value);
+  const headers = tusHeaders(transport);
   const answer = await transport.retrying("safe", signal, async () => {
     const response = await transport.request(url, {
       method: "HEAD",
@@ -164,6 +203,13 @@ async function offsetOf(
 async function storedUrl(piece: ResumablePiece): Promise<string | null> {
   if (!piece.store || !piece.resumeKey) return null;
   return await piece.store.get(piece.resumeKey) ?? null;
+}
+
+/** The token (if any) and Tus-Resumable, for every request of the protocol. */
+function tusHeaders(transport: Transport): Headers {
+  const headers = transport.headers(true);
+  for (const [name, value] of Object.entries(TUS)) headers.set(name, value);
+  return headers;
 }
 
 /** Upload-Metadata: cid, filetype and (when there is one) filename, each base64. */

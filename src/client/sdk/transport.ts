@@ -8,7 +8,7 @@
 import { NetworkError, StorageError } from "./errors.ts";
 import { parseRetryAfter, withRetry } from "./retry.ts";
 import type { Repeatable, RetryPolicy } from "./retry.ts";
-import type { PieceUploadResponse } from "./api_types.ts";
+import type { PieceStatus, PieceUploadResponse } from "./api_types.ts";
 
 export interface TransportOptions {
   server: string;
@@ -89,14 +89,18 @@ export class Transport {
     });
   }
 
-  /** Whether the bytes of a piece are stored (HEAD /p/{cid} answers 200). */
+  /**
+   * Whether a piece is stored and served (GET /api/pieces/{cid}: 200 with yes or
+   * no). Not HEAD /p/{cid}: its 404 for a new piece is logged by browsers as a
+   * failed load, and a removed piece's 410 is no reason to fail an upload of it.
+   */
   async isStored(cid: string, signal?: AbortSignal): Promise<boolean> {
     const response = await this.#send(
-      this.retrievalUrl(cid),
-      { method: "HEAD", headers: this.#headers(false), acceptStatus: [404] },
+      this.#url(`/api/pieces/${encodeURIComponent(cid)}`),
+      { method: "GET", headers: this.#headers(false) },
       { signal },
     );
-    return response.status === 200;
+    return (await readJson<PieceStatus>(response)).stored === true;
   }
 
   /** HEAD /p/{cid}, retried; a missing piece is StorageError not_found. */

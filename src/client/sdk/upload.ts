@@ -11,7 +11,7 @@
  * bytes); as each cid is known the piece joins a queue that `concurrency`
  * uploaders drain in order. So piece k+1 is hashed while piece k uploads.
  *
- * Resume: every piece, the manifest included, is sent only if HEAD /p/{cid}
+ * Resume: every piece, the manifest included, is sent only if /api/pieces/{cid}
  * says it is not stored (piece_sending.ts), so re-running an interrupted
  * upload sends only what is missing; cids depend only on the bytes, and the
  * manifest's bytes only on the file, its name, its type and the piece size.

@@ -142,3 +142,21 @@ export const getGatewayPieceDoc = retrievalDoc({
   },
   whole: "The piece's bytes",
 });
+
+/** GET /api/pieces/{cid}. */
+export const getPieceStatusDoc: RouteDoc = {
+  operationId: "getPieceStatus",
+  summary: "Whether a piece is stored (public): 200 with yes or no",
+  description: "What GET /p/{cid} would do, as a fact: stored is true when it serves the " +
+    "bytes, false when nothing is stored under the cid, or it was removed or found corrupt. " +
+    "Clients ask it before sending a piece; unlike HEAD /p/{cid} it never answers 404.",
+  auth: "public",
+  parameters: [{
+    name: "cid",
+    in: "path",
+    description: CID_DESCRIPTION,
+    schema: CID_SCHEMA,
+  }],
+  responses: [{ status: 200, description: "Whether it is stored", body: { json: "PieceStatus" } }],
+  errors: ["invalid_cid"],
+};

@@ -8,7 +8,7 @@ import { pieceCid } from "../../../src/client/sdk/mod.ts";
 import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../../../src/kernel/manifest_format.ts";
 import type { Probe } from "../openapi_probe.ts";
 import { corrupted, stored } from "./retrieval.ts";
-import { CID, wrongMethod } from "./scenario.ts";
+import { afterStoring, CID, request, wrongMethod } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
 
 const PIECE_BYTES = new TextEncoder().encode("the only piece");
@@ -131,6 +131,21 @@ export const scenarios: Record<string, Scenario[]> = {
     wrongMethod("POST", `/piece/${CID}`),
   ],
   headGatewayPiece: bytesScenarios("HEAD", "/piece/", storedPiece, CID),
+  getPieceStatus: [
+    afterStoring(
+      "a stored piece",
+      "stored bytes",
+      (p) => p.send("GET", `/api/pieces/${CID}`),
+      "200",
+    ),
+    request("a cid nothing is stored under", "GET /api/pieces/bafknothing01", "200"),
+    request("not a cid", "GET /api/pieces/no", "400 invalid_cid"),
+    wrongMethod("POST", `/api/pieces/${CID}`),
+  ],
+  headPieceStatus: [
+    request("a cid", `HEAD /api/pieces/${CID}`, "200"),
+    request("not a cid", "HEAD /api/pieces/no", "400"),
+  ],
 };
 
 export const outOfReach: OutOfReach = {};

@@ -55,8 +55,7 @@ export function admissionOf(limits: Limits, size: number): Admission {
     return {
       send: true,
       text: `Larger than ${limit}, so it is sent as ${pieces} pieces plus a small manifest ` +
-        "that lists them. The link leads to the manifest, from which the storage command " +
-        "line downloads the whole file.",
+        "that lists them. The link serves the whole file, its pieces one after the other.",
       pieces,
     };
   }

@@ -49,6 +49,24 @@ export function unfinishedFiles(now = Date.now()): UnfinishedFile[] {
   return fresh.sort((a, b) => b.startedAt - a.startedAt);
 }
 
+/** Files this tab is sending now ("name size lastModified"): not unfinished while they go. */
+const sending = new Set<string>();
+
+/** Marks a file as being sent by this tab (`on`), or no longer. */
+export function markSending(file: Pick<File, "name" | "size" | "lastModified">, on: boolean) {
+  if (on) sending.add(keyOf(file));
+  else sending.delete(keyOf(file));
+}
+
+/** The remembered files this tab is not sending now: what "Not finished" offers to continue. */
+export function unfinishedNotSending(): UnfinishedFile[] {
+  return unfinishedFiles().filter((entry) => !sending.has(keyOf(entry)));
+}
+
+function keyOf(file: Pick<File, "name" | "size" | "lastModified">): string {
+  return `${file.name} ${file.size} ${file.lastModified}`;
+}
+
 /** The remembered entry for a picked file, if it is one (same name, size and last change). */
 export function unfinishedEntryOf(file: File): UnfinishedFile | null {
   return unfinishedFiles().find((entry) => sameFile(entry, file)) ?? null;

@@ -7,7 +7,7 @@
  */
 import { byId, el, show } from "./dom.ts";
 import { formatBytes, formatTime } from "./format.ts";
-import { forgetUnfinished, unfinishedFiles } from "./unfinished.ts";
+import { forgetUnfinished, unfinishedNotSending } from "./unfinished.ts";
 
 export interface UnfinishedView {
   /** Draws the list again (after an upload started, finished or failed). */
@@ -18,7 +18,8 @@ export function mountUnfinishedView(options: { choose(): void }): UnfinishedView
   const section = byId("unfinished", HTMLElement);
   const list = byId("unfinished-list", HTMLUListElement);
   const refresh = () => {
-    const files = unfinishedFiles();
+    // A file this tab is still sending is not unfinished (yet): it is in the list of uploads.
+    const files = unfinishedNotSending();
     list.replaceChildren(...files.map((file) => {
       const choose = el("button", { type: "button", class: "button-secondary" }, "Choose it again");
       choose.addEventListener("click", () => options.choose());
@@ -34,9 +35,8 @@ export function mountUnfinishedView(options: { choose(): void }): UnfinishedView
         ` (${formatBytes(file.size)}), started at ${
           formatTime(new Date(file.startedAt).toISOString())
         }: pick the same file to send the rest. `,
-        choose,
-        " ",
-        forget,
+        // The two buttons wrap together, never "Forget it" alone on a line.
+        el("span", { class: "actions-buttons" }, choose, " ", forget),
       );
     }));
     show(section, files.length > 0);

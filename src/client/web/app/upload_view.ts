@@ -25,6 +25,7 @@ import type { Session } from "./session.ts";
 import {
   forgetUnfinished,
   localResumeStore,
+  markSending,
   rememberUnfinished,
   unfinishedEntryOf,
 } from "./unfinished.ts";
@@ -121,6 +122,7 @@ async function uploadOne(
     if (resumable) {
       if (unfinishedEntryOf(file)) item.note("Continuing: only what the server lacks is sent.");
       rememberUnfinished(file);
+      markSending(file, true);
       views.unfinished.refresh();
     }
     let sentShown = 0;
@@ -147,7 +149,10 @@ async function uploadOne(
           if (phase !== "done") announce(`${file.name}: ${words}`);
         }
       },
-    }).finally(() => session.sendMeter.listen(null));
+    }).finally(() => {
+      session.sendMeter.listen(null);
+      markSending(file, false);
+    });
     forgetUnfinished(file);
     views.unfinished.refresh();
     await item.done(result, term ?? null, !session.signedIn);

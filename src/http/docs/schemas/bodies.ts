@@ -62,6 +62,7 @@ export interface SchemaTypes {
   PieceCidResult: Wire.PieceCidResult;
   PieceCidForm: Wire.PieceCidForm;
   PieceCidInfo: Wire.PieceCidInfo;
+  PieceStatus: Wire.PieceStatus;
   Health: Health;
   Deprecation: Wire.Deprecation;
   Deprecations: Wire.Deprecations;
@@ -326,6 +327,13 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
     opaqueAccepted: booleanSchema,
     forms: arrayOf(schemaRef("PieceCidForm")),
     compute: stringSchema,
+  }),
+  PieceStatus: objectOf({
+    cid: { ...stringSchema, description: "The cid asked about, canonical" },
+    stored: {
+      ...booleanSchema,
+      description: "Whether GET /p/{cid} serves it now (false: never stored, removed, or corrupt)",
+    },
   }),
   Health: objectOf({
     status: enumOf(["ok", "degraded"]),
