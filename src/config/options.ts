@@ -325,6 +325,32 @@ export const OPTIONS: readonly OptionSpec[] = [
     default: "16",
     apply: (c, v, n) => c.maxUploadsPerClient = parseInteger(v, n, { min: 1, max: 100_000 }),
   },
+  // What one request may cost in blocks: a CAR's index, a gateway answer's walk.
+  {
+    flag: "sponsored-car-max-blocks",
+    env: "STORAGE_SPONSORED_CAR_MAX_BLOCKS",
+    placeholder: "COUNT",
+    description: "Most blocks one sponsored CAR upload may hold (413 too_many_blocks past it)",
+    default: "100000",
+    apply: (c, v, n) => c.sponsored.carMaxBlocks = parseInteger(v, n, { min: 1, max: 10_000_000 }),
+  },
+  {
+    flag: "car-max-blocks",
+    env: "STORAGE_CAR_MAX_BLOCKS",
+    placeholder: "COUNT",
+    description: "Most blocks one CAR upload with a token (e-mail or wallet) may hold (413 " +
+      "too_many_blocks past it)",
+    default: "1000000",
+    apply: (c, v, n) => c.token.carMaxBlocks = parseInteger(v, n, { min: 1, max: 10_000_000 }),
+  },
+  {
+    flag: "ipfs-max-walk-blocks",
+    env: "STORAGE_IPFS_MAX_WALK_BLOCKS",
+    placeholder: "COUNT",
+    description: "Most blocks one CAR answer of the gateway walks (413 too_many_blocks past it)",
+    default: "100000",
+    apply: (c, v, n) => c.ipfsMaxWalkBlocks = parseInteger(v, n, { min: 1, max: 10_000_000 }),
+  },
   // The wallet tier: daily caps from an ERC-20 balance (off without an RPC URL).
   {
     flag: "wallet-rpc-url",

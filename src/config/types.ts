@@ -15,6 +15,8 @@ export interface TierConfig {
   dailyCapBytes: number;
   /** Storage term of a new deal, in days. */
   termDays: number;
+  /** Most blocks one CAR upload may hold (its block index); the wallet tier shares the token's. */
+  carMaxBlocks: number;
 }
 
 /**
@@ -109,6 +111,8 @@ export interface Config {
   uploadMemoryBytes: number;
   /** Uploads one client address may have in flight at once. */
   maxUploadsPerClient: number;
+  /** Most blocks one CAR answer of the IPFS gateway walks. */
+  ipfsMaxWalkBlocks: number;
   /** Serve HTTPS with these files (re-read when they change); null = plain HTTP. */
   tls: Readonly<TlsConfig> | null;
   /** Serve TLS on a public address despite handshakes that cannot be timed out. */

@@ -173,7 +173,15 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", RETRIEVAL_PATH, services.retrieval.pieces, getPieceDoc],
     ["GET", FILE_PATH, services.retrieval.files, getFileDoc],
     ["GET", PIECE_GATEWAY_PATH, services.retrieval.pieceGateway, getGatewayPieceDoc],
-    ["GET", IPFS_PATH, createIpfsHandler({ blocks: services.ipfsBlocks }), getIpfsDoc],
+    [
+      "GET",
+      IPFS_PATH,
+      createIpfsHandler({
+        blocks: services.ipfsBlocks,
+        maxWalkBlocks: services.config.ipfsMaxWalkBlocks,
+      }),
+      getIpfsDoc,
+    ],
     ["POST", "/api/auth/signup", createSignupHandler(signup), signupDoc],
     ["POST", "/api/auth/signup/verify", createSignupVerifyHandler(signup), verifySignupDoc],
     ["GET", "/api/auth/wallet/nonce", createWalletNonceHandler(wallet), getWalletNonceDoc],

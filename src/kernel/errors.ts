@@ -41,6 +41,7 @@ export const ERROR_STATUS = {
   length_required: 411,
   unsupported_version: 412,
   too_large: 413,
+  too_many_blocks: 413,
   unsupported_media_type: 415,
   range_not_satisfiable: 416,
   upload_locked: 423,

@@ -36,7 +36,7 @@ import { TokenService } from "../auth/tokens.ts";
 import { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import { createSmtpMailer } from "../mail/mailer.ts";
 import type { Mailer } from "../mail/mailer.ts";
-import { MIB, UploadPolicies } from "../limits/tiers.ts";
+import { carMaxBlocksOf, MIB, UploadPolicies } from "../limits/tiers.ts";
 import { UploadAdmission } from "../limits/upload_admission.ts";
 import { WindowLimit } from "../limits/window_limit.ts";
 import type { Logger } from "../kernel/log.ts";
@@ -246,6 +246,11 @@ async function buildPieceServices(
     hashPool,
     clock,
     logger,
+    carMaxBlocks: {
+      sponsored: carMaxBlocksOf(config, "sponsored"),
+      token: carMaxBlocksOf(config, "token"),
+      wallet: carMaxBlocksOf(config, "wallet"),
+    },
   });
   // A data directory's ledger is in memory: the uploads' records say what it held.
   const held = await resumable.holdReservationsAgain();

@@ -61,6 +61,7 @@ export class UploadPipeline {
         parsedCid: ticket.cid.parsed,
         length: ticket.size,
         contentType: ticket.contentType,
+        maxCarBlocks: ticket.policy.carMaxBlocks,
       });
       ticket.logFields.verified = checked.verified;
       const deal = await this.#options.commits.upload({

@@ -38,6 +38,7 @@ import type {
   ResumableUploadRecords,
 } from "../domain/resumable_upload_records.ts";
 import type { CapLedger, Reservation } from "../domain/cap_ledger.ts";
+import type { Tier } from "../domain/vocabulary.ts";
 import { RESUMABLE_EXPIRY_MS, ResumableError } from "./resumable_outcomes.ts";
 import type { AppendInput, AppendOutcome } from "./resumable_outcomes.ts";
 import type { Logger } from "../kernel/log.ts";
@@ -65,6 +66,8 @@ export interface ResumableUploadsOptions {
   hashPool: HashWorkerPool | null;
   clock: Clock;
   logger: Logger;
+  /** Most blocks a CAR upload may hold, by the upload's tier (413 too_many_blocks past it). */
+  carMaxBlocks: Readonly<Record<Tier, number>>;
 }
 
 export class ResumableUploads {
@@ -215,7 +218,11 @@ export class ResumableUploads {
     const before = partialOf(upload);
     let checks: BodyChecks | null = null;
     try {
-      checks = await this.#checks.take(termsOf(upload), before, signal);
+      checks = await this.#checks.take(
+        termsOf(upload, this.#options.carMaxBlocks),
+        before,
+        signal,
+      );
       const appended = await store.partials.append(before, input.body, {
         expectedBytes: input.declaredBytes ?? upload.length - upload.received,
         onChunk: checks.onChunk,

@@ -244,6 +244,43 @@ export function runMetadataConformance(
     assertEquals(await blocks.findBlock(b), null);
   });
 
+  test("block index: a CAR of many blocks is indexed while the event loop turns", async ({ metadata }) => {
+    const { catalog, blocks } = metadata;
+    const count = 100_000;
+    function* locations() {
+      for (let i = 0; i < count; i++) {
+        const multihash = Uint8Array.of(0x12, 0x20, ...new Uint8Array(32));
+        new DataView(multihash.buffer).setUint32(2, i);
+        yield { multihash, offset: i * 10, length: 10 };
+      }
+    }
+    // Timer turns that run while the commit is under way: none if it holds the loop throughout.
+    let turns = 0;
+    let counting = true;
+    const tick = () => {
+      if (!counting) return;
+      turns++;
+      setTimeout(tick, 0);
+    };
+    setTimeout(tick, 0);
+    await catalog.recordUpload({
+      newPiece: pieceOf("bafkmanyblocks"),
+      deal: dealOf("d101", "bafkmanyblocks"),
+      usage: { subject: "ip:1", day: DAY, bytes: 10 },
+      blocks: locations(),
+    });
+    counting = false;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assertOk(turns > 1, `the event loop turned ${turns} times while ${count} blocks were indexed`);
+    assertEquals(await blocks.countBlocks("bafkmanyblocks"), count);
+    const last = [...locations()].at(-1)!;
+    assertEquals(await blocks.findBlock(last.multihash), {
+      pieceCid: "bafkmanyblocks",
+      offset: last.offset,
+      length: 10,
+    });
+  });
+
   test("deals page newest first per owner and extend", async ({ metadata }) => {
     const { catalog } = metadata;
     for (const id of ["d001", "d002", "d003"]) {

@@ -23,6 +23,7 @@ const SQLITE_SHA256: Record<number, string> = {
   10: "e4bdd01b0108568f04789199346eb4e3e0a602665605c246939920690ec73bab",
   11: "d1b3139413c619c7cbdcede2fe0098c4a29d1ade2b67c9ba139822a51e5a51f7",
   12: "328b2346afe55a040f487ca35aa5ec9c6ffbf308e1259d049a5852fd68f809bd",
+  14: "134335478cd7d376f5595f1209eaac85c9b84850a9bcf0d5b98ed8216ed147d4",
 };
 
 const POSTGRES_SHA256: Record<number, string> = {

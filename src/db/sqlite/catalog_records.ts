@@ -253,6 +253,21 @@ export class SqliteCatalogRecords implements CatalogRecords {
 
   /** Inserts the piece (if new), the deal and the usage increment atomically. */
   async recordUpload(input: RecordUploadInput): Promise<void> {
+    // A CAR's blocks first, in slices: invisible until the piece's row commits below.
+    const blocksOf = input.blocks ? input.deal.cid : null;
+    if (blocksOf !== null) await this.#blocks.indexBlocks(blocksOf, input.blocks!);
+    else if (input.newPiece) await this.#blocks.forgetUnstored(input.newPiece.cid);
+    try {
+      this.#recordUploadNow(input);
+    } catch (error) {
+      if (blocksOf !== null) await this.#blocks.forgetUnstored(blocksOf);
+      throw error;
+    }
+    // In the commit's synchronous step: no request sees the bytes both used and reserved.
+    input.reservation?.markSettled();
+  }
+
+  #recordUploadNow(input: RecordUploadInput): void {
     transaction(this.#db, () => {
       const p = input.newPiece;
       if (p) {
@@ -308,14 +323,11 @@ export class SqliteCatalogRecords implements CatalogRecords {
         d.deletedAt,
       );
       this.#addUsage.run(input.usage.subject, input.usage.day, input.usage.bytes);
-      if (input.blocks) this.#blocks.indexBlocks(d.cid, input.blocks);
       const finished = input.finishesResumable;
       if (finished && this.#markFinished(d.id, finished) !== 1) {
         throw new ResumableUploadMovedError(finished.id);
       }
     });
-    // In the commit's synchronous step: no request sees the bytes both used and reserved.
-    input.reservation?.markSettled();
   }
 
   /** Marks a resumable upload finished with its deal; 1 if it was still where it was read. */

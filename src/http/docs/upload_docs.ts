@@ -45,7 +45,9 @@ export const uploadDoc: RouteDoc = {
     "and every piece it lists is stored with the listed size. A body sent as " +
     "application/vnd.ipld.car (CARv1, or CARv2) is also checked block by block " +
     "(sha2-256 and identity multihashes; anything else, a block that does not hash to its " +
-    "cid or a malformed CAR is 400 invalid_car, nothing stored), its blocks are then " +
+    "cid or a malformed CAR is 400 invalid_car, nothing stored; more blocks than the " +
+    "tier's --sponsored-car-max-blocks or --car-max-blocks is 413 too_many_blocks, nothing " +
+    "stored), its blocks are then " +
     "served by /ipfs/{cid}, and the result names its roots.",
   auth: "optional",
   scope: "put",
@@ -83,6 +85,7 @@ export const uploadDoc: RouteDoc = {
     "invalid_manifest",
     "manifest_incomplete",
     "invalid_car",
+    "too_many_blocks",
     ...STORING_ERRORS,
     "storage_offline",
   ],

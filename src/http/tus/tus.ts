@@ -267,11 +267,13 @@ function rethrowAsApiError(error: unknown): never {
 
 /**
  * The API error for the resumable domain's failures and the store's. Every
- * invalid_car ends the upload and closes the connection: a PATCH's body may
- * be left unread where the bad block was.
+ * invalid_car (and too_many_blocks) ends the upload and closes the
+ * connection: a PATCH's body may be left unread where the bad block was.
  */
 function tusApiError(error: unknown): unknown {
-  if (error instanceof ApiError && error.code === "invalid_car") {
+  if (
+    error instanceof ApiError && (error.code === "invalid_car" || error.code === "too_many_blocks")
+  ) {
     return new ApiError(error.code, error.message, {
       headers: { ...error.headers, connection: "close" },
       cause: error.cause,

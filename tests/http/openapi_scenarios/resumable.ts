@@ -22,6 +22,7 @@ import {
   wrongMethod,
 } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
+import { CAR_TYPE, linkedCar } from "../../helpers/ipfs.ts";
 
 const TUS = { "tus-resumable": "1.0.0" };
 const OFFSET_BODY = "application/offset+octet-stream";
@@ -150,6 +151,19 @@ export const scenarios: Record<string, Scenario[]> = {
       send: (p) => create(p, creation(7, { cid: pieceCidOf(new TextEncoder().encode("hello")) })),
       status: 400,
       code: "cid_mismatch",
+    },
+    {
+      name: "the whole file as a CAR of more blocks than the tier's block cap",
+      args: ["--sponsored-car-max-blocks", "2"],
+      send: async (p) => {
+        const { car } = await linkedCar(2);
+        return create(p, creation(car.length, { filetype: CAR_TYPE }), {
+          headers: { "content-type": OFFSET_BODY },
+          body: car,
+        });
+      },
+      status: 413,
+      code: "too_many_blocks",
     },
     {
       name: "a length over the per-file cap",
@@ -357,6 +371,20 @@ export const scenarios: Record<string, Scenario[]> = {
       },
       status: 400,
       code: "manifest_incomplete",
+    },
+    {
+      name: "bytes of a CAR of more blocks than the tier's block cap",
+      args: ["--sponsored-car-max-blocks", "2"],
+      send: async (p) => {
+        const { car } = await linkedCar(2);
+        const answer = await create(p, creation(car.length, { filetype: CAR_TYPE }));
+        return p.send("PATCH", new URL(answer.headers.get("location")!).pathname, {
+          headers: { ...TUS, "content-type": OFFSET_BODY, "upload-offset": "0" },
+          body: car,
+        });
+      },
+      status: 413,
+      code: "too_many_blocks",
     },
     {
       name: "bytes of a CAR that is not one",

@@ -63,6 +63,9 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   too_large:
     "This is larger than the server accepts in one go: a token raises the limit, and the storage " +
     "command line splits a larger file into pieces.",
+  too_many_blocks:
+    "This holds more blocks than the server takes in one CAR or sends in one answer: split " +
+    "it into smaller CARs, or fetch its parts one by one.",
   range_not_satisfiable: "The part of the file asked for lies past its end.",
   rate_limited:
     "Too many requests from your network address, or today's allowance for it is used up.",

@@ -16,6 +16,7 @@ import { sql as blocks } from "./0009_blocks.ts";
 import { sql as lifecycle } from "./0010_lifecycle.ts";
 import { sql as resumableUploads } from "./0011_resumable_uploads.ts";
 import { sql as pieceCids } from "./0012_piece_cids.ts";
+import { sql as blocksBeforePieces } from "./0014_blocks_before_pieces.ts";
 
 export interface Migration {
   version: number;
@@ -42,4 +43,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, name: "lifecycle", sql: lifecycle },
   { version: 11, name: "resumable_uploads", sql: resumableUploads },
   { version: 12, name: "piece_cids", sql: pieceCids },
+  { version: 14, name: "blocks_before_pieces", sql: blocksBeforePieces },
 ];
