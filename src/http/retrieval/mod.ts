@@ -8,6 +8,7 @@
  */
 import type { Handler } from "../pipeline/router.ts";
 import { answerFileRoute } from "./files.ts";
+import { ManifestCache } from "./manifest_cache.ts";
 import { answerPieceGateway } from "./piece_gateway.ts";
 import { answerPieceRoute, cidParam, fastPathOf } from "./pieces.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
@@ -34,12 +35,16 @@ export interface Retrieval {
 }
 
 export function createRetrieval(deps: RetrievalDeps): Retrieval {
+  const manifests = new ManifestCache();
   return {
     pieces: (request, context) =>
       answerPieceRoute(request, context, deps, { cid: cidParam(context), offload: true }),
-    files: (request, context) => answerFileRoute(request, context, deps),
+    files: (request, context) => answerFileRoute(request, context, deps, manifests),
     pieceGateway: (request, context) => answerPieceGateway(request, context, deps),
     fastPath: fastPathOf(deps),
-    distrust: (cid) => deps.cache.delete(cid.toLowerCase()),
+    distrust: (cid) => {
+      deps.cache.delete(cid.toLowerCase());
+      manifests.forget(cid.toLowerCase());
+    },
   };
 }
