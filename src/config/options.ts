@@ -258,6 +258,16 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.bodyRateGraceMs = parseInteger(v, n, { min: 1, max: 86400 }) * 1000,
   },
   {
+    flag: "send-min-rate",
+    env: "STORAGE_SEND_MIN_RATE",
+    placeholder: "SIZE",
+    description: "Least average rate a client must take an answer at, per second, after " +
+      "--body-rate-grace; slower ones, and answers untaken for --body-idle-timeout, are cut " +
+      "(0 = answers are not watched)",
+    default: "16KiB",
+    apply: (c, v, n) => c.sendMinBytesPerSecond = v.trim() === "0" ? 0 : parseSize(v, n),
+  },
+  {
     flag: "db-busy-timeout",
     env: "STORAGE_DB_BUSY_TIMEOUT",
     placeholder: "MS",

@@ -93,6 +93,8 @@ export interface Config {
   bodyMinBytesPerSecond: number;
   /** Time a body may make the server wait before its rate is held to bodyMinBytesPerSecond. */
   bodyRateGraceMs: number;
+  /** Least average rate a client takes an answer at once bodyRateGraceMs is over; 0 = none. */
+  sendMinBytesPerSecond: number;
   /** How long a write waits for SQLite's lock before answering 503. */
   dbBusyTimeoutMs: number;
   logRequests: boolean;

@@ -11,8 +11,18 @@
  *   are exempt, they carry many clients);
  * - a deadline for the first request head, counted from accept
  *   (--header-timeout), and one for the next head on a kept-alive connection
- *   (--keep-alive-timeout). A connection with a request in flight has no
- *   deadline here: its body is held to --body-min-rate by the handler;
+ *   (--keep-alive-timeout). A request's body is held to --body-min-rate by
+ *   the handler;
+ * - an answer must keep moving (send_meter.ts): one whose client takes
+ *   nothing for the idle timeout, or less than --send-min-rate once the
+ *   grace is over, is closed; and at the cap, when no connection is idle, a
+ *   new one takes the place of the answer stalled longest (a chunk untaken
+ *   for a second at least), so clients that never read cannot hold every
+ *   slot. A body Deno sends straight from a file (a whole piece on disk) is
+ *   metered only under pressure (half the cap open, or half the client's):
+ *   metering it costs three times the CPU. Unmetered, it must end within
+ *   what the minimum rate allows for its length, and at the cap the oldest
+ *   of them past the grace makes room when no metered answer is stalled;
  * - accept() failing (EMFILE: out of descriptors; ENFILE, ENOBUFS) never
  *   ends the process: the oldest idle connection is closed to free a
  *   descriptor, and accepting resumes after a back-off (10 ms doubling to 1 s).
@@ -23,14 +33,18 @@
  * The cost on a kept-alive request is a counter and one `completed` promise.
  */
 import type { Logger } from "../kernel/log.ts";
-import { serveConnection } from "./serve_connection.ts";
+import { sentFromResource, serveConnection, streamedBody } from "./serve_connection.ts";
 import type { ConnectionHandler, KillSwitch } from "./serve_connection.ts";
+import { SendMeter } from "./send_meter.ts";
+import type { SendRule } from "./send_meter.ts";
 
 export interface ConnectionBounds {
   maxConnections: number;
   maxPerClient: number;
   headerTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  /** What an answer's body is held to (--body-idle-timeout, --send-min-rate); null: nothing. */
+  send: SendRule | null;
 }
 
 export interface AcceptLoopOptions {
@@ -52,6 +66,8 @@ export interface ConnectionStats {
   evicted: number;
   headerTimeouts: number;
   keepAliveTimeouts: number;
+  /** Closed because their client stopped taking an answer, or took it too slowly. */
+  slowReaders: number;
   acceptErrors: number;
 }
 
@@ -63,6 +79,8 @@ const MAX_ACCEPT_BACKOFF_MS = 1_000;
 const DESCRIPTOR_HEADROOM = 128;
 /** The fewest connections a learned cap allows. */
 const MIN_LEARNED_CAP = 16;
+/** An answer whose last chunk waits this long for its client may make room for a newcomer. */
+const STALLED_MS = 1_000;
 /** Accept errors are logged at most this often (a flood would fill the log otherwise). */
 const ACCEPT_ERROR_LOG_INTERVAL_MS = 10_000;
 
@@ -79,6 +97,10 @@ class Connection {
   closeWhenAnswered = false;
   kill: (() => void) | null = null;
   server: Deno.HttpServer<Deno.NetAddr> | null = null;
+  /** The answer being sent, metered; null when none is (or it is not metered). */
+  meter: SendMeter | null = null;
+  /** An answer sent from a file unmetered: when it must have ended, and when it began. */
+  unmetered: { startedAt: number; endBy: number } | null = null;
 
   constructor(readonly clientKey: string | null, headerTimeoutMs: number) {
     this.deadline = Date.now() + headerTimeoutMs;
@@ -113,6 +135,7 @@ export class AcceptLoop {
     evicted: 0,
     headerTimeouts: 0,
     keepAliveTimeouts: 0,
+    slowReaders: 0,
     acceptErrors: 0,
   };
 
@@ -157,7 +180,7 @@ export class AcceptLoop {
     const held = clientKey === null ? 0 : this.#perClient.get(clientKey) ?? 0;
     if (
       this.#closing || held >= bounds.maxPerClient ||
-      (this.#open.size >= this.#cap && !this.#evictOldestIdle())
+      (this.#open.size >= this.#cap && !this.#evictOldestIdle() && !this.#evictStalled())
     ) {
       this.#stats.refused++;
       return closeQuietly(conn);
@@ -169,6 +192,8 @@ export class AcceptLoop {
     this.#stats.accepted++;
     const app = this.#options.handler;
     const answered = () => {
+      connection.meter = null;
+      connection.unmetered = null;
       if (--connection.inFlight > 0) return;
       connection.deadline = Date.now() + bounds.keepAliveTimeoutMs;
       if (this.#closing || connection.closeWhenAnswered) this.#closeAfterLastAnswer(connection);
@@ -188,7 +213,9 @@ export class AcceptLoop {
       }
       connection.inFlight++;
       info.completed.then(answered, answered);
-      return response.then((answer) => noteClose(connection, request, answer));
+      return response.then((answer) =>
+        this.#metered(connection, noteClose(connection, request, answer))
+      );
     };
     const killSwitch: KillSwitch = {
       addEventListener: (_type, listener) => connection.kill = listener,
@@ -202,12 +229,48 @@ export class AcceptLoop {
     });
   }
 
+  /** The answer with its body metered, when answers are held to a rule. */
+  #metered(connection: Connection, answer: Response): Response {
+    const { send } = this.#options.bounds;
+    if (send === null) return answer;
+    const body = streamedBody(answer);
+    if (body === null) return answer; // nothing, or bytes Deno sends whole
+    if (sentFromResource(body) && !this.#underPressure(connection)) {
+      const length = Number(answer.headers.get("content-length") ?? NaN);
+      const rate = send.minRate?.bytesPerSecond ?? 0;
+      const allowedMs = Number.isFinite(length) && rate > 0
+        ? Math.max(send.minRate!.graceMs, (length * 1000) / rate)
+        : Infinity;
+      const now = performance.now();
+      connection.unmetered = { startedAt: now, endBy: now + allowedMs };
+      return answer;
+    }
+    const meter = new SendMeter();
+    connection.meter = meter;
+    return new Response(meter.wrap(body), {
+      status: answer.status,
+      statusText: answer.statusText,
+      headers: answer.headers,
+    });
+  }
+
   #sweep(): void {
     const now = Date.now();
+    const nowPrecise = performance.now();
+    const { send } = this.#options.bounds;
     for (const connection of this.#open) {
       if (connection.answeredSince) {
         connection.answeredSince = false;
         connection.deadline = now + this.#options.bounds.keepAliveTimeoutMs;
+      }
+      if (
+        send !== null &&
+        (connection.meter?.verdict(send, nowPrecise) ||
+          (connection.unmetered !== null && connection.unmetered.endBy <= nowPrecise))
+      ) {
+        this.#stats.slowReaders++;
+        this.#kill(connection);
+        continue;
       }
       if (!connection.idle || connection.deadline > now) continue;
       if (connection.served) this.#stats.keepAliveTimeouts++;
@@ -239,7 +302,45 @@ export class AcceptLoop {
     return true;
   }
 
-  /** Closes a connection at once (nothing in flight, or the end of a shutdown). */
+  /**
+   * At the cap with every connection busy: closes the one whose answer has
+   * waited longest for its client (at least STALLED_MS); false when none has.
+   */
+  #evictStalled(): boolean {
+    const now = performance.now();
+    const graceMs = this.#options.bounds.send?.minRate?.graceMs ?? Infinity;
+    let victim: Connection | null = null;
+    let longest = STALLED_MS;
+    /** Unmetered answers cannot say whether they move: the oldest past the grace goes. */
+    let oldest: Connection | null = null;
+    for (const connection of this.#open) {
+      const stalled = connection.meter?.stalledMs(now) ?? 0;
+      if (stalled >= longest) {
+        victim = connection;
+        longest = stalled;
+      }
+      const started = connection.unmetered?.startedAt ?? Infinity;
+      if (now - started >= graceMs && started < (oldest?.unmetered?.startedAt ?? Infinity)) {
+        oldest = connection;
+      }
+    }
+    victim ??= oldest;
+    if (victim === null) return false;
+    this.#stats.evicted++;
+    this.#stats.slowReaders++;
+    this.#kill(victim);
+    return true;
+  }
+
+  /** Half the connections open, or half of what this connection's client may hold. */
+  #underPressure(connection: Connection): boolean {
+    if (this.#open.size * 2 >= this.#cap) return true;
+    const { clientKey } = connection;
+    const held = clientKey === null ? 0 : this.#perClient.get(clientKey) ?? 0;
+    return held * 2 >= this.#options.bounds.maxPerClient;
+  }
+
+  /** Closes a connection at once (nothing in flight, a stalled answer, or a shutdown's end). */
   #kill(connection: Connection): void {
     if (!connection.ended) {
       try {

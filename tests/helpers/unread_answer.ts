@@ -13,8 +13,13 @@ export interface UnreadAnswer {
   readonly status: Promise<number>;
   /** Whether the server closed the connection (or reset it). */
   readonly closed: boolean;
-  /** Bytes taken before the pause. */
+  /** Bytes taken so far. */
   readonly received: number;
+  /**
+   * Reads on until the server closes the connection (a paused socket does not
+   * see the close): the bytes received in all. Never settles if the server keeps it.
+   */
+  readToClose(): Promise<number>;
   close(): void;
 }
 
@@ -38,6 +43,7 @@ export async function requestUnread(
     socket.once("data", (chunk: Uint8Array) => {
       received += chunk.length;
       socket.pause();
+      socket.on("data", (more: Uint8Array) => received += more.length);
       const line = new TextDecoder().decode(chunk.subarray(0, 64));
       const match = /^HTTP\/1\.1 (\d{3})/.exec(line);
       if (match) resolve(Number(match[1]));
@@ -56,6 +62,12 @@ export async function requestUnread(
     get received() {
       return received;
     },
+    readToClose: () =>
+      new Promise<number>((resolve) => {
+        if (closed) return resolve(received);
+        socket.once("close", () => resolve(received));
+        socket.resume();
+      }),
     close: () => socket.destroy(),
   };
 }

@@ -136,6 +136,7 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     bodyIdleTimeoutMs: 30_000,
     bodyMinBytesPerSecond: 16 * 1024,
     bodyRateGraceMs: 30_000,
+    sendMinBytesPerSecond: 16 * 1024,
     dbBusyTimeoutMs: 5_000,
     logRequests: true,
     signup: "open",
