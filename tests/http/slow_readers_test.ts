@@ -25,17 +25,10 @@ async function storedLarge(server: TestServer): Promise<string> {
   return `/p/${cid}`;
 }
 
-Deno.test("slow readers: an answer its client stops taking is closed after the idle timeout", async () => {
-  await using server = await startTestServer({ args: ["--body-idle-timeout", "1"] });
-  const path = await storedLarge(server);
-  // A range: a body the server streams itself, metered always.
-  const unread = await requestUnread({
-    port: server.server.port,
-    path,
-    headers: ["Range: bytes=0-"],
-  });
+/** The unread answer is counted as a slow reader, and its connection ends before its last byte. */
+async function expectCutOff(server: TestServer, unread: UnreadAnswer, status: number) {
   try {
-    assertEquals(await unread.status, 206);
+    assertEquals(await unread.status, status);
     await eventually(
       () => server.server.connections()?.slowReaders === 1,
       "the unread answer counted as a slow reader",
@@ -47,6 +40,18 @@ Deno.test("slow readers: an answer its client stops taking is closed after the i
   } finally {
     unread.close();
   }
+}
+
+Deno.test("slow readers: an answer its client stops taking is closed after the idle timeout", async () => {
+  await using server = await startTestServer({ args: ["--body-idle-timeout", "1"] });
+  const path = await storedLarge(server);
+  // A range: a body the server streams itself, metered always.
+  const unread = await requestUnread({
+    port: server.server.port,
+    path,
+    headers: ["Range: bytes=0-"],
+  });
+  await expectCutOff(server, unread, 206);
 });
 
 Deno.test("slow readers: a whole piece sent from its file must end within what --send-min-rate allows for its length", async () => {
@@ -55,18 +60,7 @@ Deno.test("slow readers: a whole piece sent from its file must end within what -
   });
   const path = await storedLarge(server); // 32 MiB at 16 MiB/s: 2 s
   const unread = await requestUnread({ port: server.server.port, path });
-  try {
-    assertEquals(await unread.status, 200);
-    await eventually(
-      () => server.server.connections()?.slowReaders === 1,
-      "the unread whole answer cut at its deadline",
-      { timeoutMs: 15_000 },
-    );
-    const received = await within(unread.readToClose(), 10_000, "the connection's close");
-    assertEquals(received < LARGE.length, true, `${received} bytes of ${LARGE.length}`);
-  } finally {
-    unread.close();
-  }
+  await expectCutOff(server, unread, 200);
 });
 
 Deno.test("slow readers: the internals read: an open file's readable is sent from its resource (metered only under pressure), a static body is not a stream", async () => {
