@@ -35,7 +35,7 @@ export interface ResumableUploadRecord {
   /** The store's description of the partial bytes (JSON; PartialStore says what). */
   staging: string;
   createdAt: string;
-  /** When it is removed: 24 h after its last byte (a finished one: after it finished). */
+  /** When it is removed: 24 h after its creation (a finished one: after it finished). */
   expiresMs: number;
   /** The deal its last byte made; null until then. */
   dealId: string | null;

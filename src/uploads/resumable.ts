@@ -214,7 +214,7 @@ export class ResumableUploads {
     input: AppendInput,
     signal: AbortSignal,
   ): Promise<AppendOutcome> {
-    const { store, records, clock } = this.#options;
+    const { store, records } = this.#options;
     const before = partialOf(upload);
     let checks: BodyChecks | null = null;
     try {
@@ -242,11 +242,12 @@ export class ResumableUploads {
         this.#checks.put(upload.id, checks);
         return { kind: "partial", upload, cut: appended.cut };
       }
+      // The expiry stays where the creation set it: bytes never keep an upload longer.
       const update = {
         fromBytes: upload.received,
         received: after.size,
         staging: JSON.stringify(after),
-        expiresMs: clock.now() + RESUMABLE_EXPIRY_MS,
+        expiresMs: upload.expiresMs,
       };
       if (!await records.advance(upload.id, update)) {
         await store.partials.release(after, before);
@@ -338,7 +339,7 @@ export class ResumableUploads {
     }
     if (this.#expired(upload)) {
       await this.#remove(upload);
-      throw new ResumableError("not_found", "This upload expired: a day passed without a byte");
+      throw new ResumableError("not_found", "This upload expired: a day passed since its creation");
     }
     return upload;
   }

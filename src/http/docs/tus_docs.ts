@@ -58,7 +58,7 @@ export const tusDocs = {
     description: "Upload-Metadata carries cid (required), filetype (the Content-Type, " +
       "required) and filename. Checked and charged as POST /api/upload: the per-file cap " +
       "(413) and the daily cap (429) are decided from Upload-Length, which is reserved until " +
-      "the upload finishes, is terminated, or expires 24 hours after its last byte. Bytes sent " +
+      "the upload finishes, is terminated, or expires 24 hours after its creation, whatever it sends meanwhile. Bytes sent " +
       "with the creation (creation-with-upload) are appended at once; when they are all of " +
       "them, this answer finishes the upload. A filetype of application/vnd.ipld.car is " +
       "checked block by block as the bytes arrive, over all the upload's requests, as " +
