@@ -354,6 +354,24 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.token.carMaxBlocks = parseInteger(v, n, { min: 1, max: 10_000_000 }),
   },
   {
+    flag: "sponsored-tus-max-open",
+    env: "STORAGE_SPONSORED_TUS_MAX_OPEN",
+    placeholder: "COUNT",
+    description: "Unfinished resumable uploads one client address may hold (429 " +
+      "too_many_uploads past it)",
+    default: "16",
+    apply: (c, v, n) => c.sponsored.tusMaxOpen = parseInteger(v, n, { min: 1, max: 1_000_000 }),
+  },
+  {
+    flag: "tus-max-open",
+    env: "STORAGE_TUS_MAX_OPEN",
+    placeholder: "COUNT",
+    description: "Unfinished resumable uploads one token (or wallet) user may hold (429 " +
+      "too_many_uploads past it)",
+    default: "64",
+    apply: (c, v, n) => c.token.tusMaxOpen = parseInteger(v, n, { min: 1, max: 1_000_000 }),
+  },
+  {
     flag: "ipfs-max-walk-blocks",
     env: "STORAGE_IPFS_MAX_WALK_BLOCKS",
     placeholder: "COUNT",

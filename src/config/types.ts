@@ -17,6 +17,8 @@ export interface TierConfig {
   termDays: number;
   /** Most blocks one CAR upload may hold (its block index); the wallet tier shares the token's. */
   carMaxBlocks: number;
+  /** Unfinished resumable uploads one subject may hold; the wallet tier shares the token's. */
+  tusMaxOpen: number;
 }
 
 /**

@@ -59,6 +59,8 @@ export interface ResumableUploadRecords {
   delete(id: string): Promise<boolean>;
   /** Up to `limit` uploads whose expiresMs is before nowMs, oldest first. */
   expiredBefore(nowMs: number, limit: number): Promise<ResumableUploadRecord[]>;
+  /** How many uploads of `subject` wait for bytes and have not expired at `nowMs`. */
+  countOpen(subject: string, nowMs: number): Promise<number>;
   /** Uploads still waiting for bytes, up to `limit` with ids after `afterId` (id order). */
   unfinishedAfter(afterId: string, limit: number): Promise<ResumableUploadRecord[]>;
 }

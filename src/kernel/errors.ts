@@ -46,6 +46,7 @@ export const ERROR_STATUS = {
   range_not_satisfiable: 416,
   upload_locked: 423,
   rate_limited: 429,
+  too_many_uploads: 429,
   quota_exceeded: 429,
   internal_error: 500,
   stage_failed: 502,

@@ -28,6 +28,8 @@ export interface UploadPolicy {
   capExceededCode: "rate_limited" | "quota_exceeded";
   /** Most blocks one CAR upload may hold (413 too_many_blocks past it). */
   carMaxBlocks: number;
+  /** Unfinished resumable uploads the caller may hold (429 too_many_uploads past it). */
+  tusMaxOpen: number;
   /** The balances a wallet caller's cap was derived from. */
   walletBalance?: WalletCapBalance;
 }
@@ -91,6 +93,7 @@ export class UploadPolicies {
         usageSubject: usageSubjectOf(caller),
         capExceededCode: "rate_limited",
         carMaxBlocks: carMaxBlocksOf(config, tier),
+        tusMaxOpen: config.sponsored.tusMaxOpen,
       };
     }
     const user = {
@@ -100,6 +103,7 @@ export class UploadPolicies {
       usageSubject: usageSubjectOf(caller),
       capExceededCode: "quota_exceeded" as const,
       carMaxBlocks: carMaxBlocksOf(config, tier),
+      tusMaxOpen: config.token.tusMaxOpen,
     };
     const { account } = caller;
     if (account.kind === "email") {

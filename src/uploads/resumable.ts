@@ -73,6 +73,7 @@ export interface ResumableUploadsOptions {
 export class ResumableUploads {
   readonly #options: ResumableUploadsOptions;
   readonly #locks = new UploadLocks();
+  readonly #creations = new Turns();
   readonly #checks: CarriedChecks;
 
   constructor(options: ResumableUploadsOptions) {
@@ -92,7 +93,19 @@ export class ResumableUploads {
   async create(ticket: BytesTicket, metadata: string): Promise<ResumableUploadRecord> {
     const { records, store, clock } = this.#options;
     const id = crypto.randomUUID().replaceAll("-", "");
+    const { usageSubject, tusMaxOpen } = ticket.policy;
+    // One creation per subject at a time here, so two cannot both pass the count.
+    const turn = this.#creations.take(usageSubject);
     try {
+      await turn.ready;
+      const open = await records.countOpen(usageSubject, clock.now());
+      if (open >= tusMaxOpen) {
+        throw new ResumableError(
+          "too_many",
+          `${open} unfinished uploads of yours are open, as many as your tier allows: finish ` +
+            "or end one (DELETE) first, or wait for one to expire",
+        );
+      }
       const state = await store.partials.create(id, { length: ticket.size });
       const now = clock.now();
       const record = recordOfTicket(ticket, {
@@ -110,6 +123,8 @@ export class ResumableUploads {
     } catch (error) {
       await ticket.release();
       throw error;
+    } finally {
+      turn.done();
     }
   }
 
@@ -385,6 +400,25 @@ export class ResumableUploads {
     } finally {
       lock.release();
     }
+  }
+}
+
+/** Work keyed by a subject, one at a time per key, in the order asked (a promise chain per key). */
+class Turns {
+  readonly #tails = new Map<string, Promise<void>>();
+
+  take(key: string): { ready: Promise<void>; done(): void } {
+    const before = this.#tails.get(key) ?? Promise.resolve();
+    const { promise: finished, resolve } = Promise.withResolvers<void>();
+    const tail = before.then(() => finished);
+    this.#tails.set(key, tail);
+    return {
+      ready: before,
+      done: () => {
+        resolve();
+        if (this.#tails.get(key) === tail) this.#tails.delete(key);
+      },
+    };
   }
 }
 

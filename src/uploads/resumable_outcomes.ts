@@ -20,7 +20,9 @@ export type ResumableFailure =
   /** The request before it did not let go in time. */
   | "locked"
   /** More bytes than the upload lacks. */
-  | "too_long";
+  | "too_long"
+  /** The caller holds as many unfinished uploads as its tier allows. */
+  | "too_many";
 
 export class ResumableError extends Error {
   readonly failure: ResumableFailure;

@@ -24,6 +24,7 @@ const SQLITE_SHA256: Record<number, string> = {
   11: "d1b3139413c619c7cbdcede2fe0098c4a29d1ade2b67c9ba139822a51e5a51f7",
   12: "328b2346afe55a040f487ca35aa5ec9c6ffbf308e1259d049a5852fd68f809bd",
   14: "134335478cd7d376f5595f1209eaac85c9b84850a9bcf0d5b98ed8216ed147d4",
+  15: "0b4a0096faffa5073ebcac7ef543db95b63301627f08bc60b79241fe8e711277",
 };
 
 const POSTGRES_SHA256: Record<number, string> = {
@@ -33,6 +34,7 @@ const POSTGRES_SHA256: Record<number, string> = {
   4: "770ff4e9e6050f467cfa3dd1d1fb7ffebd1788ff2bb86c6d4695222dad93dd59",
   5: "9ff25db577830facf7684b1957b6ab6231d828c587fae0bb9a744415c83de3fe",
   6: "4ec71e4ce01aaa28d97e846664ed9f737166abd1e3dcd562b7598627a2a4777d",
+  8: "0b4a0096faffa5073ebcac7ef543db95b63301627f08bc60b79241fe8e711277",
 };
 
 async function sha256Hex(text: string): Promise<string> {

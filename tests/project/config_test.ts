@@ -29,12 +29,14 @@ Deno.test("config: defaults serve a laptop", () => {
     dailyCapBytes: 200 * 2 ** 20,
     termDays: 30,
     carMaxBlocks: 100_000,
+    tusMaxOpen: 16,
   });
   assertEquals(config.token, {
     maxFileBytes: 5 * 2 ** 30,
     dailyCapBytes: 2 ** 30,
     termDays: 365,
     carMaxBlocks: 1_000_000,
+    tusMaxOpen: 64,
   });
   assertOk(Object.isFrozen(config) && Object.isFrozen(config.sponsored));
 });
@@ -109,12 +111,14 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
       dailyCapBytes: 200 * MIB,
       termDays: 30,
       carMaxBlocks: 100_000,
+      tusMaxOpen: 16,
     },
     token: {
       maxFileBytes: 5 * 1024 * MIB,
       dailyCapBytes: 1024 * MIB,
       termDays: 365,
       carMaxBlocks: 1_000_000,
+      tusMaxOpen: 64,
     },
     wallet: {
       rpcUrl: null,

@@ -167,6 +167,12 @@ CREATE INDEX pieces_by_piece_cid_v1 ON pieces (piece_cid_v1) WHERE piece_cid_v1 
 CREATE INDEX pieces_without_piece_cid_v2 ON pieces (cid) WHERE piece_cid_v2 IS NULL;
 `;
 
+/** A client's unfinished resumable uploads, counted at each creation (SQLite's migration 15). */
+const OPEN_UPLOADS_BY_SUBJECT = `
+CREATE INDEX resumable_uploads_open_by_subject ON resumable_uploads (usage_subject)
+  WHERE deal_id IS NULL;
+`;
+
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, sql: INITIAL },
   { version: 2, sql: SIGNUP_CODES_PER_CLIENT },
@@ -174,4 +180,5 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 4, sql: LIFECYCLE },
   { version: 5, sql: RESUMABLE_UPLOADS },
   { version: 6, sql: PIECE_CIDS },
+  { version: 8, sql: OPEN_UPLOADS_BY_SUBJECT },
 ];

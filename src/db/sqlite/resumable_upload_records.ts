@@ -20,6 +20,7 @@ export class SqliteResumableUploadRecords implements ResumableUploadRecords {
   readonly #delete: StatementSync;
   readonly #expired: StatementSync;
   readonly #unfinished: StatementSync;
+  readonly #countOpen: StatementSync;
 
   constructor(db: Database) {
     this.#insert = db.prepare(
@@ -42,6 +43,14 @@ export class SqliteResumableUploadRecords implements ResumableUploadRecords {
       `SELECT ${RESUMABLE_COLUMNS} FROM resumable_uploads
        WHERE deal_id IS NULL AND id > ? ORDER BY id LIMIT ?`,
     );
+    this.#countOpen = db.prepare(
+      `SELECT COUNT(*) AS n FROM resumable_uploads
+       WHERE usage_subject = ? AND deal_id IS NULL AND expires_ms > ?`,
+    );
+  }
+
+  async countOpen(subject: string, nowMs: number): Promise<number> {
+    return Number((this.#countOpen.get(subject, nowMs) as { n: number }).n);
   }
 
   async insert(r: ResumableUploadRecord): Promise<void> {

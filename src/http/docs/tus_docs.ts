@@ -106,6 +106,7 @@ export const tusDocs = {
       "manifest_incomplete",
       "invalid_car",
       "too_many_blocks",
+      "too_many_uploads",
       ...STORING_ERRORS,
     ],
   },

@@ -110,7 +110,21 @@ async function create(deps: TusDeps, request: Request, context: RequestContext) 
     clientKey: context.clientKey,
     logFields: context.logFields,
   });
-  const upload = await deps.resumable.create(ticket, metadata.raw).catch(rethrowAsApiError);
+  const upload = await deps.resumable.create(ticket, metadata.raw).catch((error) => {
+    const refusal = tusApiError(error);
+    if (!(refusal instanceof ApiError) || refusal.code !== "too_many_uploads") throw refusal;
+    // A 429 says where the daily cap stands, as every 429 of an upload does (its bytes went back).
+    const remainingBytes = Math.min(
+      ticket.capReserved.capBytes,
+      ticket.capReserved.remainingBytes + ticket.size,
+    );
+    throw new ApiError(refusal.code, refusal.message, {
+      headers: {
+        ...refusal.headers,
+        ...rateLimitHeaders({ ...ticket.capReserved, remainingBytes }),
+      },
+    });
+  });
   const subject = ticket.policy.usageSubject;
   const headers = {
     location: `${deps.baseUrl}${TUS_PATH}/${upload.id}`,
@@ -291,6 +305,8 @@ function tusApiError(error: unknown): unknown {
       return new ApiError("upload_locked", error.message, { headers: { "retry-after": "1" } });
     case "too_long":
       return new ApiError("too_large", error.message);
+    case "too_many":
+      return new ApiError("too_many_uploads", error.message, { headers: { "retry-after": "60" } });
   }
 }
 

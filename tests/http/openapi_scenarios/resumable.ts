@@ -173,6 +173,16 @@ export const scenarios: Record<string, Scenario[]> = {
       code: "too_large",
     },
     {
+      name: "past the unfinished uploads one address may hold",
+      args: ["--sponsored-tus-max-open", "1"],
+      send: async (p) => {
+        await created(p, 10);
+        return create(p, creation(10));
+      },
+      status: 429,
+      code: "too_many_uploads",
+    },
+    {
       name: "a length past the sponsored daily cap",
       args: ["--sponsored-daily-cap", "1KiB"],
       send: async (p) => {

@@ -70,6 +70,9 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   rate_limited:
     "Too many requests from your network address, or today's allowance for it is used up.",
   quota_exceeded: "Your daily upload quota is used up.",
+  too_many_uploads:
+    "Too many unfinished uploads are open for you already. Let one finish, or cancel one, and " +
+    "try again.",
   internal_error: "Something went wrong on the server. Please try again later.",
   stage_failed: "The server could not write the file to its storage. Please try again later.",
   storage_offline: "The server's storage is unavailable right now. Please try again shortly.",

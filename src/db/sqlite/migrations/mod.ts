@@ -17,6 +17,7 @@ import { sql as lifecycle } from "./0010_lifecycle.ts";
 import { sql as resumableUploads } from "./0011_resumable_uploads.ts";
 import { sql as pieceCids } from "./0012_piece_cids.ts";
 import { sql as blocksBeforePieces } from "./0014_blocks_before_pieces.ts";
+import { sql as openUploadsBySubject } from "./0015_open_uploads_by_subject.ts";
 
 export interface Migration {
   version: number;
@@ -44,4 +45,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: "resumable_uploads", sql: resumableUploads },
   { version: 12, name: "piece_cids", sql: pieceCids },
   { version: 14, name: "blocks_before_pieces", sql: blocksBeforePieces },
+  { version: 15, name: "open_uploads_by_subject", sql: openUploadsBySubject },
 ];
