@@ -101,6 +101,8 @@ export function errorResponse(error: ApiError, method = "GET"): Response {
     headers.set("www-authenticate", 'Bearer error="invalid_token"');
   }
   const body = JSON.stringify({ error: error.code, message: error.message });
-  // HEAD answers carry the headers of the error but never a body.
-  return new Response(method === "HEAD" ? null : body, { status: error.status, headers });
+  // HEAD answers carry the headers of the error, its length included, but never a body.
+  if (method !== "HEAD") return new Response(body, { status: error.status, headers });
+  headers.set("content-length", String(new TextEncoder().encode(body).byteLength));
+  return new Response(null, { status: error.status, headers });
 }

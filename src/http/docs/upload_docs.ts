@@ -64,7 +64,9 @@ export const uploadDoc: RouteDoc = {
       in: "header",
       description: "The file's name, URL-encoded UTF-8, at most 255 bytes decoded, no " +
         "control characters and no bidirectional text controls (U+061C, U+200E-U+200F, " +
-        "U+202A-U+202E, U+2066-U+2069); served back in Content-Disposition",
+        "U+202A-U+202E, U+2066-U+2069), no line or paragraph separators (U+2028, U+2029) " +
+        "and no zero-width characters (U+200B-U+200D, U+FEFF); served back in " +
+        "Content-Disposition",
       schema: stringSchema,
     },
   ],
