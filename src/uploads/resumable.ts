@@ -249,7 +249,7 @@ export class ResumableUploads {
       if (after.size === upload.length) {
         // What the last append carried over (an S3 tail) is in `after` now.
         await store.partials.release(before, after);
-        const finished = await this.#finish(upload, after, checks);
+        const finished = await this.#finish(upload, after, checks, input.callerStillValid);
         checks = null;
         return finished;
       }
@@ -289,6 +289,7 @@ export class ResumableUploads {
     upload: ResumableUploadRecord,
     state: PartialState,
     checks: BodyChecks,
+    callerStillValid: () => Promise<void>,
   ): Promise<AppendOutcome> {
     const { store, clock, commits } = this.#options;
     this.#checks.drop(upload.id);
@@ -299,6 +300,8 @@ export class ResumableUploads {
         staged,
         () => store.partials.read(state, { from: 0, to: state.size }),
       );
+      // A token revoked (or expired) while the bytes came makes no deal: the upload goes.
+      await callerStillValid();
       const deal = await commits.upload({
         ...dealOfRecord(upload, reservation),
         staged,

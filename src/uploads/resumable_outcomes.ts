@@ -48,6 +48,8 @@ export interface AppendInput {
   idleTimeoutMs: number;
   /** The body's least average rate (--body-min-rate), as for POST /api/upload; null: none. */
   minRate: MinBodyRate | null;
+  /** Throws (401) if the credentials were revoked or expired while the body came. */
+  callerStillValid(): Promise<void>;
 }
 
 export type AppendOutcome =

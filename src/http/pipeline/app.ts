@@ -192,5 +192,8 @@ function requestContextOf(
         logFields.caller = token ? "token" : "sponsored";
         return token ?? { kind: "sponsored", clientKey: clientKeyOfRequest() };
       }),
+    callerStillValid: async () => {
+      await options.authenticator.authenticate(request, url);
+    },
   };
 }

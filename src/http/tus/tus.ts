@@ -192,6 +192,7 @@ async function append(
       declaredBytes: declared,
       body: request.body ?? ReadableStream.from([]),
       signal: context.signal,
+      callerStillValid: () => context.callerStillValid(),
       idleTimeoutMs: context.bodyIdleTimeoutMs,
       minRate: context.bodyMinRate,
     });
