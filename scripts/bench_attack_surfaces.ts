@@ -206,10 +206,13 @@ async function tokenOf(url: string): Promise<string> {
 }
 
 /**
- * A CAR of `leaves` raw blocks of 8 bytes under a two-level DAG of dag-cbor
- * nodes (1,000 links each): one block per leaf, as small as the attack's.
+ * A CAR of `leaves` raw blocks of `leafBytes` (8 by default: the attack's
+ * tiny blocks) under a two-level DAG of dag-cbor nodes (1,000 links each).
  */
-export function millionBlockCar(leaves: number): { root: CID; car: Uint8Array<ArrayBuffer> } {
+export function blockCar(
+  leaves: number,
+  leafBytes = 8,
+): { root: CID; car: Uint8Array<ArrayBuffer> } {
   const chunks: Uint8Array[] = [];
   const section = (cid: CID, bytes: Uint8Array) => {
     const length = cid.bytes.length + bytes.length;
@@ -228,7 +231,7 @@ export function millionBlockCar(leaves: number): { root: CID; car: Uint8Array<Ar
     links = [];
   };
   for (let i = 0; i < leaves; i++) {
-    const bytes = new Uint8Array(8);
+    const bytes = new Uint8Array(leafBytes);
     new DataView(bytes.buffer).setFloat64(0, i);
     const cid = CID.createV1(raw.code, sha256(bytes));
     section(cid, bytes);
@@ -324,7 +327,7 @@ function carBlocks(): AttackRun {
   return {
     serverArgs: [],
     async prepare(service) {
-      const built = millionBlockCar(999_000);
+      const built = blockCar(999_000);
       root = built.root.toString();
       car = built.car;
       figures.carBytes = car.length;

@@ -206,6 +206,11 @@ export class PieceCatalog {
     let repairedPiece: { cid: string; sha256: string } | null = null;
     const now = clock.now();
     if (existing?.removedAt) {
+      // The removed piece's row is its tombstone: only the same bytes bring it back.
+      if (!await this.#sameBytesAs(existing, input)) {
+        await input.staged.discard();
+        throw new CidConflictError(input.cid);
+      }
       await this.#commitNew(input, lockLost);
       revivedPiece = pieceOf(input, now);
     } else if (existing?.corruptAt) {
@@ -343,9 +348,7 @@ export class PieceCatalog {
       await staged.discard();
       throw error;
     }
-    const right = staged.size === existing.size &&
-      (input.cidVerified === true || existing.sha256 === null || sha256 === existing.sha256);
-    if (!right) {
+    if (!await this.#sameBytesAs(existing, input, sha256)) {
       await staged.discard();
       throw new CidConflictError(input.cid);
     }
@@ -353,6 +356,27 @@ export class PieceCatalog {
     stopIfLost(lockLost);
     await staged.commit(input.cid);
     return { cid: input.cid, sha256 };
+  }
+
+  /**
+   * Whether the staged bytes are those the row recorded (a corrupt piece's, or
+   * a removed one's tombstone): the same size, and the same SHA-256 unless the
+   * cid checked them already (or the digest was never known). The staged
+   * bytes are hashed unless `sha256` says it; discarded if hashing fails.
+   */
+  async #sameBytesAs(
+    existing: PieceRecord,
+    input: AcceptUploadInput,
+    sha256?: string,
+  ): Promise<boolean> {
+    if (input.staged.size !== existing.size) return false;
+    if (input.cidVerified === true || existing.sha256 === null) return true;
+    try {
+      return (sha256 ?? await input.staged.computeSha256()) === existing.sha256;
+    } catch (error) {
+      await input.staged.discard();
+      throw error;
+    }
   }
 }
 
