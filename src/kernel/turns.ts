@@ -7,7 +7,7 @@
  */
 
 /** How long one slice may hold the event loop: well under the 50 ms a stall may last. */
-export const SLICE_MS = 20;
+export const SLICE_MS = 10;
 
 /** A macrotask turn: pending I/O (requests being served) runs before the work goes on. */
 export function yieldToEventLoop(): Promise<void> {

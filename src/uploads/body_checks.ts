@@ -128,12 +128,16 @@ export class BodyChecks {
     const sha256 = this.#sha256;
     const manifest = this.#manifest;
     const verifier = this.#verifier;
-    return (chunk) => {
-      car?.onChunk(chunk);
+    const rest = (chunk: Uint8Array) => {
       this.seenBytes += chunk.byteLength;
       sha256?.update(chunk);
       manifest?.onChunk(chunk);
       return verifier?.onChunk(chunk);
+    };
+    return (chunk) => {
+      // A CAR of tiny blocks is checked in slices: the rest waits for its last one.
+      const checking = car?.onChunk(chunk);
+      return checking ? checking.then(() => rest(chunk)) : rest(chunk);
     };
   }
 

@@ -4,8 +4,9 @@
  * --car-max-blocks; 413 too_many_blocks, nothing stored, nothing charged),
  * a gateway answer walks at most --ipfs-max-walk-blocks blocks (413 before
  * the answer starts), and one client address has at most two walks at once
- * (429 beyond; another address is served). The indexing's slices are checked
- * by the metadata conformance suite.
+ * (429 beyond; another address is served). A chunk of tiny blocks is checked
+ * in slices; the indexing's slices are checked by the metadata conformance
+ * suite.
  */
 import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { seededBytes } from "../helpers/bytes.ts";
@@ -14,6 +15,8 @@ import { bearer, errorOf, signup, startTestServer } from "../helpers/server.ts";
 import { tempFiles } from "../helpers/pieces.ts";
 import { requestUnread } from "../helpers/unread_answer.ts";
 import { eventually } from "../helpers/wait.ts";
+import { blockCar } from "../../scripts/bench_attack_surfaces.ts";
+import { CarUpload } from "../../src/ipfs/car_upload.ts";
 
 const CAR = { "content-type": CAR_TYPE };
 
@@ -127,4 +130,23 @@ Deno.test("CAR bounds: one address walks two CAR answers at once; a third is 429
     await again.body?.cancel();
     return again.status === 200;
   }, "a walk slot given back after the unread answers were dropped");
+});
+
+Deno.test("CAR bounds: a chunk of many tiny blocks is checked in slices that let the event loop turn", async () => {
+  const { car } = blockCar(50_000); // 50,000 blocks of 8 bytes in one chunk of about 2 MiB
+  const upload = new CarUpload({ maxBlocks: 100_000 });
+  let turns = 0;
+  let counting = true;
+  const tick = () => {
+    if (!counting) return;
+    turns++;
+    setTimeout(tick, 0);
+  };
+  setTimeout(tick, 0);
+  await upload.onChunk(car);
+  counting = false;
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  assertEquals(turns > 1, true, `the event loop turned ${turns} times while the chunk was checked`);
+  assertEquals(upload.blocks.size, 50_000 + 51);
+  assertEquals(upload.finish().roots.length, 1);
 });
