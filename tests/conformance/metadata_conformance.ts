@@ -6,6 +6,7 @@
  */
 import { assertEquals, assertOk, assertRejects } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
+import { turnsDuring } from "../helpers/wait.ts";
 import type { Metadata } from "../../src/backends/metadata.ts";
 import type { DealRecord, PieceRecord } from "../../src/domain/catalog_records.ts";
 import type { TokenRecord } from "../../src/domain/auth_records.ts";
@@ -255,22 +256,14 @@ export function runMetadataConformance(
       }
     }
     // Timer turns that run while the commit is under way: none if it holds the loop throughout.
-    let turns = 0;
-    let counting = true;
-    const tick = () => {
-      if (!counting) return;
-      turns++;
-      setTimeout(tick, 0);
-    };
-    setTimeout(tick, 0);
-    await catalog.recordUpload({
-      newPiece: pieceOf("bafkmanyblocks"),
-      deal: dealOf("d101", "bafkmanyblocks"),
-      usage: { subject: "ip:1", day: DAY, bytes: 10 },
-      blocks: locations(),
-    });
-    counting = false;
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    const turns = await turnsDuring(() =>
+      catalog.recordUpload({
+        newPiece: pieceOf("bafkmanyblocks"),
+        deal: dealOf("d101", "bafkmanyblocks"),
+        usage: { subject: "ip:1", day: DAY, bytes: 10 },
+        blocks: locations(),
+      })
+    );
     assertOk(turns > 1, `the event loop turned ${turns} times while ${count} blocks were indexed`);
     assertEquals(await blocks.countBlocks("bafkmanyblocks"), count);
     const last = [...locations()].at(-1)!;

@@ -14,7 +14,7 @@ import { CAR_TYPE, linkedCar } from "../helpers/ipfs.ts";
 import { bearer, errorOf, signup, startTestServer } from "../helpers/server.ts";
 import { tempFiles } from "../helpers/pieces.ts";
 import { requestUnread } from "../helpers/unread_answer.ts";
-import { eventually } from "../helpers/wait.ts";
+import { eventually, turnsDuring } from "../helpers/wait.ts";
 import { blockCar } from "../../scripts/bench_attack_surfaces.ts";
 import { CarUpload } from "../../src/ipfs/car_upload.ts";
 
@@ -135,17 +135,7 @@ Deno.test("CAR bounds: one address walks two CAR answers at once; a third is 429
 Deno.test("CAR bounds: a chunk of many tiny blocks is checked in slices that let the event loop turn", async () => {
   const { car } = blockCar(50_000); // 50,000 blocks of 8 bytes in one chunk of about 2 MiB
   const upload = new CarUpload({ maxBlocks: 100_000 });
-  let turns = 0;
-  let counting = true;
-  const tick = () => {
-    if (!counting) return;
-    turns++;
-    setTimeout(tick, 0);
-  };
-  setTimeout(tick, 0);
-  await upload.onChunk(car);
-  counting = false;
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  const turns = await turnsDuring(() => upload.onChunk(car) ?? Promise.resolve());
   assertEquals(turns > 1, true, `the event loop turned ${turns} times while the chunk was checked`);
   assertEquals(upload.blocks.size, 50_000 + 51);
   assertEquals(upload.finish().roots.length, 1);
