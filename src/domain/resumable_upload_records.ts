@@ -55,6 +55,11 @@ export interface ResumableUploadRecords {
     id: string,
     update: { fromBytes: number; received: number; staging: string; expiresMs: number },
   ): Promise<boolean>;
+  /** Names the upload's new cap reservation (its old one was released); false when it finished. */
+  moveReservation(
+    id: string,
+    reservation: { reservationId: string; reservationDay: string },
+  ): Promise<boolean>;
   /** Removes an upload; false when it was gone already. */
   delete(id: string): Promise<boolean>;
   /** Up to `limit` uploads whose expiresMs is before nowMs, oldest first. */

@@ -246,6 +246,7 @@ async function buildPieceServices(
     hashPool,
     clock,
     logger,
+    sponsoredDailyCapBytes: config.sponsored.dailyCapBytes,
     carMaxBlocks: {
       sponsored: carMaxBlocksOf(config, "sponsored"),
       token: carMaxBlocksOf(config, "token"),

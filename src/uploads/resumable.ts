@@ -68,12 +68,25 @@ export interface ResumableUploadsOptions {
   logger: Logger;
   /** Most blocks a CAR upload may hold, by the upload's tier (413 too_many_blocks past it). */
   carMaxBlocks: Readonly<Record<Tier, number>>;
+  /** The sponsored daily cap an idle upload's released reservation is taken again under. */
+  sponsoredDailyCapBytes: number;
 }
+
+/** A sponsored upload that sends nothing this long lets its reservation go until its next byte. */
+export const IDLE_RESERVATION_MS = 10 * 60_000;
 
 export class ResumableUploads {
   readonly #options: ResumableUploadsOptions;
   readonly #locks = new UploadLocks();
   readonly #creations = new Turns();
+  /**
+   * When each upload this instance served last got bytes (or was created), and
+   * the sponsored ones whose reservation was let go for idling. In memory: a
+   * restart holds every unfinished upload's reservation again, which is the
+   * safe side.
+   */
+  readonly #lastBytes = new Map<string, number>();
+  readonly #released = new Set<string>();
   readonly #checks: CarriedChecks;
 
   constructor(options: ResumableUploadsOptions) {
@@ -119,6 +132,7 @@ export class ResumableUploads {
         await store.partials.remove(id).catch(() => {});
         throw error;
       });
+      this.#lastBytes.set(id, now);
       return record;
     } catch (error) {
       await ticket.release();
@@ -162,8 +176,67 @@ export class ResumableUploads {
           ? { kind: "finished", upload, deal: await this.dealOf(upload) }
           : { kind: "partial", upload, cut: null };
       }
-      return await this.#appendLocked(upload, input, AbortSignal.any([input.signal, signal]));
+      const held = await this.#holdAgainIfReleased(upload);
+      return await this.#appendLocked(held, input, AbortSignal.any([input.signal, signal]));
     });
+  }
+
+  /**
+   * Lets go of the reservations of sponsored uploads that sent nothing for
+   * IDLE_RESERVATION_MS (a neighbour behind the same address may upload
+   * meanwhile); their next byte takes it again, if it still fits.
+   */
+  async releaseIdleReservations(): Promise<number> {
+    const now = this.#options.clock.now();
+    let released = 0;
+    for (const [id, at] of [...this.#lastBytes]) {
+      if (now - at < IDLE_RESERVATION_MS || this.#released.has(id)) continue;
+      const lock = await this.#locks.acquire(id, 0);
+      if (lock === null) continue; // a request is under way: not idle
+      try {
+        const upload = await this.#options.records.get(id);
+        if (upload === null || upload.dealId !== null) {
+          this.#lastBytes.delete(id);
+          continue;
+        }
+        if (upload.tier !== "sponsored") continue;
+        await this.#reservationOf(upload).release();
+        this.#released.add(id);
+        released++;
+      } finally {
+        lock.release();
+      }
+    }
+    return released;
+  }
+
+  /** The upload with a reservation again, if idling let its reservation go (429 if it no longer fits). */
+  async #holdAgainIfReleased(upload: ResumableUploadRecord): Promise<ResumableUploadRecord> {
+    if (!this.#released.has(upload.id)) return upload;
+    const { ledger, records, sponsoredDailyCapBytes } = this.#options;
+    const reserved = await ledger.reserve(
+      upload.usageSubject,
+      upload.length,
+      sponsoredDailyCapBytes,
+      { lasting: true },
+    );
+    if (!reserved.ok) {
+      throw new ResumableError(
+        "over_cap",
+        "This upload sent nothing for 10 minutes, so its share of today's cap went to other " +
+          "uploads of this address; its bytes no longer fit today's cap",
+      );
+    }
+    const moved = {
+      reservationId: reserved.reservation.id,
+      reservationDay: reserved.reservation.day,
+    };
+    if (!await records.moveReservation(upload.id, moved)) {
+      await reserved.reservation.release();
+      return upload;
+    }
+    this.#released.delete(upload.id);
+    return { ...upload, ...moved };
   }
 
   /** Ends an upload (tus termination): its bytes and reservation go; a finished one's deal stays. */
@@ -246,6 +319,7 @@ export class ResumableUploads {
         minRate: input.minRate,
       });
       const after = appended.state;
+      if (after.size > before.size) this.#lastBytes.set(upload.id, this.#options.clock.now());
       if (after.size === upload.length) {
         // What the last append carried over (an S3 tail) is in `after` now.
         await store.partials.release(before, after);
@@ -339,8 +413,10 @@ export class ResumableUploads {
     const { records, store, logger } = this.#options;
     const removed = await records.delete(upload.id);
     this.#checks.drop(upload.id);
+    this.#lastBytes.delete(upload.id);
+    const wasReleased = this.#released.delete(upload.id);
     if (!removed) return;
-    if (upload.dealId === null) await this.#reservationOf(upload).release();
+    if (upload.dealId === null && !wasReleased) await this.#reservationOf(upload).release();
     await store.partials.remove(upload.id).catch((error) =>
       // The orphan sweep takes it later.
       logger.warn("cannot remove a resumable upload's bytes", {

@@ -22,7 +22,9 @@ export type ResumableFailure =
   /** More bytes than the upload lacks. */
   | "too_long"
   /** The caller holds as many unfinished uploads as its tier allows. */
-  | "too_many";
+  | "too_many"
+  /** An idle upload's reservation was released, and its bytes no longer fit today's cap. */
+  | "over_cap";
 
 export class ResumableError extends Error {
   readonly failure: ResumableFailure;

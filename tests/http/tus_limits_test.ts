@@ -8,6 +8,7 @@
  * source addresses.
  */
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
+import { FakeClock } from "../helpers/clock.ts";
 import { MIB, seededBytes } from "../helpers/bytes.ts";
 import { holdUpload } from "../helpers/held_upload.ts";
 import type { HeldUpload } from "../helpers/held_upload.ts";
@@ -200,4 +201,30 @@ Deno.test("tus limits: a client holds at most its tier's unfinished uploads (--s
   const again = await create(10);
   await again.body?.cancel();
   assertEquals(again.status, 201);
+});
+
+Deno.test("tus limits: a sponsored upload that sends nothing for 10 minutes lets its reservation go until its next byte", async () => {
+  const clock = new FakeClock("2026-11-21T10:00:00Z");
+  await using server = await startTestServer({
+    clock,
+    args: ["--sponsored-daily-cap", "1000"],
+    jobIntervals: { "resumable-expiry": 20 },
+  });
+  const reserved = () => server.server.services.ledger.reservedTotal();
+  const bytes = seededBytes(600, 5);
+  const url = await tusCreated(server.url, { cid: "bafkidlereserve1", length: 600 });
+  assertEquals(await reserved(), 600);
+  clock.advance(11 * 60_000);
+  await eventually(async () => await reserved() === 0, "the idle upload's reservation let go");
+  // Its next byte takes it again, while it fits.
+  assertEquals((await tusPatch(url, 0, bytes.slice(0, 100))).status, 204);
+  assertEquals(await reserved(), 600);
+  clock.advance(11 * 60_000);
+  await eventually(async () => await reserved() === 0, "let go again after another 10 minutes");
+  // Meanwhile a neighbour behind the same address uses the day's cap...
+  assertEquals((await server.upload("bafkidleneighbor", seededBytes(600, 6))).status, 200);
+  // ...and the idle upload's bytes no longer fit: 429, what it has is kept.
+  const late = await tusPatch(url, 100, bytes.slice(100));
+  assertEquals([late.status, (await errorOf(late)).error], [429, "rate_limited"]);
+  assertEquals((await tusHead(url)).offset, 100);
 });

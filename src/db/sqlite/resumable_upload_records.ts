@@ -21,6 +21,7 @@ export class SqliteResumableUploadRecords implements ResumableUploadRecords {
   readonly #expired: StatementSync;
   readonly #unfinished: StatementSync;
   readonly #countOpen: StatementSync;
+  readonly #moveReservation: StatementSync;
 
   constructor(db: Database) {
     this.#insert = db.prepare(
@@ -43,10 +44,26 @@ export class SqliteResumableUploadRecords implements ResumableUploadRecords {
       `SELECT ${RESUMABLE_COLUMNS} FROM resumable_uploads
        WHERE deal_id IS NULL AND id > ? ORDER BY id LIMIT ?`,
     );
+    this.#moveReservation = db.prepare(
+      `UPDATE resumable_uploads SET reservation_id = ?, reservation_day = ?
+       WHERE id = ? AND deal_id IS NULL`,
+    );
     this.#countOpen = db.prepare(
       `SELECT COUNT(*) AS n FROM resumable_uploads
        WHERE usage_subject = ? AND deal_id IS NULL AND expires_ms > ?`,
     );
+  }
+
+  async moveReservation(
+    id: string,
+    reservation: { reservationId: string; reservationDay: string },
+  ): Promise<boolean> {
+    const result = this.#moveReservation.run(
+      reservation.reservationId,
+      reservation.reservationDay,
+      id,
+    );
+    return Number(result.changes) === 1;
   }
 
   async countOpen(subject: string, nowMs: number): Promise<number> {

@@ -306,6 +306,8 @@ function tusApiError(error: unknown): unknown {
       return new ApiError("upload_locked", error.message, { headers: { "retry-after": "1" } });
     case "too_long":
       return new ApiError("too_large", error.message);
+    case "over_cap":
+      return new ApiError("rate_limited", error.message, { headers: { "retry-after": "60" } });
     case "too_many":
       return new ApiError("too_many_uploads", error.message, { headers: { "retry-after": "60" } });
   }
