@@ -359,10 +359,9 @@ export class PieceCatalog {
   }
 
   /**
-   * Whether the staged bytes are those the row recorded (a corrupt piece's, or
-   * a removed one's tombstone): the same size, and the same SHA-256 unless the
-   * cid checked them already (or the digest was never known). The staged
-   * bytes are hashed unless `sha256` says it; discarded if hashing fails.
+   * Whether the staged bytes are those the row recorded (a corrupt piece's, or a removed one's
+   * tombstone): the same size, and the same SHA-256 unless the cid checked them already (or the
+   * digest was never known). Hashed unless `sha256` says it; discarded if hashing fails.
    */
   async #sameBytesAs(
     existing: PieceRecord,

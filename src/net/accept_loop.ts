@@ -13,16 +13,9 @@
  *   (--header-timeout), and one for the next head on a kept-alive connection
  *   (--keep-alive-timeout). A request's body is held to --body-min-rate by
  *   the handler;
- * - an answer must keep moving (send_meter.ts): one whose client takes
- *   nothing for the idle timeout, or less than --send-min-rate once the
- *   grace is over, is closed; and at the cap, when no connection is idle, a
- *   new one takes the place of the answer stalled longest (a chunk untaken
- *   for a second at least), so clients that never read cannot hold every
- *   slot. A body Deno sends straight from a file (a whole piece on disk) is
- *   metered only under pressure (half the cap open, or half the client's):
- *   metering it costs three times the CPU. Unmetered, it must end within
- *   what the minimum rate allows for its length, and at the cap the oldest
- *   of them past the grace makes room when no metered answer is stalled;
+ * - an answer must keep moving (send_meter.ts: --send-min-rate, the idle
+ *   timeout), and at the cap with nothing idle the answer stalled longest
+ *   makes room, so clients that never read cannot hold every slot;
  * - accept() failing (EMFILE: out of descriptors; ENFILE, ENOBUFS) never
  *   ends the process: the oldest idle connection is closed to free a
  *   descriptor, and accepting resumes after a back-off (10 ms doubling to 1 s).
@@ -33,10 +26,14 @@
  * The cost on a kept-alive request is a counter and one `completed` promise.
  */
 import type { Logger } from "../kernel/log.ts";
-import { sentFromResource, serveConnection, streamedBody } from "./serve_connection.ts";
+import { serveConnection } from "./serve_connection.ts";
 import type { ConnectionHandler, KillSwitch } from "./serve_connection.ts";
-import { SendMeter } from "./send_meter.ts";
+import { mostStalled, watchAnswer } from "./send_meter.ts";
 import type { SendRule } from "./send_meter.ts";
+import { Connection } from "./connection_state.ts";
+import type { ConnectionStats } from "./connection_state.ts";
+
+export type { ConnectionStats } from "./connection_state.ts";
 
 export interface ConnectionBounds {
   maxConnections: number;
@@ -56,21 +53,6 @@ export interface AcceptLoopOptions {
   logger: Logger;
 }
 
-/** What the loop has done, for /healthz and /metrics. */
-export interface ConnectionStats {
-  open: number;
-  accepted: number;
-  /** Closed at accept: the cap with every connection busy, or the client's own cap. */
-  refused: number;
-  /** Closed to make room for a new connection at the cap, or to free a descriptor. */
-  evicted: number;
-  headerTimeouts: number;
-  keepAliveTimeouts: number;
-  /** Closed because their client stopped taking an answer, or took it too slowly. */
-  slowReaders: number;
-  acceptErrors: number;
-}
-
 const SWEEP_INTERVAL_MS = 250;
 /** How long after a `Connection: close` answer its connection is closed (the answer is out). */
 const CLOSE_AFTER_ANSWER_MS = 500;
@@ -79,37 +61,8 @@ const MAX_ACCEPT_BACKOFF_MS = 1_000;
 const DESCRIPTOR_HEADROOM = 128;
 /** The fewest connections a learned cap allows. */
 const MIN_LEARNED_CAP = 16;
-/** An answer whose last chunk waits this long for its client may make room for a newcomer. */
-const STALLED_MS = 1_000;
 /** Accept errors are logged at most this often (a flood would fill the log otherwise). */
 const ACCEPT_ERROR_LOG_INTERVAL_MS = 10_000;
-
-class Connection {
-  /** Requests whose answer is not fully sent yet. */
-  inFlight = 0;
-  /** Whether a request head ever arrived: those that never sent one are evicted first. */
-  served = false;
-  /** A synchronous answer went out since the last sweep (which then sets the deadline). */
-  answeredSince = false;
-  deadline: number;
-  ended = false;
-  /** An answer said `Connection: close`: the connection ends once nothing is in flight. */
-  closeWhenAnswered = false;
-  kill: (() => void) | null = null;
-  server: Deno.HttpServer<Deno.NetAddr> | null = null;
-  /** The answer being sent, metered; null when none is (or it is not metered). */
-  meter: SendMeter | null = null;
-  /** An answer sent from a file unmetered: when it must have ended, and when it began. */
-  unmetered: { startedAt: number; endBy: number } | null = null;
-
-  constructor(readonly clientKey: string | null, headerTimeoutMs: number) {
-    this.deadline = Date.now() + headerTimeoutMs;
-  }
-
-  get idle(): boolean {
-    return this.inFlight === 0;
-  }
-}
 
 export class AcceptLoop {
   readonly #options: AcceptLoopOptions;
@@ -192,8 +145,7 @@ export class AcceptLoop {
     this.#stats.accepted++;
     const app = this.#options.handler;
     const answered = () => {
-      connection.meter = null;
-      connection.unmetered = null;
+      connection.watch = null;
       if (--connection.inFlight > 0) return;
       connection.deadline = Date.now() + bounds.keepAliveTimeoutMs;
       if (this.#closing || connection.closeWhenAnswered) this.#closeAfterLastAnswer(connection);
@@ -214,7 +166,7 @@ export class AcceptLoop {
       connection.inFlight++;
       info.completed.then(answered, answered);
       return response.then((answer) =>
-        this.#metered(connection, noteClose(connection, request, answer))
+        this.#watched(connection, noteClose(connection, request, answer))
       );
     };
     const killSwitch: KillSwitch = {
@@ -229,29 +181,13 @@ export class AcceptLoop {
     });
   }
 
-  /** The answer with its body metered, when answers are held to a rule. */
-  #metered(connection: Connection, answer: Response): Response {
+  /** The answer, watched by the rule on answers (its body metered, or its end timed). */
+  #watched(connection: Connection, answer: Response): Response {
     const { send } = this.#options.bounds;
     if (send === null) return answer;
-    const body = streamedBody(answer);
-    if (body === null) return answer; // nothing, or bytes Deno sends whole
-    if (sentFromResource(body) && !this.#underPressure(connection)) {
-      const length = Number(answer.headers.get("content-length") ?? NaN);
-      const rate = send.minRate?.bytesPerSecond ?? 0;
-      const allowedMs = Number.isFinite(length) && rate > 0
-        ? Math.max(send.minRate!.graceMs, (length * 1000) / rate)
-        : Infinity;
-      const now = performance.now();
-      connection.unmetered = { startedAt: now, endBy: now + allowedMs };
-      return answer;
-    }
-    const meter = new SendMeter();
-    connection.meter = meter;
-    return new Response(meter.wrap(body), {
-      status: answer.status,
-      statusText: answer.statusText,
-      headers: answer.headers,
-    });
+    const watched = watchAnswer(answer, send, () => this.#underPressure(connection));
+    connection.watch = watched.watch;
+    return watched.answer;
   }
 
   #sweep(): void {
@@ -263,11 +199,7 @@ export class AcceptLoop {
         connection.answeredSince = false;
         connection.deadline = now + this.#options.bounds.keepAliveTimeoutMs;
       }
-      if (
-        send !== null &&
-        (connection.meter?.verdict(send, nowPrecise) ||
-          (connection.unmetered !== null && connection.unmetered.endBy <= nowPrecise))
-      ) {
+      if (send !== null && connection.watch?.broke(send, nowPrecise)) {
         this.#stats.slowReaders++;
         this.#kill(connection);
         continue;
@@ -304,27 +236,11 @@ export class AcceptLoop {
 
   /**
    * At the cap with every connection busy: closes the one whose answer has
-   * waited longest for its client (at least STALLED_MS); false when none has.
+   * waited longest for its client (send_meter.ts mostStalled); false when none has.
    */
   #evictStalled(): boolean {
-    const now = performance.now();
     const graceMs = this.#options.bounds.send?.minRate?.graceMs ?? Infinity;
-    let victim: Connection | null = null;
-    let longest = STALLED_MS;
-    /** Unmetered answers cannot say whether they move: the oldest past the grace goes. */
-    let oldest: Connection | null = null;
-    for (const connection of this.#open) {
-      const stalled = connection.meter?.stalledMs(now) ?? 0;
-      if (stalled >= longest) {
-        victim = connection;
-        longest = stalled;
-      }
-      const started = connection.unmetered?.startedAt ?? Infinity;
-      if (now - started >= graceMs && started < (oldest?.unmetered?.startedAt ?? Infinity)) {
-        oldest = connection;
-      }
-    }
-    victim ??= oldest;
+    const victim = mostStalled(this.#open, graceMs, performance.now());
     if (victim === null) return false;
     this.#stats.evicted++;
     this.#stats.slowReaders++;

@@ -15,6 +15,11 @@
  * rate on average over the client's time.
  */
 
+import { sentFromResource, streamedBody } from "./serve_connection.ts";
+
+/** An answer whose last chunk waits this long for its client may make room for a newcomer. */
+export const STALLED_MS = 1_000;
+
 /** The rule an answer is held to (the same shape as a request body's MinBodyRate). */
 export interface SendRule {
   /** A chunk not taken for this long: the client stopped reading. */
@@ -66,4 +71,80 @@ export class SendMeter {
     const allowedMs = Math.max(graceMs, (this.sent * 1000) / bytesPerSecond);
     return this.#waitedMs + stalled >= allowedMs ? "slow" : null;
   }
+}
+
+/**
+ * An answer as the rule watches it: metered (its body handed over through a
+ * SendMeter), or, for a body Deno sends from a file while the server is not
+ * under pressure (metering it costs three times the CPU), only timed: it must
+ * end within what the minimum rate allows for its length (at least the grace).
+ */
+export class AnswerWatch {
+  constructor(
+    readonly meter: SendMeter | null,
+    readonly startedAt: number,
+    readonly endBy: number,
+  ) {}
+
+  /** Whether the answer broke the rule by `now`. */
+  broke(rule: SendRule, now: number): boolean {
+    return this.meter !== null ? this.meter.verdict(rule, now) !== null : this.endBy <= now;
+  }
+}
+
+/** The answer to send, and its watch (null: nothing to watch, a static or empty body). */
+export function watchAnswer(
+  answer: Response,
+  rule: SendRule,
+  underPressure: () => boolean,
+): { answer: Response; watch: AnswerWatch | null } {
+  const body = streamedBody(answer);
+  if (body === null) return { answer, watch: null }; // nothing, or bytes Deno sends whole
+  const now = performance.now();
+  if (sentFromResource(body) && !underPressure()) {
+    const length = Number(answer.headers.get("content-length") ?? NaN);
+    const rate = rule.minRate?.bytesPerSecond ?? 0;
+    const allowedMs = Number.isFinite(length) && rate > 0
+      ? Math.max(rule.minRate!.graceMs, (length * 1000) / rate)
+      : Infinity;
+    return { answer, watch: new AnswerWatch(null, now, now + allowedMs) };
+  }
+  const meter = new SendMeter();
+  const metered = new Response(meter.wrap(body), {
+    status: answer.status,
+    statusText: answer.statusText,
+    headers: answer.headers,
+  });
+  return { answer: metered, watch: new AnswerWatch(meter, now, Infinity) };
+}
+
+/**
+ * The connection whose answer waited longest for its client: a metered one
+ * stalled STALLED_MS at least; else (an unmetered one cannot say whether it
+ * moves) the oldest unmetered one past the grace; null when none.
+ */
+export function mostStalled<T extends { watch: AnswerWatch | null }>(
+  connections: Iterable<T>,
+  graceMs: number,
+  now: number,
+): T | null {
+  let stalled: T | null = null;
+  let longest = STALLED_MS;
+  let oldest: T | null = null;
+  for (const connection of connections) {
+    const watch = connection.watch;
+    if (watch === null) continue;
+    const waited = watch.meter?.stalledMs(now) ?? 0;
+    if (waited >= longest) {
+      stalled = connection;
+      longest = waited;
+    }
+    if (
+      watch.meter === null && now - watch.startedAt >= graceMs &&
+      watch.startedAt < (oldest?.watch?.startedAt ?? Infinity)
+    ) {
+      oldest = connection;
+    }
+  }
+  return stalled ?? oldest;
 }

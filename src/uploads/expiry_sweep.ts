@@ -10,6 +10,8 @@
  */
 import type { Logger } from "../kernel/log.ts";
 import type { ResumableUploads } from "./resumable.ts";
+import type { ResumableUploadRecords } from "../domain/resumable_upload_records.ts";
+import type { PartialStore } from "../driver/driver.ts";
 
 const HOUR_MS = 3_600_000;
 
@@ -48,4 +50,20 @@ export class ExpirySweep {
       throw error;
     }
   }
+}
+
+/** Removes partial bytes no record names (left by a crash) last written before `beforeMs`. */
+export async function removeOrphanPartials(
+  records: ResumableUploadRecords,
+  partials: PartialStore,
+  beforeMs: number,
+): Promise<number> {
+  let removed = 0;
+  for await (const partial of partials.list()) {
+    if (partial.modifiedMs >= beforeMs) continue;
+    if (await records.get(partial.id) !== null) continue;
+    await partials.remove(partial.id);
+    removed++;
+  }
+  return removed;
 }

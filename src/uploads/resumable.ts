@@ -16,16 +16,13 @@
  *     found) in this process's memory, rebuilt from the stored bytes when
  *     missing (carried_checks.ts).
  *
- * An upload typed as a CAR is checked block by block as its bytes arrive: a
- * bad block ends it at once (nothing kept); the last byte indexes its blocks.
- *
  * An append is recorded only if the offset it started from is still the
  * recorded one, so of two writers one wins. The deal of the last byte and the
  * upload's "finished" mark are one commit (recordUpload), so an upload makes
  * at most one deal, and a crash before that commit loses nothing but the last
  * request (the client sends it again).
  *
- * Uploads expire 24 h after their last byte: `sweepExpired` (run by
+ * Uploads expire 24 h after their creation: `sweepExpired` (run by
  * expiry_sweep.ts) removes them, their bytes and their reservation. A finished
  * upload's record stays a day too, for GET /api/tus/{id}.
  */
@@ -51,6 +48,9 @@ import type { UploadCommits } from "./commit.ts";
 import type { BytesTicket } from "./intake.ts";
 import { dealOfRecord, recordOfTicket } from "./resumable_record.ts";
 import { UploadLocks } from "./upload_locks.ts";
+import { OpenUploads } from "./open_uploads.ts";
+import { IdleReservations } from "./idle_reservations.ts";
+import { removeOrphanPartials } from "./expiry_sweep.ts";
 
 /** How long a request waits for the one before it on the same upload to let go. */
 const LOCK_WAIT_MS = 15_000;
@@ -72,25 +72,20 @@ export interface ResumableUploadsOptions {
   sponsoredDailyCapBytes: number;
 }
 
-/** A sponsored upload that sends nothing this long lets its reservation go until its next byte. */
-export const IDLE_RESERVATION_MS = 10 * 60_000;
-
 export class ResumableUploads {
   readonly #options: ResumableUploadsOptions;
   readonly #locks = new UploadLocks();
-  readonly #creations = new Turns();
-  /**
-   * When each upload this instance served last got bytes (or was created), and
-   * the sponsored ones whose reservation was let go for idling. In memory: a
-   * restart holds every unfinished upload's reservation again, which is the
-   * safe side.
-   */
-  readonly #lastBytes = new Map<string, number>();
-  readonly #released = new Set<string>();
+  readonly #openUploads = new OpenUploads();
+  readonly #idle: IdleReservations;
   readonly #checks: CarriedChecks;
 
   constructor(options: ResumableUploadsOptions) {
     this.#options = options;
+    this.#idle = new IdleReservations({
+      ...options,
+      locks: this.#locks,
+      reservationOf: (upload) => this.#reservationOf(upload),
+    });
     this.#checks = new CarriedChecks({
       pool: options.hashPool,
       partials: options.store.partials,
@@ -99,26 +94,15 @@ export class ResumableUploads {
   }
 
   /**
-   * Creates an empty upload from the intake's ticket (a lasting reservation),
-   * with the Upload-Metadata header as sent (HEAD echoes it). The upload holds
-   * the ticket's reservation from now on; it is released if creating fails.
+   * Creates an empty upload from the intake's ticket (a lasting reservation, released if creating
+   * fails), with the Upload-Metadata header as sent (HEAD echoes it); open_uploads.ts bounds them.
    */
   async create(ticket: BytesTicket, metadata: string): Promise<ResumableUploadRecord> {
     const { records, store, clock } = this.#options;
     const id = crypto.randomUUID().replaceAll("-", "");
-    const { usageSubject, tusMaxOpen } = ticket.policy;
-    // One creation per subject at a time here, so two cannot both pass the count.
-    const turn = this.#creations.take(usageSubject);
+    let done = () => {};
     try {
-      await turn.ready;
-      const open = await records.countOpen(usageSubject, clock.now());
-      if (open >= tusMaxOpen) {
-        throw new ResumableError(
-          "too_many",
-          `${open} unfinished uploads of yours are open, as many as your tier allows: finish ` +
-            "or end one (DELETE) first, or wait for one to expire",
-        );
-      }
+      done = await this.#openUploads.admit(records, clock, ticket.policy);
       const state = await store.partials.create(id, { length: ticket.size });
       const now = clock.now();
       const record = recordOfTicket(ticket, {
@@ -132,13 +116,13 @@ export class ResumableUploads {
         await store.partials.remove(id).catch(() => {});
         throw error;
       });
-      this.#lastBytes.set(id, now);
+      this.#idle.touched(id, now);
       return record;
     } catch (error) {
       await ticket.release();
       throw error;
     } finally {
-      turn.done();
+      done();
     }
   }
 
@@ -176,67 +160,14 @@ export class ResumableUploads {
           ? { kind: "finished", upload, deal: await this.dealOf(upload) }
           : { kind: "partial", upload, cut: null };
       }
-      const held = await this.#holdAgainIfReleased(upload);
+      const held = await this.#idle.holdAgainIfReleased(upload);
       return await this.#appendLocked(held, input, AbortSignal.any([input.signal, signal]));
     });
   }
 
-  /**
-   * Lets go of the reservations of sponsored uploads that sent nothing for
-   * IDLE_RESERVATION_MS (a neighbour behind the same address may upload
-   * meanwhile); their next byte takes it again, if it still fits.
-   */
+  /** Lets go of idle sponsored uploads' reservations (idle_reservations.ts); how many. */
   async releaseIdleReservations(): Promise<number> {
-    const now = this.#options.clock.now();
-    let released = 0;
-    for (const [id, at] of [...this.#lastBytes]) {
-      if (now - at < IDLE_RESERVATION_MS || this.#released.has(id)) continue;
-      const lock = await this.#locks.acquire(id, 0);
-      if (lock === null) continue; // a request is under way: not idle
-      try {
-        const upload = await this.#options.records.get(id);
-        if (upload === null || upload.dealId !== null) {
-          this.#lastBytes.delete(id);
-          continue;
-        }
-        if (upload.tier !== "sponsored") continue;
-        await this.#reservationOf(upload).release();
-        this.#released.add(id);
-        released++;
-      } finally {
-        lock.release();
-      }
-    }
-    return released;
-  }
-
-  /** The upload with a reservation again, if idling let its reservation go (429 if it no longer fits). */
-  async #holdAgainIfReleased(upload: ResumableUploadRecord): Promise<ResumableUploadRecord> {
-    if (!this.#released.has(upload.id)) return upload;
-    const { ledger, records, sponsoredDailyCapBytes } = this.#options;
-    const reserved = await ledger.reserve(
-      upload.usageSubject,
-      upload.length,
-      sponsoredDailyCapBytes,
-      { lasting: true },
-    );
-    if (!reserved.ok) {
-      throw new ResumableError(
-        "over_cap",
-        "This upload sent nothing for 10 minutes, so its share of today's cap went to other " +
-          "uploads of this address; its bytes no longer fit today's cap",
-      );
-    }
-    const moved = {
-      reservationId: reserved.reservation.id,
-      reservationDay: reserved.reservation.day,
-    };
-    if (!await records.moveReservation(upload.id, moved)) {
-      await reserved.reservation.release();
-      return upload;
-    }
-    this.#released.delete(upload.id);
-    return { ...upload, ...moved };
+    return await this.#idle.releaseIdle();
   }
 
   /** Ends an upload (tus termination): its bytes and reservation go; a finished one's deal stays. */
@@ -269,31 +200,13 @@ export class ResumableUploads {
 
   /** Removes partial bytes no record names (left by a crash), once older than olderThanMs. */
   async sweepOrphans(olderThanMs: number): Promise<number> {
-    const before = this.#options.clock.now() - olderThanMs;
-    let removed = 0;
-    for await (const partial of this.#options.store.partials.list()) {
-      if (partial.modifiedMs >= before) continue;
-      if (await this.#options.records.get(partial.id) !== null) continue;
-      await this.#options.store.partials.remove(partial.id);
-      removed++;
-    }
-    return removed;
+    const { records, store, clock } = this.#options;
+    return await removeOrphanPartials(records, store.partials, clock.now() - olderThanMs);
   }
 
-  /**
-   * Holds the reservations of the uploads still waiting for bytes again: a data
-   * directory's ledger lost them with the last process (a shared database's
-   * ledger kept them; holding them again changes nothing there).
-   */
+  /** Holds the reservations of the uploads still waiting for bytes again, at start. */
   async holdReservationsAgain(): Promise<number> {
-    let held = 0;
-    for (let after = "";;) {
-      const page = await this.#options.records.unfinishedAfter(after, 500);
-      for (const upload of page) this.#reservationOf(upload);
-      held += page.length;
-      if (page.length < 500) return held;
-      after = page[page.length - 1].id;
-    }
+    return await this.#idle.holdAllAgain();
   }
 
   /** Appends under the lock; records it; the last byte finishes the upload. */
@@ -319,7 +232,7 @@ export class ResumableUploads {
         minRate: input.minRate,
       });
       const after = appended.state;
-      if (after.size > before.size) this.#lastBytes.set(upload.id, this.#options.clock.now());
+      if (after.size > before.size) this.#idle.touched(upload.id, this.#options.clock.now());
       if (after.size === upload.length) {
         // What the last append carried over (an S3 tail) is in `after` now.
         await store.partials.release(before, after);
@@ -413,8 +326,7 @@ export class ResumableUploads {
     const { records, store, logger } = this.#options;
     const removed = await records.delete(upload.id);
     this.#checks.drop(upload.id);
-    this.#lastBytes.delete(upload.id);
-    const wasReleased = this.#released.delete(upload.id);
+    const wasReleased = this.#idle.forget(upload.id);
     if (!removed) return;
     if (upload.dealId === null && !wasReleased) await this.#reservationOf(upload).release();
     await store.partials.remove(upload.id).catch((error) =>
@@ -479,25 +391,6 @@ export class ResumableUploads {
     } finally {
       lock.release();
     }
-  }
-}
-
-/** Work keyed by a subject, one at a time per key, in the order asked (a promise chain per key). */
-class Turns {
-  readonly #tails = new Map<string, Promise<void>>();
-
-  take(key: string): { ready: Promise<void>; done(): void } {
-    const before = this.#tails.get(key) ?? Promise.resolve();
-    const { promise: finished, resolve } = Promise.withResolvers<void>();
-    const tail = before.then(() => finished);
-    this.#tails.set(key, tail);
-    return {
-      ready: before,
-      done: () => {
-        resolve();
-        if (this.#tails.get(key) === tail) this.#tails.delete(key);
-      },
-    };
   }
 }
 
