@@ -52,7 +52,7 @@ export interface AttackBenchOptions extends AttackPlan {
   dir: string;
 }
 
-interface ClientFigures {
+export interface ClientFigures {
   operations: number;
   successRate: number;
   latencyMs: { median: number; p99: number; max: number };
@@ -152,7 +152,11 @@ class AttackSlot {
 }
 
 /** Upload 64 KiB under a new cid, then retrieve it: each a timed operation. */
-async function clientLoop(url: string, seconds: number, tag: string): Promise<ClientFigures> {
+export async function clientLoop(
+  url: string,
+  seconds: number,
+  tag: string,
+): Promise<ClientFigures> {
   using client = Deno.createHttpClient({ localAddress: CLIENT_ADDRESS });
   const latencies: number[] = [];
   const failures: Record<string, number> = {};
@@ -205,7 +209,7 @@ function round1(n: number): number {
   return Math.round(n * 10) / 10;
 }
 
-async function openFds(pid: number): Promise<number> {
+export async function openFds(pid: number): Promise<number> {
   let count = 0;
   try {
     for await (const _ of Deno.readDir(`/proc/${pid}/fd`)) count++;
@@ -215,7 +219,7 @@ async function openFds(pid: number): Promise<number> {
   return count;
 }
 
-function alive(service: SpawnedServer): Promise<boolean> {
+export function alive(service: SpawnedServer): Promise<boolean> {
   return Promise.race([
     service.exited.then(() => false),
     fetch(`${service.url}/healthz`, { signal: AbortSignal.timeout(5000) })

@@ -45,63 +45,23 @@ import { addDays, toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { DealIdGenerator } from "./deal_id.ts";
 import type {
-  BlockLocations,
   CatalogRecords,
   DealRecord,
   PieceRecord,
-  RecordUploadInput,
   RemovalMarkOf,
-  SettledReservation,
   WithdrawDealInput,
 } from "../domain/catalog_records.ts";
-import type { Tier } from "../domain/vocabulary.ts";
-import type { PieceStore, StagedPiece } from "../driver/driver.ts";
+import type { PieceStore } from "../driver/driver.ts";
 import type { PieceDigests } from "./digests.ts";
 import type { CidLocks } from "../domain/locks.ts";
 import { isManifestType } from "../kernel/manifest_format.ts";
 import { manifestListingOf } from "./manifest_listing.ts";
 import { pieceCidV2Known } from "../kernel/piece_cid/piece_cid_forms.ts";
+import type { AcceptDealInput, AcceptDealOutcome, AcceptUploadInput } from "./catalog_inputs.ts";
+import { CidConflictError } from "./catalog_inputs.ts";
 
-export class CidConflictError extends Error {
-  constructor(cid: string) {
-    super(`Cannot store ${cid}: different bytes are already stored under it`);
-    this.name = "CidConflictError";
-  }
-}
-
-export interface AcceptUploadInput {
-  cid: string;
-  staged: StagedPiece;
-  contentType: string;
-  filename: string | null;
-  tier: Tier;
-  /** The uploader's user id and the name shown as its owner (e-mail or EIP-55 address). */
-  owner: { sub: string; name: string } | null;
-  /** The bytes were checked against the cid on the way in (a verifiable cid); default false. */
-  cidVerified?: boolean;
-  termDays: number;
-  /** The counter this upload is charged to, e.g. "ip:v4:1.2.3.4" or "user:<sub>". */
-  usageSubject: string;
-  usageDay: string;
-  /** The cap reservation the deal's commit settles (domain/catalog_records.ts: SettledReservation). */
-  reservation?: SettledReservation | null;
-  /** The blocks of a CAR upload, indexed with the deal (ipfs/car_upload.ts). */
-  blocks?: BlockLocations | null;
-  /** The resumable upload this finishes, marked finished in the deal's commit. */
-  finishesResumable?: RecordUploadInput["finishesResumable"];
-}
-
-/** A deal on bytes already stored: the upload's terms without the bytes. */
-export type AcceptDealInput = Omit<
-  AcceptUploadInput,
-  "staged" | "contentType" | "filename" | "cidVerified" | "finishesResumable" | "blocks"
->;
-
-/** What a deal without bytes found: the deal, or why there is none. */
-export type AcceptDealOutcome =
-  | { kind: "deal"; deal: DealRecord }
-  | { kind: "not_stored" }
-  | { kind: "corrupt" };
+export { CidConflictError } from "./catalog_inputs.ts";
+export type { AcceptDealInput, AcceptDealOutcome, AcceptUploadInput } from "./catalog_inputs.ts";
 
 export interface CatalogOptions {
   store: PieceStore;
@@ -222,6 +182,11 @@ export class PieceCatalog {
     let repairedPiece: { cid: string; sha256: string } | null = null;
     const now = clock.now();
     if (existing?.removedAt) {
+      // The removed piece's row is its tombstone: only the same bytes bring it back.
+      if (!await this.#sameBytesAs(existing, input)) {
+        await input.staged.discard();
+        throw new CidConflictError(input.cid);
+      }
       await this.#commitNew(input, lockLost);
       revivedPiece = pieceOf(input, now);
     } else if (existing?.corruptAt) {
@@ -359,9 +324,7 @@ export class PieceCatalog {
       await staged.discard();
       throw error;
     }
-    const right = staged.size === existing.size &&
-      (input.cidVerified === true || existing.sha256 === null || sha256 === existing.sha256);
-    if (!right) {
+    if (!await this.#sameBytesAs(existing, input, sha256)) {
       await staged.discard();
       throw new CidConflictError(input.cid);
     }
@@ -369,6 +332,26 @@ export class PieceCatalog {
     stopIfLost(lockLost);
     await staged.commit(input.cid);
     return { cid: input.cid, sha256 };
+  }
+
+  /**
+   * Whether the staged bytes are those the row recorded (a corrupt piece's, or a removed one's
+   * tombstone): the same size, and the same SHA-256 unless the cid checked them already (or the
+   * digest was never known). Hashed unless `sha256` says it; discarded if hashing fails.
+   */
+  async #sameBytesAs(
+    existing: PieceRecord,
+    input: AcceptUploadInput,
+    sha256?: string,
+  ): Promise<boolean> {
+    if (input.staged.size !== existing.size) return false;
+    if (input.cidVerified === true || existing.sha256 === null) return true;
+    try {
+      return (sha256 ?? await input.staged.computeSha256()) === existing.sha256;
+    } catch (error) {
+      await input.staged.discard();
+      throw error;
+    }
   }
 }
 

@@ -278,6 +278,16 @@ export const OPTIONS: readonly OptionSpec[] = [
     apply: (c, v, n) => c.bodyRateGraceMs = parseInteger(v, n, { min: 1, max: 86400 }) * 1000,
   },
   {
+    flag: "send-min-rate",
+    env: "STORAGE_SEND_MIN_RATE",
+    placeholder: "SIZE",
+    description: "Least average rate a client must take an answer at, per second, after " +
+      "--body-rate-grace; slower ones, and answers untaken for --body-idle-timeout, are cut " +
+      "(0 = answers are not watched)",
+    default: "16KiB",
+    apply: (c, v, n) => c.sendMinBytesPerSecond = v.trim() === "0" ? 0 : parseSize(v, n),
+  },
+  {
     flag: "db-busy-timeout",
     env: "STORAGE_DB_BUSY_TIMEOUT",
     placeholder: "MS",
@@ -344,6 +354,50 @@ export const OPTIONS: readonly OptionSpec[] = [
     description: "Uploads one client address may have in flight at once (429 past it)",
     default: "16",
     apply: (c, v, n) => c.maxUploadsPerClient = parseInteger(v, n, { min: 1, max: 100_000 }),
+  },
+  // What one request may cost in blocks: a CAR's index, a gateway answer's walk.
+  {
+    flag: "sponsored-car-max-blocks",
+    env: "STORAGE_SPONSORED_CAR_MAX_BLOCKS",
+    placeholder: "COUNT",
+    description: "Most blocks one sponsored CAR upload may hold (413 too_many_blocks past it)",
+    default: "100000",
+    apply: (c, v, n) => c.sponsored.carMaxBlocks = parseInteger(v, n, { min: 1, max: 10_000_000 }),
+  },
+  {
+    flag: "car-max-blocks",
+    env: "STORAGE_CAR_MAX_BLOCKS",
+    placeholder: "COUNT",
+    description: "Most blocks one CAR upload with a token (e-mail or wallet) may hold (413 " +
+      "too_many_blocks past it)",
+    default: "1000000",
+    apply: (c, v, n) => c.token.carMaxBlocks = parseInteger(v, n, { min: 1, max: 10_000_000 }),
+  },
+  {
+    flag: "sponsored-tus-max-open",
+    env: "STORAGE_SPONSORED_TUS_MAX_OPEN",
+    placeholder: "COUNT",
+    description: "Unfinished resumable uploads one client address may hold (429 " +
+      "too_many_uploads past it)",
+    default: "16",
+    apply: (c, v, n) => c.sponsored.tusMaxOpen = parseInteger(v, n, { min: 1, max: 1_000_000 }),
+  },
+  {
+    flag: "tus-max-open",
+    env: "STORAGE_TUS_MAX_OPEN",
+    placeholder: "COUNT",
+    description: "Unfinished resumable uploads one token (or wallet) user may hold (429 " +
+      "too_many_uploads past it)",
+    default: "64",
+    apply: (c, v, n) => c.token.tusMaxOpen = parseInteger(v, n, { min: 1, max: 1_000_000 }),
+  },
+  {
+    flag: "ipfs-max-walk-blocks",
+    env: "STORAGE_IPFS_MAX_WALK_BLOCKS",
+    placeholder: "COUNT",
+    description: "Most blocks one CAR answer of the gateway walks (413 too_many_blocks past it)",
+    default: "100000",
+    apply: (c, v, n) => c.ipfsMaxWalkBlocks = parseInteger(v, n, { min: 1, max: 10_000_000 }),
   },
   // The wallet tier: daily caps from an ERC-20 balance (off without an RPC URL).
   {

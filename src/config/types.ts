@@ -15,6 +15,10 @@ export interface TierConfig {
   dailyCapBytes: number;
   /** Storage term of a new deal, in days. */
   termDays: number;
+  /** Most blocks one CAR upload may hold (its block index); the wallet tier shares the token's. */
+  carMaxBlocks: number;
+  /** Unfinished resumable uploads one subject may hold; the wallet tier shares the token's. */
+  tusMaxOpen: number;
 }
 
 /**
@@ -125,6 +129,8 @@ export interface Config {
   bodyMinBytesPerSecond: number;
   /** Time a body may make the server wait before its rate is held to bodyMinBytesPerSecond. */
   bodyRateGraceMs: number;
+  /** Least average rate a client takes an answer at once bodyRateGraceMs is over; 0 = none. */
+  sendMinBytesPerSecond: number;
   /** How long a write waits for SQLite's lock before answering 503. */
   dbBusyTimeoutMs: number;
   logRequests: boolean;
@@ -143,6 +149,8 @@ export interface Config {
   uploadMemoryBytes: number;
   /** Uploads one client address may have in flight at once. */
   maxUploadsPerClient: number;
+  /** Most blocks one CAR answer of the IPFS gateway walks. */
+  ipfsMaxWalkBlocks: number;
   /** Serve HTTPS with these files (re-read when they change); null = plain HTTP. */
   tls: Readonly<TlsConfig> | null;
   /** Serve TLS on a public address despite handshakes that cannot be timed out. */

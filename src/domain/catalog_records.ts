@@ -88,8 +88,10 @@ export interface RecordUploadInput {
    */
   reservation?: SettledReservation | null;
   /**
-   * The blocks of a CAR upload, indexed under the deal's piece in the same
-   * transaction (a block already indexed there is kept as it is).
+   * The blocks of a CAR upload, indexed under the deal's piece and seen only
+   * once the piece is recorded (a block already indexed there is kept as it
+   * is). A backend may write them before the commit, in slices, so that no
+   * large CAR holds the event loop (db/sqlite/block_records.ts).
    */
   blocks?: BlockLocations | null;
   /**

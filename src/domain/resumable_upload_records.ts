@@ -35,7 +35,7 @@ export interface ResumableUploadRecord {
   /** The store's description of the partial bytes (JSON; PartialStore says what). */
   staging: string;
   createdAt: string;
-  /** When it is removed: 24 h after its last byte (a finished one: after it finished). */
+  /** When it is removed: 24 h after its creation (a finished one: after it finished). */
   expiresMs: number;
   /** The deal its last byte made; null until then. */
   dealId: string | null;
@@ -55,10 +55,17 @@ export interface ResumableUploadRecords {
     id: string,
     update: { fromBytes: number; received: number; staging: string; expiresMs: number },
   ): Promise<boolean>;
+  /** Names the upload's new cap reservation (its old one was released); false when it finished. */
+  moveReservation(
+    id: string,
+    reservation: { reservationId: string; reservationDay: string },
+  ): Promise<boolean>;
   /** Removes an upload; false when it was gone already. */
   delete(id: string): Promise<boolean>;
   /** Up to `limit` uploads whose expiresMs is before nowMs, oldest first. */
   expiredBefore(nowMs: number, limit: number): Promise<ResumableUploadRecord[]>;
+  /** How many uploads of `subject` wait for bytes and have not expired at `nowMs`. */
+  countOpen(subject: string, nowMs: number): Promise<number>;
   /** Uploads still waiting for bytes, up to `limit` with ids after `afterId` (id order). */
   unfinishedAfter(afterId: string, limit: number): Promise<ResumableUploadRecord[]>;
 }

@@ -213,7 +213,15 @@ export function createRoutes(services: RouteServices): Route[] {
     ["GET", FILE_PATH, services.retrieval.files, getFileDoc],
     ["GET", PIECE_GATEWAY_PATH, services.retrieval.pieceGateway, getGatewayPieceDoc],
     ["GET", PIECE_STATUS_PATH, services.retrieval.status, getPieceStatusDoc],
-    ["GET", IPFS_PATH, createIpfsHandler({ blocks: services.ipfsBlocks }), getIpfsDoc],
+    [
+      "GET",
+      IPFS_PATH,
+      createIpfsHandler({
+        blocks: services.ipfsBlocks,
+        maxWalkBlocks: services.config.ipfsMaxWalkBlocks,
+      }),
+      getIpfsDoc,
+    ],
     ["POST", "/api/auth/signup", createSignupHandler(signup), signupDoc],
     ["POST", "/api/auth/signup/verify", createSignupVerifyHandler(signup), verifySignupDoc],
     ["GET", JWKS_PATH, createJwksHandler(services), getJwksDoc],

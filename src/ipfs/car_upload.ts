@@ -3,10 +3,18 @@
  * upload: its bytes are parsed while they stream (every block checked
  * against its cid), the blocks it holds are collected for the block index,
  * and its roots are reported. The piece itself is stored like any other.
+ *
+ * A chunk of tiny blocks is thousands of hashes (a MiB of 8-byte blocks took
+ * 0.2-0.4 s), so a chunk is checked in slices of the event loop's budget
+ * (kernel/turns.ts), and the upload waits for the rest after a turn.
  */
 import { BlockList } from "./block_list.ts";
 import { CarFormatError, CarStreamVerifier } from "./car_stream.ts";
 import type { CarStreamLimits } from "./car_stream.ts";
+import { SLICE_MS, yieldToEventLoop } from "../kernel/turns.ts";
+
+/** Bytes checked between two looks at the clock. */
+const CHECK_STEP_BYTES = 16 * 1024;
 
 export const CAR_MEDIA_TYPE = "application/vnd.ipld.car";
 
@@ -31,10 +39,33 @@ export class CarUpload {
     });
   }
 
-  /** For the upload's chunk hook: throws (and remembers) the first problem, to stop the body. */
-  onChunk(chunk: Uint8Array): void {
+  /**
+   * For the upload's chunk hook: throws (and remembers) the first problem, to
+   * stop the body. A chunk that takes longer than a slice is finished after a
+   * turn of the event loop: the promise says when (the chunk must stay as it
+   * is until then).
+   */
+  onChunk(chunk: Uint8Array): Promise<void> | undefined {
+    const deadline = performance.now() + SLICE_MS;
+    for (let at = 0; at < chunk.length;) {
+      const end = Math.min(at + CHECK_STEP_BYTES, chunk.length);
+      this.#push(chunk.subarray(at, end));
+      at = end;
+      if (at < chunk.length && performance.now() >= deadline) {
+        return this.#later(chunk.subarray(at));
+      }
+    }
+    return undefined;
+  }
+
+  async #later(rest: Uint8Array): Promise<void> {
+    await yieldToEventLoop();
+    await this.onChunk(rest);
+  }
+
+  #push(bytes: Uint8Array): void {
     try {
-      this.#parser.push(chunk);
+      this.#parser.push(bytes);
     } catch (error) {
       if (error instanceof CarFormatError) this.#problem ??= error;
       throw error;

@@ -58,6 +58,40 @@ export async function* walkDag(
   root: { cid: CID; located: LocatedBlock },
   scope: DagScope,
 ): AsyncGenerator<WalkedBlock> {
+  yield* walk(source, root, scope, true) as AsyncGenerator<WalkedBlock>;
+}
+
+/**
+ * How many blocks walkDag would send, counted up to `limit + 1` at most: the
+ * blocks that have links are read, raw leaves only counted (not looked up),
+ * so a file of many leaves costs a read per node, not per leaf. A block found
+ * missing ends the count where it stands (the walk itself answers for it).
+ */
+export async function countDagBlocks(
+  source: BlockSource,
+  root: { cid: CID; located: LocatedBlock },
+  scope: DagScope,
+  limit: number,
+): Promise<number> {
+  let count = 0;
+  try {
+    for await (const block of walk(source, root, scope, false)) {
+      if (block.cid.multihash.code !== IDENTITY_MULTIHASH) count++;
+      if (count > limit) break;
+    }
+  } catch (error) {
+    if (!(error instanceof MissingBlockError)) throw error;
+  }
+  return count;
+}
+
+/** The walk; with `locateLeaves` false a raw leaf is yielded unlocated (located: null). */
+async function* walk(
+  source: BlockSource,
+  root: { cid: CID; located: LocatedBlock },
+  scope: DagScope,
+  locateLeaves: boolean,
+): AsyncGenerator<{ cid: CID; located: LocatedBlock | null; bytes: Uint8Array | null }> {
   const seen = new Set<string>();
   const rootDepth: Depth = scope === "block" ? "none" : scope === "all" ? "all" : "entity";
   const stack: { cid: CID; located: LocatedBlock | null; depth: Depth }[] = [
@@ -68,9 +102,14 @@ export async function* walkDag(
     const key = cid.multihash.bytes.toHex();
     if (seen.has(key)) continue;
     seen.add(key);
+    const leaf = cid.code === RAW_CODEC && cid.multihash.code !== IDENTITY_MULTIHASH;
+    if (leaf && !locateLeaves) {
+      yield { cid, located: known, bytes: null };
+      continue;
+    }
     const located = known ?? await source.locate(cid);
     if (located === null) throw new MissingBlockError(`Block ${cid} is not held`);
-    if (cid.code === RAW_CODEC && cid.multihash.code !== IDENTITY_MULTIHASH) {
+    if (leaf) {
       yield { cid, located, bytes: null };
       continue;
     }

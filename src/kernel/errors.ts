@@ -43,10 +43,12 @@ export const ERROR_STATUS = {
   length_required: 411,
   unsupported_version: 412,
   too_large: 413,
+  too_many_blocks: 413,
   unsupported_media_type: 415,
   range_not_satisfiable: 416,
   upload_locked: 423,
   rate_limited: 429,
+  too_many_uploads: 429,
   quota_exceeded: 429,
   internal_error: 500,
   stage_failed: 502,
@@ -101,6 +103,8 @@ export function errorResponse(error: ApiError, method = "GET"): Response {
     headers.set("www-authenticate", 'Bearer error="invalid_token"');
   }
   const body = JSON.stringify({ error: error.code, message: error.message });
-  // HEAD answers carry the headers of the error but never a body.
-  return new Response(method === "HEAD" ? null : body, { status: error.status, headers });
+  // HEAD answers carry the headers of the error, its length included, but never a body.
+  if (method !== "HEAD") return new Response(body, { status: error.status, headers });
+  headers.set("content-length", String(new TextEncoder().encode(body).byteLength));
+  return new Response(null, { status: error.status, headers });
 }

@@ -26,6 +26,10 @@ export interface UploadPolicy {
   /** Counter key: "ip:<client key>" for sponsored uploads, "user:<sub>" for token uploads. */
   usageSubject: string;
   capExceededCode: "rate_limited" | "quota_exceeded";
+  /** Most blocks one CAR upload may hold (413 too_many_blocks past it). */
+  carMaxBlocks: number;
+  /** Unfinished resumable uploads the caller may hold (429 too_many_uploads past it). */
+  tusMaxOpen: number;
   /** The balances a wallet caller's cap was derived from. */
   walletBalance?: WalletCapBalance;
 }
@@ -88,6 +92,8 @@ export class UploadPolicies {
         termDays,
         usageSubject: usageSubjectOf(caller),
         capExceededCode: "rate_limited",
+        carMaxBlocks: carMaxBlocksOf(config, tier),
+        tusMaxOpen: config.sponsored.tusMaxOpen,
       };
     }
     const user = {
@@ -96,6 +102,8 @@ export class UploadPolicies {
       termDays,
       usageSubject: usageSubjectOf(caller),
       capExceededCode: "quota_exceeded" as const,
+      carMaxBlocks: carMaxBlocksOf(config, tier),
+      tusMaxOpen: config.token.tusMaxOpen,
     };
     const { account } = caller;
     if (account.kind === "email") {
@@ -125,6 +133,11 @@ export class UploadPolicies {
       walletBalance,
     };
   }
+}
+
+/** Most blocks one CAR upload of the tier may hold: the wallet tier shares the token tier's. */
+export function carMaxBlocksOf(config: Config, tier: Tier): number {
+  return tier === "sponsored" ? config.sponsored.carMaxBlocks : config.token.carMaxBlocks;
 }
 
 /**

@@ -30,6 +30,7 @@ const OUTCOMES: readonly [string, keyof ConnectionStats][] = [
   ["evicted", "evicted"],
   ["header_timeout", "headerTimeouts"],
   ["keep_alive_timeout", "keepAliveTimeouts"],
+  ["slow_reader", "slowReaders"],
 ];
 
 export function registerConnectionGauges(

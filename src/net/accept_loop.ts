@@ -11,8 +11,11 @@
  *   are exempt, they carry many clients);
  * - a deadline for the first request head, counted from accept
  *   (--header-timeout), and one for the next head on a kept-alive connection
- *   (--keep-alive-timeout). A connection with a request in flight has no
- *   deadline here: its body is held to --body-min-rate by the handler;
+ *   (--keep-alive-timeout). A request's body is held to --body-min-rate by
+ *   the handler;
+ * - an answer must keep moving (send_meter.ts: --send-min-rate, the idle
+ *   timeout), and at the cap with nothing idle the answer stalled longest
+ *   makes room, so clients that never read cannot hold every slot;
  * - accept() failing (EMFILE: out of descriptors; ENFILE, ENOBUFS) never
  *   ends the process: the oldest idle connection is closed to free a
  *   descriptor, and accepting resumes after a back-off (10 ms doubling to 1 s).
@@ -25,12 +28,20 @@
 import type { Logger } from "../kernel/log.ts";
 import { serveConnection } from "./serve_connection.ts";
 import type { ConnectionHandler, KillSwitch } from "./serve_connection.ts";
+import { mostStalled, watchAnswer } from "./send_meter.ts";
+import type { SendRule } from "./send_meter.ts";
+import { Connection } from "./connection_state.ts";
+import type { ConnectionStats } from "./connection_state.ts";
+
+export type { ConnectionStats } from "./connection_state.ts";
 
 export interface ConnectionBounds {
   maxConnections: number;
   maxPerClient: number;
   headerTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  /** What an answer's body is held to (--body-idle-timeout, --send-min-rate); null: nothing. */
+  send: SendRule | null;
 }
 
 export interface AcceptLoopOptions {
@@ -40,19 +51,6 @@ export interface AcceptLoopOptions {
   /** The key a connection counts against for maxPerClient; null: not counted (a trusted proxy). */
   clientKeyOf(remote: Deno.NetAddr): string | null;
   logger: Logger;
-}
-
-/** What the loop has done, for /healthz and /metrics. */
-export interface ConnectionStats {
-  open: number;
-  accepted: number;
-  /** Closed at accept: the cap with every connection busy, or the client's own cap. */
-  refused: number;
-  /** Closed to make room for a new connection at the cap, or to free a descriptor. */
-  evicted: number;
-  headerTimeouts: number;
-  keepAliveTimeouts: number;
-  acceptErrors: number;
 }
 
 const SWEEP_INTERVAL_MS = 250;
@@ -65,29 +63,6 @@ const DESCRIPTOR_HEADROOM = 128;
 const MIN_LEARNED_CAP = 16;
 /** Accept errors are logged at most this often (a flood would fill the log otherwise). */
 const ACCEPT_ERROR_LOG_INTERVAL_MS = 10_000;
-
-class Connection {
-  /** Requests whose answer is not fully sent yet. */
-  inFlight = 0;
-  /** Whether a request head ever arrived: those that never sent one are evicted first. */
-  served = false;
-  /** A synchronous answer went out since the last sweep (which then sets the deadline). */
-  answeredSince = false;
-  deadline: number;
-  ended = false;
-  /** An answer said `Connection: close`: the connection ends once nothing is in flight. */
-  closeWhenAnswered = false;
-  kill: (() => void) | null = null;
-  server: Deno.HttpServer<Deno.NetAddr> | null = null;
-
-  constructor(readonly clientKey: string | null, headerTimeoutMs: number) {
-    this.deadline = Date.now() + headerTimeoutMs;
-  }
-
-  get idle(): boolean {
-    return this.inFlight === 0;
-  }
-}
 
 export class AcceptLoop {
   readonly #options: AcceptLoopOptions;
@@ -113,6 +88,7 @@ export class AcceptLoop {
     evicted: 0,
     headerTimeouts: 0,
     keepAliveTimeouts: 0,
+    slowReaders: 0,
     acceptErrors: 0,
   };
 
@@ -157,7 +133,7 @@ export class AcceptLoop {
     const held = clientKey === null ? 0 : this.#perClient.get(clientKey) ?? 0;
     if (
       this.#closing || held >= bounds.maxPerClient ||
-      (this.#open.size >= this.#cap && !this.#evictOldestIdle())
+      (this.#open.size >= this.#cap && !this.#evictOldestIdle() && !this.#evictStalled())
     ) {
       this.#stats.refused++;
       return closeQuietly(conn);
@@ -169,6 +145,7 @@ export class AcceptLoop {
     this.#stats.accepted++;
     const app = this.#options.handler;
     const answered = () => {
+      connection.watch = null;
       if (--connection.inFlight > 0) return;
       connection.deadline = Date.now() + bounds.keepAliveTimeoutMs;
       if (this.#closing || connection.closeWhenAnswered) this.#closeAfterLastAnswer(connection);
@@ -188,7 +165,9 @@ export class AcceptLoop {
       }
       connection.inFlight++;
       info.completed.then(answered, answered);
-      return response.then((answer) => noteClose(connection, request, answer));
+      return response.then((answer) =>
+        this.#watched(connection, noteClose(connection, request, answer))
+      );
     };
     const killSwitch: KillSwitch = {
       addEventListener: (_type, listener) => connection.kill = listener,
@@ -202,12 +181,28 @@ export class AcceptLoop {
     });
   }
 
+  /** The answer, watched by the rule on answers (its body metered, or its end timed). */
+  #watched(connection: Connection, answer: Response): Response {
+    const { send } = this.#options.bounds;
+    if (send === null) return answer;
+    const watched = watchAnswer(answer, send, () => this.#underPressure(connection));
+    connection.watch = watched.watch;
+    return watched.answer;
+  }
+
   #sweep(): void {
     const now = Date.now();
+    const nowPrecise = performance.now();
+    const { send } = this.#options.bounds;
     for (const connection of this.#open) {
       if (connection.answeredSince) {
         connection.answeredSince = false;
         connection.deadline = now + this.#options.bounds.keepAliveTimeoutMs;
+      }
+      if (send !== null && connection.watch?.broke(send, nowPrecise)) {
+        this.#stats.slowReaders++;
+        this.#kill(connection);
+        continue;
       }
       if (!connection.idle || connection.deadline > now) continue;
       if (connection.served) this.#stats.keepAliveTimeouts++;
@@ -239,7 +234,29 @@ export class AcceptLoop {
     return true;
   }
 
-  /** Closes a connection at once (nothing in flight, or the end of a shutdown). */
+  /**
+   * At the cap with every connection busy: closes the one whose answer has
+   * waited longest for its client (send_meter.ts mostStalled); false when none has.
+   */
+  #evictStalled(): boolean {
+    const graceMs = this.#options.bounds.send?.minRate?.graceMs ?? Infinity;
+    const victim = mostStalled(this.#open, graceMs, performance.now());
+    if (victim === null) return false;
+    this.#stats.evicted++;
+    this.#stats.slowReaders++;
+    this.#kill(victim);
+    return true;
+  }
+
+  /** Half the connections open, or half of what this connection's client may hold. */
+  #underPressure(connection: Connection): boolean {
+    if (this.#open.size * 2 >= this.#cap) return true;
+    const { clientKey } = connection;
+    const held = clientKey === null ? 0 : this.#perClient.get(clientKey) ?? 0;
+    return held * 2 >= this.#options.bounds.maxPerClient;
+  }
+
+  /** Closes a connection at once (nothing in flight, a stalled answer, or a shutdown's end). */
   #kill(connection: Connection): void {
     if (!connection.ended) {
       try {

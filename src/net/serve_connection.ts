@@ -45,3 +45,39 @@ export const serveConnection: ServeHttpOnConnection | null =
   typeof serveHttpOnConnection === "function"
     ? serveHttpOnConnection as ServeHttpOnConnection
     : null;
+
+/**
+ * The answer's body if it is a stream, without turning a static one (a
+ * string or bytes, whose length Deno sends as Content-Length) into a stream,
+ * which reading `response.body` would do. Read from the response's internal
+ * slot; on a Deno without it, only answers whose Content-Length says 64 KiB
+ * or more count as streamed (smaller ones fit in the socket's buffers).
+ */
+export function streamedBody(response: Response): ReadableStream<Uint8Array> | null {
+  const slot = Object.getOwnPropertySymbols(response).find((symbol) =>
+    symbol.description === "response"
+  );
+  const inner = slot === undefined
+    ? undefined
+    : (response as unknown as Record<symbol, { body?: { streamOrStatic?: unknown } | null }>)[slot];
+  if (inner !== undefined) {
+    return inner.body?.streamOrStatic instanceof ReadableStream ? response.body : null;
+  }
+  const length = Number(response.headers.get("content-length") ?? 0);
+  return length >= 64 * 1024 ? response.body : null;
+}
+
+/**
+ * Whether Deno's HTTP server sends this body straight from its resource (an
+ * open file's `readable`), without a JavaScript step per chunk: three times
+ * less CPU for a large piece. Such a body cannot be metered without losing
+ * that (net/send_meter.ts), so the accept loop meters it only under pressure.
+ * Read from the stream's internal slot, as Deno's own server does; false on a
+ * Deno without it (every body is then metered, at the JavaScript step's cost).
+ */
+export function sentFromResource(body: ReadableStream<Uint8Array>): boolean {
+  const slot = Object.getOwnPropertySymbols(body).find((symbol) =>
+    symbol.description === "[[resourceBacking]]"
+  );
+  return slot !== undefined && Boolean((body as unknown as Record<symbol, unknown>)[slot]);
+}

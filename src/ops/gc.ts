@@ -21,6 +21,7 @@
  * old manifests' listings, which changes nothing anyone sees). The same
  * function backs `main.ts gc` and the server's own sweep (gc_service.ts).
  */
+import { yieldToEventLoop } from "../kernel/turns.ts";
 import { DAY_MS, toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { LifecycleRecords, SweepPageRow } from "../domain/lifecycle_records.ts";
@@ -290,9 +291,4 @@ async function removeOrphan(
   const outcome = await options.removal.removeOrphan(key, writtenBy);
   if (!outcome.removed && outcome.why === "young") report.youngOrphans++;
   return outcome.removed ? outcome.size : null;
-}
-
-/** A macrotask turn: pending I/O (requests being served) runs before the sweep goes on. */
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
 }

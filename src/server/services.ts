@@ -40,7 +40,7 @@ import { UploadLinks } from "../auth/upload_links.ts";
 import { WalletSignIn } from "../auth/wallet_sign_in.ts";
 import { createSmtpMailer } from "../mail/mailer.ts";
 import type { Mailer } from "../mail/mailer.ts";
-import { MIB, UploadPolicies } from "../limits/tiers.ts";
+import { carMaxBlocksOf, MIB, UploadPolicies } from "../limits/tiers.ts";
 import { UploadAdmission } from "../limits/upload_admission.ts";
 import { WindowLimit } from "../limits/window_limit.ts";
 import type { Logger } from "../kernel/log.ts";
@@ -268,6 +268,12 @@ async function buildPieceServices(
     hashPool,
     clock,
     logger,
+    sponsoredDailyCapBytes: config.sponsored.dailyCapBytes,
+    carMaxBlocks: {
+      sponsored: carMaxBlocksOf(config, "sponsored"),
+      token: carMaxBlocksOf(config, "token"),
+      wallet: carMaxBlocksOf(config, "wallet"),
+    },
   });
   // A data directory's ledger is in memory: the uploads' records say what it held.
   const held = await resumable.holdReservationsAgain();

@@ -211,6 +211,11 @@ function connectionBoundsOf(config: Config): ConnectionBounds | null {
     maxPerClient: config.maxConnectionsPerClient,
     headerTimeoutMs: config.headerTimeoutMs,
     keepAliveTimeoutMs: config.keepAliveTimeoutMs,
+    // An answer is held to the same idle timeout and grace as a request body; 0: not watched.
+    send: config.sendMinBytesPerSecond === 0 ? null : {
+      idleMs: config.bodyIdleTimeoutMs,
+      minRate: { bytesPerSecond: config.sendMinBytesPerSecond, graceMs: config.bodyRateGraceMs },
+    },
   };
 }
 

@@ -46,11 +46,13 @@ export function sha256OnTheWay(length: number, verifier: CidVerifier | null): bo
   return length <= SHA256_ON_THE_WAY_BYTES || verifier?.usesSha256 === true;
 }
 
-/** What fixes a body's checks: its cid, its length and its media type. */
+/** What fixes a body's checks: its cid, its length and its media type (and a CAR's bound). */
 export interface BodyTerms {
   parsedCid: ParsedCid;
   length: number;
   contentType: string;
+  /** Most blocks a CAR may hold (the caller's tier's; 413 too_many_blocks past it). */
+  maxCarBlocks: number;
 }
 
 export interface BodyChecksOptions {
@@ -102,7 +104,9 @@ export class BodyChecks {
     this.#manifest = options.manifestBytes === "on_the_way"
       ? manifestCollectorFor(terms.contentType, terms.length)
       : null;
-    this.#car = isCarMediaType(terms.contentType) ? new CarUpload() : null;
+    this.#car = isCarMediaType(terms.contentType)
+      ? new CarUpload({ maxBlocks: terms.maxCarBlocks })
+      : null;
     this.wantsSha256 = sha256OnTheWay(terms.length, this.#verifier);
     this.#sha256 = options.sha256By === "checks" && this.wantsSha256 ? createHash("sha256") : null;
   }
@@ -124,12 +128,16 @@ export class BodyChecks {
     const sha256 = this.#sha256;
     const manifest = this.#manifest;
     const verifier = this.#verifier;
-    return (chunk) => {
-      car?.onChunk(chunk);
+    const rest = (chunk: Uint8Array) => {
       this.seenBytes += chunk.byteLength;
       sha256?.update(chunk);
       manifest?.onChunk(chunk);
       return verifier?.onChunk(chunk);
+    };
+    return (chunk) => {
+      // A CAR of tiny blocks is checked in slices: the rest waits for its last one.
+      const checking = car?.onChunk(chunk);
+      return checking ? checking.then(() => rest(chunk)) : rest(chunk);
     };
   }
 
@@ -202,11 +210,13 @@ export class BodyChecks {
 }
 
 /**
- * 400 invalid_car; the message names the block or the hash. A body cut off
- * before its end leaves the connection in an unknown state: it is not kept.
+ * 400 invalid_car; the message names the block or the hash. A CAR of more
+ * blocks than the caller's bound is 413 too_many_blocks instead. A body cut
+ * off before its end leaves the connection in an unknown state: it is not kept.
  */
 function invalidCar(error: CarFormatError, options: { bodyLeftUnread?: boolean } = {}): ApiError {
-  return new ApiError("invalid_car", `${error.message}; nothing was stored`, {
+  const code = error.problem === "too_many_blocks" ? "too_many_blocks" : "invalid_car";
+  return new ApiError(code, `${error.message}; nothing was stored`, {
     cause: error,
     headers: options.bodyLeftUnread ? { connection: "close" } : {},
   });

@@ -20,6 +20,7 @@
  */
 import { parseCid } from "../kernel/piece_cid/cid_codec.ts";
 import type { ResumableUploadRecord } from "../domain/resumable_upload_records.ts";
+import type { Tier } from "../domain/vocabulary.ts";
 import type { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
 import type { PartialState, PartialStore } from "../driver/driver.ts";
 import type { PieceCatalog } from "../catalog/catalog.ts";
@@ -37,12 +38,16 @@ export interface CarriedChecksOptions {
   maxCarBlocks?: number;
 }
 
-/** The terms of a recorded upload: what its checks are made from. */
-export function termsOf(upload: ResumableUploadRecord): BodyTerms {
+/** The terms of a recorded upload: what its checks are made from (`carMaxBlocks` by tier). */
+export function termsOf(
+  upload: ResumableUploadRecord,
+  carMaxBlocks: Readonly<Record<Tier, number>>,
+): BodyTerms {
   return {
     parsedCid: parseCid(upload.cid),
     length: upload.length,
     contentType: upload.contentType,
+    maxCarBlocks: carMaxBlocks[upload.tier],
   };
 }
 

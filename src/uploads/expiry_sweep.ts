@@ -5,10 +5,13 @@
  * bytes that no record names (a crash between the two writes of a creation
  * or a removal) go too, once they are an hour old. Expiry is also checked on
  * every request for an upload, so the interval bounds only how long an
- * abandoned upload holds its reservation.
+ * abandoned upload holds its reservation. Each sweep also lets go of the
+ * reservations of sponsored uploads idle for 10 minutes (resumable.ts).
  */
 import type { Logger } from "../kernel/log.ts";
 import type { ResumableUploads } from "./resumable.ts";
+import type { ResumableUploadRecords } from "../domain/resumable_upload_records.ts";
+import type { PartialStore } from "../driver/driver.ts";
 
 const HOUR_MS = 3_600_000;
 
@@ -35,6 +38,8 @@ export class ExpirySweep {
         expired += removed;
       }
       if (expired > 0) logger.info("removed expired resumable uploads", { uploads: expired });
+      const idle = await uploads.releaseIdleReservations();
+      if (idle > 0) logger.info("released the reservations of idle sponsored uploads", { idle });
       if (Date.now() >= this.#nextOrphanSweep && !signal.aborted) {
         this.#nextOrphanSweep = Date.now() + HOUR_MS;
         const orphans = await uploads.sweepOrphans(HOUR_MS);
@@ -45,4 +50,20 @@ export class ExpirySweep {
       throw error;
     }
   }
+}
+
+/** Removes partial bytes no record names (left by a crash) last written before `beforeMs`. */
+export async function removeOrphanPartials(
+  records: ResumableUploadRecords,
+  partials: PartialStore,
+  beforeMs: number,
+): Promise<number> {
+  let removed = 0;
+  for await (const partial of partials.list()) {
+    if (partial.modifiedMs >= beforeMs) continue;
+    if (await records.get(partial.id) !== null) continue;
+    await partials.remove(partial.id);
+    removed++;
+  }
+  return removed;
 }

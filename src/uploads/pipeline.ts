@@ -68,8 +68,14 @@ export class UploadPipeline {
         parsedCid: ticket.cid.parsed,
         length: ticket.size,
         contentType: ticket.contentType,
+        maxCarBlocks: ticket.policy.carMaxBlocks,
       });
       ticket.logFields.verified = checked.verified;
+      // A token revoked (or expired) while the body came makes no deal; nothing is charged.
+      await reading.callerStillValid().catch(async (error) => {
+        await checked.staged.discard().catch(() => {});
+        throw error;
+      });
       const deal = await this.#options.commits.upload({
         ...ticket.deal,
         staged: checked.staged,

@@ -16,16 +16,13 @@
  *     found) in this process's memory, rebuilt from the stored bytes when
  *     missing (carried_checks.ts).
  *
- * An upload typed as a CAR is checked block by block as its bytes arrive: a
- * bad block ends it at once (nothing kept); the last byte indexes its blocks.
- *
  * An append is recorded only if the offset it started from is still the
  * recorded one, so of two writers one wins. The deal of the last byte and the
  * upload's "finished" mark are one commit (recordUpload), so an upload makes
  * at most one deal, and a crash before that commit loses nothing but the last
  * request (the client sends it again).
  *
- * Uploads expire 24 h after their last byte: `sweepExpired` (run by
+ * Uploads expire 24 h after their creation: `sweepExpired` (run by
  * expiry_sweep.ts) removes them, their bytes and their reservation. A finished
  * upload's record stays a day too, for GET /api/tus/{id}.
  */
@@ -38,6 +35,7 @@ import type {
   ResumableUploadRecords,
 } from "../domain/resumable_upload_records.ts";
 import type { CapLedger, Reservation } from "../domain/cap_ledger.ts";
+import type { Tier } from "../domain/vocabulary.ts";
 import { RESUMABLE_EXPIRY_MS, ResumableError } from "./resumable_outcomes.ts";
 import type { AppendInput, AppendOutcome } from "./resumable_outcomes.ts";
 import type { Logger } from "../kernel/log.ts";
@@ -50,6 +48,9 @@ import type { UploadCommits } from "./commit.ts";
 import type { BytesTicket } from "./intake.ts";
 import { dealOfRecord, recordOfTicket } from "./resumable_record.ts";
 import { UploadLocks } from "./upload_locks.ts";
+import { OpenUploads } from "./open_uploads.ts";
+import { IdleReservations } from "./idle_reservations.ts";
+import { removeOrphanPartials } from "./expiry_sweep.ts";
 
 /** How long a request waits for the one before it on the same upload to let go. */
 const LOCK_WAIT_MS = 15_000;
@@ -65,15 +66,26 @@ export interface ResumableUploadsOptions {
   hashPool: HashWorkerPool | null;
   clock: Clock;
   logger: Logger;
+  /** Most blocks a CAR upload may hold, by the upload's tier (413 too_many_blocks past it). */
+  carMaxBlocks: Readonly<Record<Tier, number>>;
+  /** The sponsored daily cap an idle upload's released reservation is taken again under. */
+  sponsoredDailyCapBytes: number;
 }
 
 export class ResumableUploads {
   readonly #options: ResumableUploadsOptions;
   readonly #locks = new UploadLocks();
+  readonly #openUploads = new OpenUploads();
+  readonly #idle: IdleReservations;
   readonly #checks: CarriedChecks;
 
   constructor(options: ResumableUploadsOptions) {
     this.#options = options;
+    this.#idle = new IdleReservations({
+      ...options,
+      locks: this.#locks,
+      reservationOf: (upload) => this.#reservationOf(upload),
+    });
     this.#checks = new CarriedChecks({
       pool: options.hashPool,
       partials: options.store.partials,
@@ -82,14 +94,15 @@ export class ResumableUploads {
   }
 
   /**
-   * Creates an empty upload from the intake's ticket (a lasting reservation),
-   * with the Upload-Metadata header as sent (HEAD echoes it). The upload holds
-   * the ticket's reservation from now on; it is released if creating fails.
+   * Creates an empty upload from the intake's ticket (a lasting reservation, released if creating
+   * fails), with the Upload-Metadata header as sent (HEAD echoes it); open_uploads.ts bounds them.
    */
   async create(ticket: BytesTicket, metadata: string): Promise<ResumableUploadRecord> {
     const { records, store, clock } = this.#options;
     const id = crypto.randomUUID().replaceAll("-", "");
+    let done = () => {};
     try {
+      done = await this.#openUploads.admit(records, clock, ticket.policy);
       const state = await store.partials.create(id, { length: ticket.size });
       const now = clock.now();
       const record = recordOfTicket(ticket, {
@@ -103,10 +116,13 @@ export class ResumableUploads {
         await store.partials.remove(id).catch(() => {});
         throw error;
       });
+      this.#idle.touched(id, now);
       return record;
     } catch (error) {
       await ticket.release();
       throw error;
+    } finally {
+      done();
     }
   }
 
@@ -144,8 +160,14 @@ export class ResumableUploads {
           ? { kind: "finished", upload, deal: await this.dealOf(upload) }
           : { kind: "partial", upload, cut: null };
       }
-      return await this.#appendLocked(upload, input, AbortSignal.any([input.signal, signal]));
+      const held = await this.#idle.holdAgainIfReleased(upload);
+      return await this.#appendLocked(held, input, AbortSignal.any([input.signal, signal]));
     });
+  }
+
+  /** Lets go of idle sponsored uploads' reservations (idle_reservations.ts); how many. */
+  async releaseIdleReservations(): Promise<number> {
+    return await this.#idle.releaseIdle();
   }
 
   /** Ends an upload (tus termination): its bytes and reservation go; a finished one's deal stays. */
@@ -178,31 +200,13 @@ export class ResumableUploads {
 
   /** Removes partial bytes no record names (left by a crash), once older than olderThanMs. */
   async sweepOrphans(olderThanMs: number): Promise<number> {
-    const before = this.#options.clock.now() - olderThanMs;
-    let removed = 0;
-    for await (const partial of this.#options.store.partials.list()) {
-      if (partial.modifiedMs >= before) continue;
-      if (await this.#options.records.get(partial.id) !== null) continue;
-      await this.#options.store.partials.remove(partial.id);
-      removed++;
-    }
-    return removed;
+    const { records, store, clock } = this.#options;
+    return await removeOrphanPartials(records, store.partials, clock.now() - olderThanMs);
   }
 
-  /**
-   * Holds the reservations of the uploads still waiting for bytes again: a data
-   * directory's ledger lost them with the last process (a shared database's
-   * ledger kept them; holding them again changes nothing there).
-   */
+  /** Holds the reservations of the uploads still waiting for bytes again, at start. */
   async holdReservationsAgain(): Promise<number> {
-    let held = 0;
-    for (let after = "";;) {
-      const page = await this.#options.records.unfinishedAfter(after, 500);
-      for (const upload of page) this.#reservationOf(upload);
-      held += page.length;
-      if (page.length < 500) return held;
-      after = page[page.length - 1].id;
-    }
+    return await this.#idle.holdAllAgain();
   }
 
   /** Appends under the lock; records it; the last byte finishes the upload. */
@@ -211,11 +215,15 @@ export class ResumableUploads {
     input: AppendInput,
     signal: AbortSignal,
   ): Promise<AppendOutcome> {
-    const { store, records, clock } = this.#options;
+    const { store, records } = this.#options;
     const before = partialOf(upload);
     let checks: BodyChecks | null = null;
     try {
-      checks = await this.#checks.take(termsOf(upload), before, signal);
+      checks = await this.#checks.take(
+        termsOf(upload, this.#options.carMaxBlocks),
+        before,
+        signal,
+      );
       const appended = await store.partials.append(before, input.body, {
         expectedBytes: input.declaredBytes ?? upload.length - upload.received,
         onChunk: checks.onChunk,
@@ -224,10 +232,11 @@ export class ResumableUploads {
         minRate: input.minRate,
       });
       const after = appended.state;
+      if (after.size > before.size) this.#idle.touched(upload.id, this.#options.clock.now());
       if (after.size === upload.length) {
         // What the last append carried over (an S3 tail) is in `after` now.
         await store.partials.release(before, after);
-        const finished = await this.#finish(upload, after, checks);
+        const finished = await this.#finish(upload, after, checks, input.callerStillValid);
         checks = null;
         return finished;
       }
@@ -235,11 +244,12 @@ export class ResumableUploads {
         this.#checks.put(upload.id, checks);
         return { kind: "partial", upload, cut: appended.cut };
       }
+      // The expiry stays where the creation set it: bytes never keep an upload longer.
       const update = {
         fromBytes: upload.received,
         received: after.size,
         staging: JSON.stringify(after),
-        expiresMs: clock.now() + RESUMABLE_EXPIRY_MS,
+        expiresMs: upload.expiresMs,
       };
       if (!await records.advance(upload.id, update)) {
         await store.partials.release(after, before);
@@ -266,6 +276,7 @@ export class ResumableUploads {
     upload: ResumableUploadRecord,
     state: PartialState,
     checks: BodyChecks,
+    callerStillValid: () => Promise<void>,
   ): Promise<AppendOutcome> {
     const { store, clock, commits } = this.#options;
     this.#checks.drop(upload.id);
@@ -276,6 +287,8 @@ export class ResumableUploads {
         staged,
         () => store.partials.read(state, { from: 0, to: state.size }),
       );
+      // A token revoked (or expired) while the bytes came makes no deal: the upload goes.
+      await callerStillValid();
       const deal = await commits.upload({
         ...dealOfRecord(upload, reservation),
         staged,
@@ -313,8 +326,9 @@ export class ResumableUploads {
     const { records, store, logger } = this.#options;
     const removed = await records.delete(upload.id);
     this.#checks.drop(upload.id);
+    const wasReleased = this.#idle.forget(upload.id);
     if (!removed) return;
-    if (upload.dealId === null) await this.#reservationOf(upload).release();
+    if (upload.dealId === null && !wasReleased) await this.#reservationOf(upload).release();
     await store.partials.remove(upload.id).catch((error) =>
       // The orphan sweep takes it later.
       logger.warn("cannot remove a resumable upload's bytes", {
@@ -331,7 +345,7 @@ export class ResumableUploads {
     }
     if (this.#expired(upload)) {
       await this.#remove(upload);
-      throw new ResumableError("not_found", "This upload expired: a day passed without a byte");
+      throw new ResumableError("not_found", "This upload expired: a day passed since its creation");
     }
     return upload;
   }

@@ -20,7 +20,11 @@ export type ResumableFailure =
   /** The request before it did not let go in time. */
   | "locked"
   /** More bytes than the upload lacks. */
-  | "too_long";
+  | "too_long"
+  /** The caller holds as many unfinished uploads as its tier allows. */
+  | "too_many"
+  /** An idle upload's reservation was released, and its bytes no longer fit today's cap. */
+  | "over_cap";
 
 export class ResumableError extends Error {
   readonly failure: ResumableFailure;
@@ -46,6 +50,8 @@ export interface AppendInput {
   idleTimeoutMs: number;
   /** The body's least average rate (--body-min-rate), as for POST /api/upload; null: none. */
   minRate: MinBodyRate | null;
+  /** Throws (401) if the credentials were revoked or expired while the body came. */
+  callerStillValid(): Promise<void>;
 }
 
 export type AppendOutcome =

@@ -30,6 +30,8 @@ export interface BodyReading {
   bodyIdleTimeoutMs: number;
   /** A body slower than this on average (after its grace) is abandoned with 408; null: none. */
   bodyMinRate: MinBodyRate | null;
+  /** Throws (401) if the credentials were revoked or expired while the body came. */
+  callerStillValid(): Promise<void>;
 }
 
 /** The body to stage: the canonical cid (what a conflict is looked up under) and its terms. */

@@ -10,10 +10,16 @@ const MAX_CONTENT_TYPE_LENGTH = 1024;
 export const MAX_FILENAME_BYTES = 255;
 /**
  * Controls that reorder how the rest of a name is shown: "invoice\u202Efdp.exe"
- * reads "invoiceexe.pdf" in a file list. Other format characters (the zero-width
- * joiner of emoji, the non-joiner of Persian) stay allowed: names need them.
+ * reads "invoiceexe.pdf" in a file list.
  */
 const BIDI_CONTROLS = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+/**
+ * Characters a person cannot see or that break a line where none shows: the
+ * line and paragraph separators (U+2028, U+2029: line breaks to a JavaScript
+ * string and to many viewers) and the zero-width ones (U+200B-U+200D,
+ * U+FEFF), which make two names that look alike differ.
+ */
+const INVISIBLE = /[\u2028\u2029\u200b-\u200d\ufeff]/;
 
 /**
  * Returns the Content-Type verbatim if it is a syntactically valid media type
@@ -80,8 +86,15 @@ export function checkFilename(name: string, where: string): string {
   if (BIDI_CONTROLS.test(name)) {
     throw new ApiError(
       "invalid_filename",
-      "X-Filename must not contain bidirectional text controls (U+061C, U+200E, U+200F, " +
+      `${where} must not contain bidirectional text controls (U+061C, U+200E, U+200F, ` +
         "U+202A to U+202E, U+2066 to U+2069)",
+    );
+  }
+  if (INVISIBLE.test(name)) {
+    throw new ApiError(
+      "invalid_filename",
+      `${where} must not contain line or paragraph separators (U+2028, U+2029) or zero-width ` +
+        "characters (U+200B to U+200D, U+FEFF)",
     );
   }
   return name;

@@ -29,6 +29,11 @@ interface Holder {
 export class UploadLocks {
   readonly #held = new Map<string, Holder>();
 
+  /** The upload's lock if nobody holds it; null otherwise (the holder is left alone). */
+  async tryAcquire(id: string): Promise<UploadLock | null> {
+    return this.#held.has(id) ? null : await this.acquire(id, 0);
+  }
+
   /**
    * The upload's lock, once the current holder (asked to stop) has let go; null
    * if it has not within waitMs (it is finishing a long commit, say).

@@ -6,6 +6,7 @@
  */
 import { assertEquals, assertOk, assertRejects } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
+import { turnsDuring } from "../helpers/wait.ts";
 import type { Metadata } from "../../src/backends/metadata.ts";
 import type { DealRecord, PieceRecord } from "../../src/domain/catalog_records.ts";
 import type { TokenRecord } from "../../src/domain/auth_records.ts";
@@ -242,6 +243,35 @@ export function runMetadataConformance(
     await catalog.markPieceCorrupt("bafkcar1", "2026-11-21T13:00:00Z", "digest");
     assertEquals(await blocks.findBlock(a), { pieceCid: "bafkcar3", offset: 7, length: 1024 });
     assertEquals(await blocks.findBlock(b), null);
+  });
+
+  test("block index: a CAR of many blocks is indexed while the event loop turns", async ({ metadata }) => {
+    const { catalog, blocks } = metadata;
+    const count = 100_000;
+    function* locations() {
+      for (let i = 0; i < count; i++) {
+        const multihash = Uint8Array.of(0x12, 0x20, ...new Uint8Array(32));
+        new DataView(multihash.buffer).setUint32(2, i);
+        yield { multihash, offset: i * 10, length: 10 };
+      }
+    }
+    // Timer turns that run while the commit is under way: none if it holds the loop throughout.
+    const turns = await turnsDuring(() =>
+      catalog.recordUpload({
+        newPiece: pieceOf("bafkmanyblocks"),
+        deal: dealOf("d101", "bafkmanyblocks"),
+        usage: { subject: "ip:1", day: DAY, bytes: 10 },
+        blocks: locations(),
+      })
+    );
+    assertOk(turns > 1, `the event loop turned ${turns} times while ${count} blocks were indexed`);
+    assertEquals(await blocks.countBlocks("bafkmanyblocks"), count);
+    const last = [...locations()].at(-1)!;
+    assertEquals(await blocks.findBlock(last.multihash), {
+      pieceCid: "bafkmanyblocks",
+      offset: last.offset,
+      length: 10,
+    });
   });
 
   test("deals page newest first per owner and extend", async ({ metadata }) => {

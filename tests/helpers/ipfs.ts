@@ -10,6 +10,7 @@ import { CarIndexer } from "@ipld/car/indexer";
 import { MultihashIndexSortedWriter } from "cardex";
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
+import * as dagCbor from "@ipld/dag-cbor";
 import { sha256 } from "multiformats/hashes/sha2";
 import { create as createDigest } from "multiformats/hashes/digest";
 
@@ -166,4 +167,20 @@ export function concat(chunks: Uint8Array[]): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(chunks.reduce((n, chunk) => n + chunk.length, 0));
   chunks.reduce((at, chunk) => (out.set(chunk, at), at + chunk.length), 0);
   return out;
+}
+
+/**
+ * A DAG as a CAR: a dag-cbor root linking `leaves` raw leaves (1 + leaves
+ * blocks; each leaf's bytes from `leaf`), for the bounds on blocks (a CAR's
+ * cap, a gateway walk's).
+ */
+export async function linkedCar(
+  leaves = 2,
+  leaf: (i: number) => Uint8Array = (i) => new TextEncoder().encode(`leaf ${i}`),
+): Promise<{ root: CID; car: Uint8Array<ArrayBuffer> }> {
+  const blocks: Block[] = [];
+  for (let i = 0; i < leaves; i++) blocks.push(await rawBlock(leaf(i)));
+  const bytes = dagCbor.encode({ leaves: blocks.map((b) => b.cid) });
+  const root = CID.createV1(dagCbor.code, await sha256.digest(bytes));
+  return { root, car: await carOf([root], [{ cid: root, bytes }, ...blocks]) };
 }

@@ -42,3 +42,25 @@ export async function within<T>(promise: Promise<T>, ms: number, what: string): 
     clearTimeout(timer);
   }
 }
+
+/**
+ * How many turns the event loop took (timer callbacks that ran) while `work`
+ * ran: none when it held the loop throughout.
+ */
+export async function turnsDuring(work: () => Promise<unknown>): Promise<number> {
+  let turns = 0;
+  let counting = true;
+  const tick = () => {
+    if (!counting) return;
+    turns++;
+    setTimeout(tick, 0);
+  };
+  setTimeout(tick, 0);
+  try {
+    await work();
+  } finally {
+    counting = false;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  return turns;
+}

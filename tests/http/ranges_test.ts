@@ -6,7 +6,7 @@
  * the log line say about a 206.
  */
 import { assertEquals, assertOk } from "../helpers/assert.ts";
-import { errorOf, patternBytes } from "../helpers/server.ts";
+import { errorOf, patternBytes, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { storeTests } from "../helpers/stores.ts";
 import type { StoreServer } from "../helpers/stores.ts";
@@ -211,3 +211,16 @@ async function removeBehindTheServer(server: StoreServer, cid: string): Promise<
   assertOk(response.ok, `DELETE answered ${response.status}`);
   await response.body?.cancel();
 }
+
+Deno.test("ranges: HEAD of a range past the end says the length GET's 416 has", async () => {
+  await using server = await startTestServer();
+  assertEquals((await server.upload("bafkheadrange001", "hello")).status, 200);
+  const init = { headers: { range: "bytes=100-" } };
+  const get = await server.get("/p/bafkheadrange001", init);
+  const body = new Uint8Array(await get.arrayBuffer());
+  const head = await server.get("/p/bafkheadrange001", { ...init, method: "HEAD" });
+  await head.body?.cancel();
+  assertEquals([get.status, head.status], [416, 416]);
+  assertEquals(head.headers.get("content-length"), String(body.length));
+  assertEquals(head.headers.get("content-range"), "bytes */5");
+});

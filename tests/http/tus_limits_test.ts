@@ -8,12 +8,13 @@
  * source addresses.
  */
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
+import { FakeClock } from "../helpers/clock.ts";
 import { MIB, seededBytes } from "../helpers/bytes.ts";
 import { holdUpload } from "../helpers/held_upload.ts";
 import type { HeldUpload } from "../helpers/held_upload.ts";
-import { bearer, signup, startTestServer } from "../helpers/server.ts";
+import { bearer, errorOf, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
-import { pieceCidOf, tusCreated, tusHead, tusPatch } from "../helpers/tus_requests.ts";
+import { pieceCidOf, tusCreate, tusCreated, tusHead, tusPatch } from "../helpers/tus_requests.ts";
 import { eventually } from "../helpers/wait.ts";
 
 const FILE = seededBytes(8 * MIB, 26);
@@ -160,4 +161,70 @@ Deno.test("tus limits: a PATCH slower than --body-min-rate is cut with 408; what
   const rest = await tusPatch(url, kept, FILE.slice(kept), bearer(token));
   assertEquals([rest.status, rest.headers.get("x-storage-cid")], [204, CID]);
   assertEquals(await server.server.services.ledger.reservedTotal(), 0);
+});
+
+Deno.test("tus limits: a client holds at most its tier's unfinished uploads (--sponsored-tus-max-open, --tus-max-open); ending one makes room", async () => {
+  await using server = await startTestServer({
+    args: ["--sponsored-tus-max-open", "3", "--tus-max-open", "4"],
+  });
+  const create = (i: number, headers: Record<string, string> = {}) =>
+    tusCreate(server.url, { cid: `bafktusopen${String(i).padStart(5, "0")}`, length: 10, headers });
+  const urls: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    urls.push(await tusCreated(server.url, { cid: `bafktusopen0000${i}`, length: 10 }));
+  }
+  const fourth = await create(9);
+  assertEquals([fourth.status, (await errorOf(fourth)).error], [429, "too_many_uploads"]);
+  assertEquals(fourth.headers.get("tus-resumable"), "1.0.0");
+  // Nothing of the refused one is kept or reserved: three uploads of 10 bytes are.
+  assertEquals(await server.server.services.ledger.reservedTotal(), 30);
+  // Another address has its own count; a token's user has the token tier's.
+  using other = Deno.createHttpClient({ localAddress: "127.0.0.2" });
+  const elsewhere = await tusCreate(server.url, {
+    cid: "bafktusopenother",
+    length: 10,
+    client: other,
+  });
+  await elsewhere.body?.cancel();
+  assertEquals(elsewhere.status, 201);
+  const { token } = await signup(server);
+  for (let i = 0; i < 4; i++) {
+    const response = await create(20 + i, bearer(token));
+    await response.body?.cancel();
+    assertEquals(response.status, 201);
+  }
+  assertEquals((await create(30, bearer(token))).status, 429);
+  // Ending one (or finishing it) makes room.
+  const ended = await fetch(urls[0], { method: "DELETE", headers: { "tus-resumable": "1.0.0" } });
+  await ended.body?.cancel();
+  assertEquals(ended.status, 204);
+  const again = await create(10);
+  await again.body?.cancel();
+  assertEquals(again.status, 201);
+});
+
+Deno.test("tus limits: a sponsored upload that sends nothing for 10 minutes lets its reservation go until its next byte", async () => {
+  const clock = new FakeClock("2026-11-21T10:00:00Z");
+  await using server = await startTestServer({
+    clock,
+    args: ["--sponsored-daily-cap", "1000"],
+    jobIntervals: { "resumable-expiry": 20 },
+  });
+  const reserved = () => server.server.services.ledger.reservedTotal();
+  const bytes = seededBytes(600, 5);
+  const url = await tusCreated(server.url, { cid: "bafkidlereserve1", length: 600 });
+  assertEquals(await reserved(), 600);
+  clock.advance(11 * 60_000);
+  await eventually(async () => await reserved() === 0, "the idle upload's reservation let go");
+  // Its next byte takes it again, while it fits.
+  assertEquals((await tusPatch(url, 0, bytes.slice(0, 100))).status, 204);
+  assertEquals(await reserved(), 600);
+  clock.advance(11 * 60_000);
+  await eventually(async () => await reserved() === 0, "let go again after another 10 minutes");
+  // Meanwhile a neighbour behind the same address uses the day's cap...
+  assertEquals((await server.upload("bafkidleneighbor", seededBytes(600, 6))).status, 200);
+  // ...and the idle upload's bytes no longer fit: 429, what it has is kept.
+  const late = await tusPatch(url, 100, bytes.slice(100));
+  assertEquals([late.status, (await errorOf(late)).error], [429, "rate_limited"]);
+  assertEquals((await tusHead(url)).offset, 100);
 });

@@ -194,6 +194,8 @@ Deno.test("tus: creation refusals name what is wrong, before a byte is kept", as
       "invalid_content_type",
     ],
     [{ "upload-length": "5", ...meta({ ...ok, filename: "a\nb" }) }, 400, "invalid_filename"],
+    [{ "upload-length": "5", ...meta({ ...ok, filename: "a\u2028b" }) }, 400, "invalid_filename"],
+    [{ "upload-length": "5", ...meta({ ...ok, filename: "a\u200bb" }) }, 400, "invalid_filename"],
     [{ "upload-length": "5", ...meta({ ...ok, cid: CID }) }, 400, "cid_mismatch"],
     [{ "upload-length": String(2 * MIB), ...meta(ok) }, 413, "too_large"],
     [{ "upload-length": "5", ...meta(ok) }, 412, "unsupported_version"],

@@ -134,6 +134,11 @@ const scenarios: Scenario[] = [
     ["U+2067 (right-to-left isolate)", "a%E2%81%A7b.txt"],
     ["U+200F (right-to-left mark)", "a%E2%80%8Fb.txt"],
     ["U+061C (Arabic letter mark)", "a%D8%9Cb.txt"],
+    ["U+2028 (line separator)", "a%E2%80%A8b.txt"],
+    ["U+2029 (paragraph separator)", "a%E2%80%A9b.txt"],
+    ["U+200B (zero-width space)", "a%E2%80%8Bb.txt"],
+    ["U+200D (zero-width joiner)", "a%E2%80%8Db.txt"],
+    ["U+FEFF (zero-width no-break space)", "a%EF%BB%BFb.txt"],
   ].map(([what, filename]): Scenario => ({
     name: `an X-Filename with ${what} is 400 invalid_filename`,
     send: (s) => viaFetch(s.upload(CID, "hello", { filename })),
@@ -220,15 +225,17 @@ for (const scenario of scenarios) {
   });
 }
 
-Deno.test("upload: a filename may keep the joiners names need (emoji ZWJ, Persian ZWNJ)", async () => {
+Deno.test("upload: the joiners (emoji ZWJ, Persian ZWNJ) are zero-width too: refused; a name without them is kept", async () => {
   await using server = await startTestServer();
-  const name =
-    "\u{1F468}\u200D\u{1F469}\u200D\u{1F467} \u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645.txt";
-  const response = await server.upload(CID, "hello", { filename: encodeURIComponent(name) });
+  const joined = "\u{1F468}\u200D\u{1F469} \u0645\u06CC\u200C\u062E.txt";
+  const refused = await server.upload(CID, "hello", { filename: encodeURIComponent(joined) });
+  assertEquals([refused.status, (await errorOf(refused)).error], [400, "invalid_filename"]);
+  const plain = "\u{1F468} \u0645\u06CC\u062E.txt";
+  const response = await server.upload(CID, "hello", { filename: encodeURIComponent(plain) });
   assertEquals(response.status, 200, await response.text());
   const served = await server.get(`/p/${CID}`);
   await served.body?.cancel();
-  assertMatch(served.headers.get("content-disposition")!, /%E2%80%8D.*%E2%80%8C/);
+  assertMatch(served.headers.get("content-disposition")!, /%F0%9F%91%A8/);
 });
 
 Deno.test("upload: checks run in order cid, auth, length, type, filename, caps", async () => {

@@ -247,6 +247,36 @@ export function runLifecycleSuite(
   });
 
   test(
+    "a manifest keeps only pieces its owner holds a deal on; a sponsored one keeps none",
+    async (server, clock) => {
+      const owner = await User.signUp(server, "owner@example.org");
+      const other = await User.signUp(server, "other@example.org");
+      const { parts, manifest } = await splitFile(20);
+      const ownerDeals = [];
+      for (const part of parts) ownerDeals.push(await owner.upload(part.bytes, { cid: part.cid }));
+      // Another user's manifest, and a sponsored one, list the owner's pieces.
+      const othersManifest = await other.upload(manifest, { contentType: MANIFEST_CONTENT_TYPE });
+      assertEquals((await other.extendDeal(othersManifest.dealId)).status, 200);
+      const { manifest: sponsoredManifest } = await splitFile(20);
+      await uploadOk(server, sponsoredManifest, {
+        cid: "bafksponsoredmanifest",
+        contentType: MANIFEST_CONTENT_TYPE,
+      });
+      // The owner deletes their deals: the grace passes, and nothing else keeps the pieces.
+      for (const deal of ownerDeals) {
+        assertEquals(
+          (await owner.deleteDeal(deal.dealId)).status,
+          200,
+        );
+      }
+      clock.advance(2 * DAY_MS + 1000);
+      assertEquals((await sweep(server)).removedPieces, 2, "the owner's pieces, not the manifests");
+      for (const deal of ownerDeals) assertEquals((await retrieve(server, deal.cid)).status, 410);
+      assertEquals((await retrieve(server, othersManifest.cid)).status, 200);
+    },
+  );
+
+  test(
     "an upload of a removed piece's bytes stores it again, as a new deal",
     async (server, clock) => {
       const user = await User.signUp(server, "a@example.org");

@@ -28,8 +28,16 @@ Deno.test("config: defaults serve a laptop", () => {
     maxFileBytes: 100 * 2 ** 20,
     dailyCapBytes: 200 * 2 ** 20,
     termDays: 30,
+    carMaxBlocks: 100_000,
+    tusMaxOpen: 16,
   });
-  assertEquals(config.token, { maxFileBytes: 5 * 2 ** 30, dailyCapBytes: 2 ** 30, termDays: 365 });
+  assertEquals(config.token, {
+    maxFileBytes: 5 * 2 ** 30,
+    dailyCapBytes: 2 ** 30,
+    termDays: 365,
+    carMaxBlocks: 1_000_000,
+    tusMaxOpen: 64,
+  });
   assertOk(Object.isFrozen(config) && Object.isFrozen(config.sponsored));
 });
 
@@ -98,8 +106,20 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     baseUrl: null,
     trustedProxies: [],
     xAccelRedirect: null,
-    sponsored: { maxFileBytes: 100 * MIB, dailyCapBytes: 200 * MIB, termDays: 30 },
-    token: { maxFileBytes: 5 * 1024 * MIB, dailyCapBytes: 1024 * MIB, termDays: 365 },
+    sponsored: {
+      maxFileBytes: 100 * MIB,
+      dailyCapBytes: 200 * MIB,
+      termDays: 30,
+      carMaxBlocks: 100_000,
+      tusMaxOpen: 16,
+    },
+    token: {
+      maxFileBytes: 5 * 1024 * MIB,
+      dailyCapBytes: 1024 * MIB,
+      termDays: 365,
+      carMaxBlocks: 1_000_000,
+      tusMaxOpen: 64,
+    },
     wallet: {
       rpcUrl: null,
       chainId: null,
@@ -133,6 +153,7 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     bodyIdleTimeoutMs: 30_000,
     bodyMinBytesPerSecond: 16 * 1024,
     bodyRateGraceMs: 30_000,
+    sendMinBytesPerSecond: 16 * 1024,
     dbBusyTimeoutMs: 5_000,
     logRequests: true,
     signup: "open",
@@ -141,6 +162,7 @@ Deno.test("config: no flags and no environment give exactly these defaults", () 
     maxTermDays: 1826,
     uploadMemoryBytes: 128 * MIB,
     maxUploadsPerClient: 16,
+    ipfsMaxWalkBlocks: 100_000,
     tls: null,
     allowUnboundedTlsHandshakes: false,
     maxConnections: 4096,

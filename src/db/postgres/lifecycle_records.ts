@@ -16,9 +16,10 @@ import type {
 } from "../../domain/lifecycle_records.ts";
 
 /**
- * The piece `p` is stored, and no deal on it, nor on a manifest listing it,
- * still wants it: had not ended by the cut-off, the parameter `endedBy` ("$2");
- * nor is a storage provider pulling it (its hand-off is 'pulling').
+ * The piece `p` is stored, and no deal on it still wants it (had not ended
+ * by the cut-off, the parameter `endedBy`, "$2"), nor a manifest's deal
+ * listing it whose owner holds a deal on it too (db/sqlite/lifecycle_records.ts
+ * says why); nor is a storage provider pulling it (its hand-off is 'pulling').
  */
 function removable(endedBy: string): string {
   const live = `d.term_ends_at COLLATE "C" > ${endedBy}
@@ -27,7 +28,11 @@ function removable(endedBy: string): string {
     AND EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid)
     AND NOT EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid AND ${live})
     AND NOT EXISTS (SELECT 1 FROM manifest_pieces m JOIN deals d ON d.cid = m.manifest_cid
-                    WHERE m.piece_cid = p.cid AND ${live})
+                    WHERE m.piece_cid = p.cid AND ${live}
+                      AND EXISTS (SELECT 1 FROM deals o WHERE o.cid = p.cid
+                                  AND o.owner_sub = d.owner_sub
+                                  AND (o.deleted_at IS NULL
+                                    OR o.deleted_at COLLATE "C" > ${endedBy})))
     AND NOT EXISTS (SELECT 1 FROM handoff_pieces h WHERE h.cid = p.cid AND h.state = 'pulling')`;
 }
 

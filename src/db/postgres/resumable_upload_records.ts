@@ -66,6 +66,23 @@ export class PostgresResumableUploadRecords implements ResumableUploadRecords {
     return rows.map(recordOf);
   }
 
+  async moveReservation(
+    id: string,
+    reservation: { reservationId: string; reservationDay: string },
+  ): Promise<boolean> {
+    const result = await this.#sql`UPDATE resumable_uploads
+      SET reservation_id = ${reservation.reservationId},
+        reservation_day = ${reservation.reservationDay}
+      WHERE id = ${id} AND deal_id IS NULL`;
+    return result.count === 1;
+  }
+
+  async countOpen(subject: string, nowMs: number): Promise<number> {
+    const [row] = await this.#sql`SELECT COUNT(*)::int8 AS n FROM resumable_uploads
+      WHERE usage_subject = ${subject} AND deal_id IS NULL AND expires_ms > ${nowMs}`;
+    return Number(row.n);
+  }
+
   async unfinishedAfter(afterId: string, limit: number): Promise<ResumableUploadRecord[]> {
     const rows = await this.#sql.unsafe(
       `SELECT ${COLUMNS} FROM resumable_uploads WHERE deal_id IS NULL AND id > $1

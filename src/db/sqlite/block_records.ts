@@ -1,23 +1,43 @@
 // deno-lint-ignore-file require-await -- the interface is async for networked databases; node:sqlite answers at once, and `async` still turns a throw into a rejection.
 /**
- * The block index in SQLite (migration 9): the blocks of CAR uploads, found
- * by multihash, in pieces that are stored and not marked corrupt. Rows are
- * written by the catalog's recordUpload, in its transaction (indexBlocks).
+ * The block index in SQLite (migrations 9 and 14): the blocks of CAR
+ * uploads, found by multihash, in pieces that are stored (a row in pieces,
+ * not being removed) and not marked corrupt.
+ *
+ * Why the rows are written before the piece's commit, in slices: a CAR of
+ * many small blocks is many rows, and one synchronous transaction of them
+ * held the event loop for seconds (a million rows: 18 s). So the catalog's
+ * recordUpload writes them first, a slice per transaction (kernel/turns.ts),
+ * and commits the piece and its deal after; until the piece's row is there
+ * (or while it is being removed) the query does not see them, so a half
+ * written index is never served. A commit that fails takes its rows back
+ * (forgetUnstored); rows a crash left behind are invisible, and the next
+ * upload of that cid clears them first.
  */
 import type { StatementSync } from "node:sqlite";
+import { transaction } from "./database.ts";
 import type { Database } from "./database.ts";
 import type { BlockLocations, BlockRecords, StoredBlock } from "../../domain/catalog_records.ts";
+import { inSlices, yieldToEventLoop } from "../../kernel/turns.ts";
+
+/** Rows one statement deletes of a piece's leftovers, a slice at a time. */
+const FORGET_ROWS = 2000;
 
 export class SqliteBlockRecords implements BlockRecords {
+  readonly #db: Database;
   readonly #find: StatementSync;
   readonly #count: StatementSync;
   readonly #insert: StatementSync;
+  readonly #forgetSome: StatementSync;
 
   constructor(db: Database) {
+    this.#db = db;
     this.#find = db.prepare(
       `SELECT b.piece_cid AS pieceCid, b.block_offset AS offset, b.block_length AS length
        FROM blocks b
        WHERE b.multihash = ?
+         AND EXISTS (SELECT 1 FROM pieces p WHERE p.cid = b.piece_cid)
+         AND NOT EXISTS (SELECT 1 FROM removed_pieces r WHERE r.cid = b.piece_cid)
          AND NOT EXISTS (SELECT 1 FROM corrupt_pieces c WHERE c.cid = b.piece_cid)
        LIMIT 1`,
     );
@@ -25,6 +45,11 @@ export class SqliteBlockRecords implements BlockRecords {
     this.#insert = db.prepare(
       `INSERT INTO blocks (multihash, piece_cid, block_offset, block_length) VALUES (?, ?, ?, ?)
        ON CONFLICT (multihash, piece_cid) DO NOTHING`,
+    );
+    this.#forgetSome = db.prepare(
+      `DELETE FROM blocks WHERE piece_cid = $cid AND multihash IN
+         (SELECT multihash FROM blocks WHERE piece_cid = $cid LIMIT ${FORGET_ROWS})
+       AND NOT EXISTS (SELECT 1 FROM pieces p WHERE p.cid = $cid)`,
     );
   }
 
@@ -39,10 +64,41 @@ export class SqliteBlockRecords implements BlockRecords {
     return Number((this.#count.get(pieceCid) as { n: number }).n);
   }
 
-  /** Indexes a piece's blocks: call inside the transaction that records the piece. */
-  indexBlocks(pieceCid: string, blocks: BlockLocations): void {
-    for (const block of blocks) {
-      this.#insert.run(block.multihash.toHex(), pieceCid, block.offset, block.length);
+  /**
+   * Indexes a piece's blocks before the commit that records the piece, a
+   * slice per transaction, yielding between slices.
+   */
+  async indexBlocks(pieceCid: string, blocks: BlockLocations): Promise<void> {
+    await this.forgetUnstored(pieceCid);
+    await inSlices(
+      blocks,
+      (block) => this.#insert.run(block.multihash.toHex(), pieceCid, block.offset, block.length),
+      { slice: (run) => this.#unsyncedTransaction(run) },
+    );
+  }
+
+  /**
+   * A slice's transaction, committed without waiting for the disk (in WAL
+   * mode a commit under `synchronous = NORMAL` is safe from a crash of the
+   * process, not from one of the machine): its rows are invisible until the
+   * piece's own commit, which waits for the disk and so makes them durable
+   * with it. Set and restored around the one transaction, in one synchronous
+   * step: no other commit runs in between. With `FULL` each slice waited for
+   * an fsync while holding the event loop (seconds a slice on a busy disk).
+   */
+  #unsyncedTransaction(run: () => void): void {
+    this.#db.exec("PRAGMA synchronous = NORMAL");
+    try {
+      transaction(this.#db, run);
+    } finally {
+      this.#db.exec("PRAGMA synchronous = FULL");
+    }
+  }
+
+  /** Takes back the rows of a piece that has no row (its commit failed, or a crash came first). */
+  async forgetUnstored(pieceCid: string): Promise<void> {
+    while (Number(this.#forgetSome.run({ cid: pieceCid }).changes) > 0) {
+      await yieldToEventLoop();
     }
   }
 }

@@ -24,6 +24,7 @@ import type {
 } from "../../domain/catalog_records.ts";
 import { ManifestListingStatements } from "./manifest_listing.ts";
 import { PieceCidStatements } from "./piece_cids.ts";
+import { DealWithdrawalStatements } from "./deal_withdrawal.ts";
 import { pieceCidsOf } from "../piece_cid_columns.ts";
 
 export class SqliteCatalogRecords implements CatalogRecords {
@@ -48,7 +49,7 @@ export class SqliteCatalogRecords implements CatalogRecords {
   readonly #getDeal: StatementSync;
   readonly #extendDeal: StatementSync;
   readonly #deleteDeal: StatementSync;
-  readonly #withdraw: Record<"deal" | "usage" | "unwanted" | "blocks", StatementSync>;
+  readonly #withdraw: DealWithdrawalStatements;
   readonly #usageRange: StatementSync;
   readonly #blocks: SqliteBlockRecords;
   readonly #finishResumable: StatementSync;
@@ -118,23 +119,7 @@ export class SqliteCatalogRecords implements CatalogRecords {
     this.#deleteDeal = db.prepare(
       `UPDATE deals SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL`,
     );
-    this.#withdraw = {
-      deal: db.prepare(`DELETE FROM deals WHERE id = ?`),
-      usage: db.prepare(
-        `UPDATE usage_daily SET bytes = MAX(0, bytes - ?), uploads = MAX(0, uploads - 1)
-         WHERE subject = ? AND day = ?`,
-      ),
-      unwanted: db.prepare(
-        `INSERT INTO removed_pieces (cid, removing_at)
-         SELECT p.cid, $at FROM pieces p WHERE p.cid = $cid
-           AND NOT EXISTS (SELECT 1 FROM removed_pieces r WHERE r.cid = p.cid)
-           AND NOT EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid)
-           AND NOT EXISTS (SELECT 1 FROM manifest_pieces m WHERE m.piece_cid = p.cid)
-         RETURNING mark`,
-      ),
-      // A block lives while its piece does (as a sweep's removal forgets them).
-      blocks: db.prepare(`DELETE FROM blocks WHERE piece_cid = ?`),
-    };
+    this.#withdraw = new DealWithdrawalStatements(db);
     this.#revivePiece = db.prepare(
       `UPDATE pieces SET size = ?, sha256 = ?, content_type = ?, filename = ?, created_at = ?,
          piece_cid_v2 = ?, piece_cid_v1 = ? WHERE cid = ?`,
@@ -181,17 +166,7 @@ export class SqliteCatalogRecords implements CatalogRecords {
   }
 
   async withdrawDeal(input: WithdrawDealInput): Promise<RemovalMarkOf | null> {
-    return transaction(this.#db, () => {
-      if (Number(this.#withdraw.deal.run(input.dealId).changes) !== 1) return null;
-      const { subject, day, bytes } = input.usage;
-      this.#withdraw.usage.run(bytes, subject, day);
-      const row = this.#withdraw.unwanted.get({ cid: input.cid, at: input.at }) as
-        | { mark: number }
-        | undefined;
-      if (!row) return null;
-      this.#withdraw.blocks.run(input.cid);
-      return { mark: Number(row.mark), cid: input.cid };
-    });
+    return this.#withdraw.withdraw(input);
   }
 
   async deleteDeal(id: string, at: string): Promise<void> {
@@ -287,6 +262,21 @@ export class SqliteCatalogRecords implements CatalogRecords {
 
   /** Inserts the piece (if new), the deal and the usage increment atomically. */
   async recordUpload(input: RecordUploadInput): Promise<void> {
+    // A CAR's blocks first, in slices: invisible until the piece's row commits below.
+    const blocksOf = input.blocks ? input.deal.cid : null;
+    if (blocksOf !== null) await this.#blocks.indexBlocks(blocksOf, input.blocks!);
+    else if (input.newPiece) await this.#blocks.forgetUnstored(input.newPiece.cid);
+    try {
+      this.#recordUploadNow(input);
+    } catch (error) {
+      if (blocksOf !== null) await this.#blocks.forgetUnstored(blocksOf);
+      throw error;
+    }
+    // In the commit's synchronous step: no request sees the bytes both used and reserved.
+    input.reservation?.markSettled();
+  }
+
+  #recordUploadNow(input: RecordUploadInput): void {
     transaction(this.#db, () => {
       const p = input.newPiece;
       if (p) {
@@ -342,14 +332,11 @@ export class SqliteCatalogRecords implements CatalogRecords {
         d.deletedAt,
       );
       this.#addUsage.run(input.usage.subject, input.usage.day, input.usage.bytes);
-      if (input.blocks) this.#blocks.indexBlocks(d.cid, input.blocks);
       const finished = input.finishesResumable;
       if (finished && this.#markFinished(d.id, finished) !== 1) {
         throw new ResumableUploadMovedError(finished.id);
       }
     });
-    // In the commit's synchronous step: no request sees the bytes both used and reserved.
-    input.reservation?.markSettled();
   }
 
   /** Marks a resumable upload finished with its deal; 1 if it was still where it was read. */

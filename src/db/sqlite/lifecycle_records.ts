@@ -22,15 +22,21 @@ import type {
 const LIVE_DEAL = "d.term_ends_at > $endedBy AND (d.deleted_at IS NULL OR d.deleted_at > $endedBy)";
 
 /**
- * The piece `p` is stored, no deal on it, nor on a manifest listing it, is
- * live, and no storage provider is pulling it (src/handoff/: it is reading it).
+ * The piece `p` is stored, and no deal on it is live, nor a manifest's deal
+ * listing it whose owner holds a deal on it too (one not deleted by the
+ * cut-off): a manifest never keeps another's bytes, and a sponsored one
+ * (no owner) keeps only itself; nor is a storage provider pulling it
+ * (src/handoff/: it is reading it).
  */
 const REMOVABLE = `NOT EXISTS (SELECT 1 FROM removed_pieces r WHERE r.cid = p.cid)
   AND NOT EXISTS (SELECT 1 FROM handoff_pieces h WHERE h.cid = p.cid AND h.state = 'pulling')
   AND EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid)
   AND NOT EXISTS (SELECT 1 FROM deals d WHERE d.cid = p.cid AND ${LIVE_DEAL})
   AND NOT EXISTS (SELECT 1 FROM manifest_pieces m JOIN deals d ON d.cid = m.manifest_cid
-                  WHERE m.piece_cid = p.cid AND ${LIVE_DEAL})`;
+                  WHERE m.piece_cid = p.cid AND ${LIVE_DEAL}
+                    AND EXISTS (SELECT 1 FROM deals o WHERE o.cid = p.cid
+                                AND o.owner_sub = d.owner_sub
+                                AND (o.deleted_at IS NULL OR o.deleted_at > $endedBy)))`;
 
 export class SqliteLifecycleRecords implements LifecycleRecords {
   readonly #db: Database;

@@ -20,6 +20,8 @@ export class SqliteResumableUploadRecords implements ResumableUploadRecords {
   readonly #delete: StatementSync;
   readonly #expired: StatementSync;
   readonly #unfinished: StatementSync;
+  readonly #countOpen: StatementSync;
+  readonly #moveReservation: StatementSync;
 
   constructor(db: Database) {
     this.#insert = db.prepare(
@@ -42,6 +44,30 @@ export class SqliteResumableUploadRecords implements ResumableUploadRecords {
       `SELECT ${RESUMABLE_COLUMNS} FROM resumable_uploads
        WHERE deal_id IS NULL AND id > ? ORDER BY id LIMIT ?`,
     );
+    this.#moveReservation = db.prepare(
+      `UPDATE resumable_uploads SET reservation_id = ?, reservation_day = ?
+       WHERE id = ? AND deal_id IS NULL`,
+    );
+    this.#countOpen = db.prepare(
+      `SELECT COUNT(*) AS n FROM resumable_uploads
+       WHERE usage_subject = ? AND deal_id IS NULL AND expires_ms > ?`,
+    );
+  }
+
+  async moveReservation(
+    id: string,
+    reservation: { reservationId: string; reservationDay: string },
+  ): Promise<boolean> {
+    const result = this.#moveReservation.run(
+      reservation.reservationId,
+      reservation.reservationDay,
+      id,
+    );
+    return Number(result.changes) === 1;
+  }
+
+  async countOpen(subject: string, nowMs: number): Promise<number> {
+    return Number((this.#countOpen.get(subject, nowMs) as { n: number }).n);
   }
 
   async insert(r: ResumableUploadRecord): Promise<void> {

@@ -29,7 +29,10 @@ export const getIpfsDoc: RouteDoc = {
     "Accept: application/vnd.ipld.car (or ?format=car) answers a CARv1 of the DAG under the " +
     "cid (dag-scope=block, entity or all, the default), depth first, each block once " +
     "(Content-Type application/vnd.ipld.car; version=1; order=dfs; dups=n). ?format wins " +
-    "over Accept. Blocks are those of CAR uploads, and raw uploads under their sha2-256 cid.",
+    "over Accept. Blocks are those of CAR uploads, and raw uploads under their sha2-256 cid. " +
+    "A CAR answer walks at most --ipfs-max-walk-blocks blocks (more is 413 " +
+    "too_many_blocks, counted before the answer starts), and one client address has at " +
+    "most two CAR answers walking at once (429 rate_limited beyond).",
   auth: "public",
   parameters: [
     {
@@ -66,5 +69,12 @@ export const getIpfsDoc: RouteDoc = {
       headers: { ETag: "always", "X-Ipfs-Roots": "always" },
     },
   ],
-  errors: ["invalid_cid", "invalid_request", "not_found", "not_acceptable"],
+  errors: [
+    "invalid_cid",
+    "invalid_request",
+    "not_found",
+    "not_acceptable",
+    "too_many_blocks",
+    "rate_limited",
+  ],
 };

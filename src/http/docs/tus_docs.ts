@@ -58,11 +58,12 @@ export const tusDocs = {
     description: "Upload-Metadata carries cid (required), filetype (the Content-Type, " +
       "required) and filename. Checked and charged as POST /api/upload: the per-file cap " +
       "(413) and the daily cap (429) are decided from Upload-Length, which is reserved until " +
-      "the upload finishes, is terminated, or expires 24 hours after its last byte. Bytes sent " +
+      "the upload finishes, is terminated, or expires 24 hours after its creation, whatever it sends meanwhile. Bytes sent " +
       "with the creation (creation-with-upload) are appended at once; when they are all of " +
       "them, this answer finishes the upload. A filetype of application/vnd.ipld.car is " +
       "checked block by block as the bytes arrive, over all the upload's requests, as " +
-      "POST /api/upload checks a CAR (400 invalid_car ends the upload, nothing kept); its " +
+      "POST /api/upload checks a CAR (400 invalid_car, or 413 too_many_blocks past the " +
+      "tier's block cap, ends the upload, nothing kept); its " +
       "blocks are then served by /ipfs/{cid} and GET names its roots.",
     auth: "optional",
     scope: "put",
@@ -104,6 +105,8 @@ export const tusDocs = {
       "invalid_manifest",
       "manifest_incomplete",
       "invalid_car",
+      "too_many_blocks",
+      "too_many_uploads",
       ...STORING_ERRORS,
     ],
   },
@@ -133,7 +136,8 @@ export const tusDocs = {
       "X-Storage-Deal-Id. Another offset than the upload's is 409 offset_mismatch. A body " +
       "that stalls (--body-idle-timeout) or comes slower than --body-min-rate is cut with " +
       "408 request_timeout; what arrived is kept, and its Upload-Offset says how much. " +
-      "A CAR's bad block is 400 invalid_car and removes the upload.",
+      "A CAR's bad block is 400 invalid_car and removes the upload, as does a block past " +
+      "the tier's block cap (413 too_many_blocks).",
     auth: "optional",
     scope: "put",
     parameters: [
@@ -164,6 +168,7 @@ export const tusDocs = {
       "invalid_manifest",
       "manifest_incomplete",
       "invalid_car",
+      "too_many_blocks",
       "request_timeout",
       "cid_conflict",
       "stage_failed",

@@ -56,7 +56,9 @@ export const uploadDoc: RouteDoc = {
     "and every piece it lists is stored with the listed size. A body sent as " +
     "application/vnd.ipld.car (CARv1, or CARv2) is also checked block by block " +
     "(sha2-256 and identity multihashes; anything else, a block that does not hash to its " +
-    "cid or a malformed CAR is 400 invalid_car, nothing stored), its blocks are then " +
+    "cid or a malformed CAR is 400 invalid_car, nothing stored; more blocks than the " +
+    "tier's --sponsored-car-max-blocks or --car-max-blocks is 413 too_many_blocks, nothing " +
+    "stored), its blocks are then " +
     "served by /ipfs/{cid}, and the result names its roots.",
   auth: "optional",
   scope: "put",
@@ -73,7 +75,9 @@ export const uploadDoc: RouteDoc = {
       in: "header",
       description: "The file's name, URL-encoded UTF-8, at most 255 bytes decoded, no " +
         "control characters and no bidirectional text controls (U+061C, U+200E-U+200F, " +
-        "U+202A-U+202E, U+2066-U+2069); served back in Content-Disposition",
+        "U+202A-U+202E, U+2066-U+2069), no line or paragraph separators (U+2028, U+2029) " +
+        "and no zero-width characters (U+200B-U+200D, U+FEFF); served back in " +
+        "Content-Disposition",
       schema: stringSchema,
     },
   ],
@@ -91,6 +95,7 @@ export const uploadDoc: RouteDoc = {
     ...CONTENT_LENGTH_ERRORS,
     "invalid_content_type",
     ...STORED_BODY_ERRORS,
+    "too_many_blocks",
   ],
 };
 

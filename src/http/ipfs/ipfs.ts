@@ -12,13 +12,21 @@
  * A CAR answer is streamed as the DAG is walked: a block found missing below
  * the root cuts the stream short (the status was sent already), which the
  * specification asks clients to detect.
+ *
+ * A walk costs a lookup and a read per block, so it is bounded before the
+ * status is sent: its blocks are counted first (dag_walk.ts countDagBlocks:
+ * a read per node, raw leaves only counted), and a DAG of more than
+ * `maxWalkBlocks` is 413 too_many_blocks (HEAD counts too, so it answers as
+ * GET would); and a client address runs at most two walks at once (the count
+ * and the answer's stream), 429 rate_limited beyond.
  */
 import { CID } from "multiformats/cid";
 import { base36 } from "multiformats/bases/base36";
 import { ApiError } from "../../kernel/errors.ts";
 import type { BlockSource, LocatedBlock } from "../../ipfs/blocks.ts";
 import { carChunks } from "../../ipfs/car_write.ts";
-import { walkDag } from "../../ipfs/dag_walk.ts";
+import { countDagBlocks, walkDag } from "../../ipfs/dag_walk.ts";
+import { ClientSlots } from "../../limits/client_slots.ts";
 import { CAR_RESPONSE_TYPE, negotiate, RAW_BLOCK_TYPE } from "./negotiation.ts";
 import type { GatewayAnswer } from "./negotiation.ts";
 import { matchesEtag } from "../retrieval/conditional_answer.ts";
@@ -30,7 +38,17 @@ export const IPFS_PATH = "/ipfs/:cid";
 /** Immutable for a year less a bit, as the path gateway specification asks. */
 const IMMUTABLE = "public, max-age=29030400, immutable";
 
-export function createIpfsHandler(deps: { blocks: BlockSource }): Handler {
+/** CAR answers one client address may have walking at once. */
+export const WALKS_PER_CLIENT = 2;
+
+export interface IpfsHandlerDeps {
+  blocks: BlockSource;
+  /** Most blocks one CAR answer walks (--ipfs-max-walk-blocks); more is 413 too_many_blocks. */
+  maxWalkBlocks: number;
+}
+
+export function createIpfsHandler(deps: IpfsHandlerDeps): Handler {
+  const walks = new ClientSlots(WALKS_PER_CLIENT);
   return async (request, context) => {
     const cid = parseCid(context.params.cid);
     const answer = negotiate(context.url, request.headers.get("accept"));
@@ -52,18 +70,58 @@ export function createIpfsHandler(deps: { blocks: BlockSource }): Handler {
       context.logFields.bytesOut = located.length;
       return new Response(body, { status: 200, headers });
     }
-    return new Response(carBody(deps.blocks, cid, located, answer.scope), { status: 200, headers });
+    const release = walks.take(context.clientKey);
+    if (release === null) {
+      throw new ApiError(
+        "rate_limited",
+        `At most ${WALKS_PER_CLIENT} CAR answers per client address walk at once; try again ` +
+          "when one has ended",
+        { headers: { "retry-after": "1" } },
+      );
+    }
+    try {
+      const root = { cid, located };
+      const count = await countDagBlocks(deps.blocks, root, answer.scope, deps.maxWalkBlocks);
+      if (count > deps.maxWalkBlocks) throw tooManyBlocks(cid, deps.maxWalkBlocks);
+      if (request.method === "HEAD") {
+        release();
+        return new Response(null, { status: 200, headers });
+      }
+      const body = carBody(deps.blocks, root, answer.scope, release);
+      return new Response(body, { status: 200, headers });
+    } catch (error) {
+      release();
+      throw apiErrorOfStoreFailure(error);
+    }
   };
 }
 
-/** The CAR of the DAG under cid, as a stream that walks only as fast as it is read. */
+/**
+ * The CAR of the DAG under the root, as a stream that walks only as fast as
+ * it is read; its walk slot is given back when it ends or is cancelled.
+ */
 function carBody(
   blocks: BlockSource,
-  cid: CID,
-  located: LocatedBlock,
+  root: { cid: CID; located: LocatedBlock },
   scope: "block" | "entity" | "all",
+  release: () => void,
 ): ReadableStream<Uint8Array> {
-  return ReadableStream.from(carChunks(blocks, [cid], walkDag(blocks, { cid, located }, scope)));
+  async function* chunks() {
+    try {
+      yield* carChunks(blocks, [root.cid], walkDag(blocks, root, scope));
+    } finally {
+      release();
+    }
+  }
+  return ReadableStream.from(chunks());
+}
+
+function tooManyBlocks(cid: CID, max: number): ApiError {
+  return new ApiError(
+    "too_many_blocks",
+    `The DAG under ${cid} has more than ${max} blocks, more than one CAR answer walks ` +
+      "(--ipfs-max-walk-blocks); ask for its parts (dag-scope=block, or the cids below it)",
+  );
 }
 
 /** CIDv1 in base32 (b…) or base36 (k…), or CIDv0 (Qm…); 400 invalid_cid otherwise. */

@@ -203,5 +203,8 @@ function requestContextOf(
         logFields.caller = token ? (token.via === "cookie" ? "session" : "token") : "sponsored";
         return token ?? { kind: "sponsored", clientKey: clientKeyOfRequest() };
       }),
+    callerStillValid: async () => {
+      await options.authenticator.authenticate(request, url);
+    },
   };
 }

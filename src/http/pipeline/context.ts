@@ -17,6 +17,11 @@ export interface RequestContext {
   signal: AbortSignal;
   /** Resolves the caller once (token, or sponsored when no credentials were sent). */
   caller(): Promise<Caller>;
+  /**
+   * Checks the request's credentials again (a token revoked or expired since
+   * caller() is 401 now): before a commit that a long body kept waiting.
+   */
+  callerStillValid(): Promise<void>;
   /** A body that sends nothing for this long is abandoned with 408 request_timeout. */
   bodyIdleTimeoutMs: number;
   /** A body slower than this on average (after its grace) is abandoned with 408; null: none. */

@@ -7,7 +7,8 @@
  * cross piece boundaries (file_stream.ts opens only the pieces a range
  * touches). Any other stored cid answers exactly as /p/ does, so a client can
  * hand out /f/ links for everything. The bytes always come through the
- * service, never through nginx's offload: they span several files.
+ * service, never through nginx's offload: they span several files. A
+ * manifest is read and parsed once, then kept (manifest_cache.ts).
  */
 import type { PieceRecord } from "../../domain/catalog_records.ts";
 import type { Logger } from "../../kernel/log.ts";
@@ -26,6 +27,7 @@ import { contentDisposition } from "./content_disposition.ts";
 import { fileStream, openPart, partsOf } from "./file_stream.ts";
 import { answerPieceRoute, cidParam } from "./pieces.ts";
 import { findServablePiece, wholePiece } from "./stored_piece.ts";
+import type { ManifestCache } from "./manifest_cache.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
 
 export const FILE_PATH = "/f/:cid";
@@ -34,6 +36,7 @@ export async function answerFileRoute(
   request: Request,
   context: RequestContext,
   deps: RetrievalDeps,
+  manifests: ManifestCache,
 ): Promise<Response> {
   const cid = cidParam(context);
   const cached = deps.cache.get(cid);
@@ -45,7 +48,7 @@ export async function answerFileRoute(
   }
   const piece = await findServablePiece(deps, cid);
   const manifest = isManifestType(piece.contentType)
-    ? await manifestOf(deps, piece, cached?.bytes)
+    ? await manifests.get(piece, () => manifestOf(deps, piece, cached?.bytes))
     : null;
   if (manifest === null) {
     return await answerPieceRoute(request, context, deps, { cid, offload: false, piece });

@@ -9,6 +9,7 @@
  */
 import type { Handler } from "../pipeline/router.ts";
 import { answerFileRoute } from "./files.ts";
+import { ManifestCache } from "./manifest_cache.ts";
 import { answerPieceGateway } from "./piece_gateway.ts";
 import { answerPieceRoute, cidParam, fastPathOf } from "./pieces.ts";
 import { answerPieceStatus } from "./piece_status.ts";
@@ -44,13 +45,17 @@ export interface Retrieval {
 }
 
 export function createRetrieval(deps: RetrievalDeps): Retrieval {
+  const manifests = new ManifestCache();
   return {
     pieces: (request, context) =>
       answerPieceRoute(request, context, deps, { cid: cidParam(context), offload: true }),
-    files: (request, context) => answerFileRoute(request, context, deps),
+    files: (request, context) => answerFileRoute(request, context, deps, manifests),
     pieceGateway: (request, context) => answerPieceGateway(request, context, deps),
     status: (_request, context) => answerPieceStatus(context, deps),
     fastPath: fastPathOf(deps),
-    distrust: (cid) => deps.cache.delete(cid.toLowerCase()),
+    distrust: (cid) => {
+      deps.cache.delete(cid.toLowerCase());
+      manifests.forget(cid.toLowerCase());
+    },
   };
 }

@@ -110,7 +110,21 @@ async function create(deps: TusDeps, request: Request, context: RequestContext) 
     clientKey: context.clientKey,
     logFields: context.logFields,
   });
-  const upload = await deps.resumable.create(ticket, metadata.raw).catch(rethrowAsApiError);
+  const upload = await deps.resumable.create(ticket, metadata.raw).catch((error) => {
+    const refusal = tusApiError(error);
+    if (!(refusal instanceof ApiError) || refusal.code !== "too_many_uploads") throw refusal;
+    // A 429 says where the daily cap stands, as every 429 of an upload does (its bytes went back).
+    const remainingBytes = Math.min(
+      ticket.capReserved.capBytes,
+      ticket.capReserved.remainingBytes + ticket.size,
+    );
+    throw new ApiError(refusal.code, refusal.message, {
+      headers: {
+        ...refusal.headers,
+        ...rateLimitHeaders({ ...ticket.capReserved, remainingBytes }),
+      },
+    });
+  });
   const subject = ticket.policy.usageSubject;
   const headers = {
     location: `${deps.baseUrl}${TUS_PATH}/${upload.id}`,
@@ -178,6 +192,7 @@ async function append(
       declaredBytes: declared,
       body: request.body ?? ReadableStream.from([]),
       signal: context.signal,
+      callerStillValid: () => context.callerStillValid(),
       idleTimeoutMs: context.bodyIdleTimeoutMs,
       minRate: context.bodyMinRate,
     });
@@ -267,11 +282,13 @@ function rethrowAsApiError(error: unknown): never {
 
 /**
  * The API error for the resumable domain's failures and the store's. Every
- * invalid_car ends the upload and closes the connection: a PATCH's body may
- * be left unread where the bad block was.
+ * invalid_car (and too_many_blocks) ends the upload and closes the
+ * connection: a PATCH's body may be left unread where the bad block was.
  */
 function tusApiError(error: unknown): unknown {
-  if (error instanceof ApiError && error.code === "invalid_car") {
+  if (
+    error instanceof ApiError && (error.code === "invalid_car" || error.code === "too_many_blocks")
+  ) {
     return new ApiError(error.code, error.message, {
       headers: { ...error.headers, connection: "close" },
       cause: error.cause,
@@ -289,6 +306,10 @@ function tusApiError(error: unknown): unknown {
       return new ApiError("upload_locked", error.message, { headers: { "retry-after": "1" } });
     case "too_long":
       return new ApiError("too_large", error.message);
+    case "over_cap":
+      return new ApiError("rate_limited", error.message, { headers: { "retry-after": "60" } });
+    case "too_many":
+      return new ApiError("too_many_uploads", error.message, { headers: { "retry-after": "60" } });
   }
 }
 

@@ -1,6 +1,6 @@
 /** Declared-codes scenarios (see scenario.ts) of the trustless gateway: GET and HEAD /ipfs/{cid}. */
 import { assertEquals } from "../../helpers/assert.ts";
-import { rawBlock } from "../../helpers/ipfs.ts";
+import { CAR_TYPE, linkedCar, rawBlock } from "../../helpers/ipfs.ts";
 import type { Probe } from "../openapi_probe.ts";
 import { wrongMethod } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
@@ -59,6 +59,20 @@ function scenariosOf(method: "GET" | "HEAD"): Scenario[] {
       code: code("not_found"),
     },
     {
+      name: "a CAR of a DAG of more blocks than --ipfs-max-walk-blocks",
+      args: ["--ipfs-max-walk-blocks", "2"],
+      send: async (p) => {
+        const { root, car } = await linkedCar(2);
+        const stored = await p.upload("bafkwalkscenario", car, {
+          headers: { "content-type": CAR_TYPE },
+        });
+        assertEquals(stored.status, 200, stored.body);
+        return p.send(method, `/ipfs/${root}?format=car`);
+      },
+      status: 413,
+      code: code("too_many_blocks"),
+    },
+    {
       name: "an Accept of other types only",
       send: (p) => p.send(method, `/ipfs/${MISSING}`, { headers: { accept: "text/html" } }),
       status: 406,
@@ -72,4 +86,10 @@ export const scenarios: Record<string, Scenario[]> = {
   headIpfs: scenariosOf("HEAD"),
 };
 
-export const outOfReach: OutOfReach = {};
+const TWO_WALKS = "needs two CAR answers of one address held open unread; provoked by " +
+  "tests/ipfs/block_bounds_test.ts";
+
+export const outOfReach: OutOfReach = {
+  getIpfs: { "429 rate_limited": TWO_WALKS },
+  headIpfs: { "429 rate_limited": TWO_WALKS },
+};

@@ -22,6 +22,7 @@ import {
   wrongMethod,
 } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
+import { CAR_TYPE, linkedCar } from "../../helpers/ipfs.ts";
 
 const TUS = { "tus-resumable": "1.0.0" };
 const OFFSET_BODY = "application/offset+octet-stream";
@@ -152,11 +153,34 @@ export const scenarios: Record<string, Scenario[]> = {
       code: "cid_mismatch",
     },
     {
+      name: "the whole file as a CAR of more blocks than the tier's block cap",
+      args: ["--sponsored-car-max-blocks", "2"],
+      send: async (p) => {
+        const { car } = await linkedCar(2);
+        return create(p, creation(car.length, { filetype: CAR_TYPE }), {
+          headers: { "content-type": OFFSET_BODY },
+          body: car,
+        });
+      },
+      status: 413,
+      code: "too_many_blocks",
+    },
+    {
       name: "a length over the per-file cap",
       args: ["--sponsored-max-file-size", "1KiB"],
       send: (p) => create(p, creation(1025)),
       status: 413,
       code: "too_large",
+    },
+    {
+      name: "past the unfinished uploads one address may hold",
+      args: ["--sponsored-tus-max-open", "1"],
+      send: async (p) => {
+        await created(p, 10);
+        return create(p, creation(10));
+      },
+      status: 429,
+      code: "too_many_uploads",
     },
     {
       name: "a length past the sponsored daily cap",
@@ -357,6 +381,20 @@ export const scenarios: Record<string, Scenario[]> = {
       },
       status: 400,
       code: "manifest_incomplete",
+    },
+    {
+      name: "bytes of a CAR of more blocks than the tier's block cap",
+      args: ["--sponsored-car-max-blocks", "2"],
+      send: async (p) => {
+        const { car } = await linkedCar(2);
+        const answer = await create(p, creation(car.length, { filetype: CAR_TYPE }));
+        return p.send("PATCH", new URL(answer.headers.get("location")!).pathname, {
+          headers: { ...TUS, "content-type": OFFSET_BODY, "upload-offset": "0" },
+          body: car,
+        });
+      },
+      status: 413,
+      code: "too_many_blocks",
     },
     {
       name: "bytes of a CAR that is not one",

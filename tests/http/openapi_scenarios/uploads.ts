@@ -18,6 +18,7 @@ import {
   wrongMethod,
 } from "./scenario.ts";
 import type { OutOfReach, Scenario } from "./scenario.ts";
+import { CAR_TYPE, linkedCar } from "../../helpers/ipfs.ts";
 
 /** The real PieceCIDv2 of `bytes`, computed by the server. */
 async function pieceCidOf(p: Probe, bytes: string): Promise<string> {
@@ -154,6 +155,14 @@ export const scenarios: Record<string, Scenario[]> = {
         }),
       status: 400,
       code: "invalid_car",
+    },
+    {
+      name: "a CAR of more blocks than the tier's block cap",
+      args: ["--sponsored-car-max-blocks", "2"],
+      send: async (p) =>
+        p.upload(CID, (await linkedCar(2)).car, { headers: { "content-type": CAR_TYPE } }),
+      status: 413,
+      code: "too_many_blocks",
     },
     {
       name: "a file over the per-file cap",

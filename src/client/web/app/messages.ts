@@ -68,10 +68,16 @@ export const ERROR_SENTENCES: Readonly<Record<string, string>> = {
   too_large:
     "This is larger than the server accepts in one go: a token raises the limit, and the storage " +
     "command line splits a larger file into pieces.",
+  too_many_blocks:
+    "This holds more blocks than the server takes in one CAR or sends in one answer: split " +
+    "it into smaller CARs, or fetch its parts one by one.",
   range_not_satisfiable: "The part of the file asked for lies past its end.",
   rate_limited:
     "Too many requests from your network address, or today's allowance for it is used up.",
   quota_exceeded: "Your daily upload quota is used up.",
+  too_many_uploads:
+    "Too many unfinished uploads are open for you already. Let one finish, or cancel one, and " +
+    "try again.",
   internal_error: "Something went wrong on the server. Please try again later.",
   stage_failed: "The server could not write the file to its storage. Please try again later.",
   storage_offline: "The server's storage is unavailable right now. Please try again shortly.",

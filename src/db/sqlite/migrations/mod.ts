@@ -17,6 +17,8 @@ import { sql as lifecycle } from "./0010_lifecycle.ts";
 import { sql as resumableUploads } from "./0011_resumable_uploads.ts";
 import { sql as pieceCids } from "./0012_piece_cids.ts";
 import { sql as handoff } from "./0013_handoff.ts";
+import { sql as blocksBeforePieces } from "./0014_blocks_before_pieces.ts";
+import { sql as openUploadsBySubject } from "./0015_open_uploads_by_subject.ts";
 import { sql as sessions } from "./0016_sessions.ts";
 import { sql as uploadLinks } from "./0017_upload_links.ts";
 
@@ -46,7 +48,8 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: "resumable_uploads", sql: resumableUploads },
   { version: 12, name: "piece_cids", sql: pieceCids },
   { version: 13, name: "handoff", sql: handoff },
-  // 14 and 15 are reserved for the holding-up pass (issue 33); the runner takes gaps.
+  { version: 14, name: "blocks_before_pieces", sql: blocksBeforePieces },
+  { version: 15, name: "open_uploads_by_subject", sql: openUploadsBySubject },
   { version: 16, name: "sessions", sql: sessions },
   { version: 17, name: "upload_links", sql: uploadLinks },
 ];

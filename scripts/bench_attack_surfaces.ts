@@ -1,0 +1,549 @@
+/**
+ * Bench: the second release's surfaces attacked as an anonymous client would
+ * (decisions: "Holding up, second pass"), one attack at a time, each on a
+ * fresh server, with a well-behaved client on another address beside it:
+ *
+ *   slowReaders  every connection slot (--max-connections 40, 10 per address)
+ *                held by GETs of a 20 MiB piece from 4 addresses that never
+ *                read their answers (re-sent whenever the server closes one);
+ *   carBlocks    a CAR of a million tiny blocks uploaded with a token (the
+ *                sponsored tier refuses it past 100,000 blocks, also tried),
+ *                and four concurrent walks of it (/ipfs/ CAR answers) in a loop;
+ *   manifests    48 concurrent HEADs of /f/ of the largest manifest allowed
+ *                (100,000 entries, 8.6 MB), in a loop;
+ *   tusFlood     creations of 1-byte resumable uploads as fast as 10
+ *                addresses can send them.
+ *
+ * The client uploads 64 KiB files and reads each back (scripts/bench_attack.ts
+ * clientLoop), first with no attack, then under it. A probe on a third
+ * address asks /healthz every 25 ms: its longest answer is the bound on how
+ * long the event loop stalled (the service has no gauge of its own). Also
+ * sampled: the server's RSS and open descriptors. Reported per attack.
+ *
+ *   deno run -A scripts/bench_attack_surfaces.ts [--seconds 15] [--only slowReaders,tusFlood]
+ *
+ * Talks only to 127.0.0.1 (from 127.0.0.2-127.0.0.250), bounded in time and
+ * count, and stops only what it started, by PID.
+ */
+import * as net from "node:net";
+import { createHash } from "node:crypto";
+import { CID } from "multiformats/cid";
+import * as raw from "multiformats/codecs/raw";
+import * as dagCbor from "@ipld/dag-cbor";
+import { create as createDigest } from "multiformats/hashes/digest";
+import { rssBytes, spawnServer, streamUpload } from "./lib/spawn_server.ts";
+import type { SpawnedServer } from "./lib/spawn_server.ts";
+import { alive, clientLoop, openFds } from "./bench_attack.ts";
+import type { ClientFigures } from "./bench_attack.ts";
+import { summarize } from "./bench_piece_cid.ts";
+import type { Summary } from "./bench_piece_cid.ts";
+import { MIB } from "../src/kernel/units.ts";
+import { pieceCid } from "../src/client/sdk/piece_cid.ts";
+import { MANIFEST_CONTENT_TYPE, serializeManifest } from "../src/kernel/manifest_format.ts";
+import { carHeader } from "../src/ipfs/car_write.ts";
+import { varint } from "multiformats";
+
+export type SurfaceAttack = "slowReaders" | "carBlocks" | "manifests" | "tusFlood";
+export const SURFACE_ATTACKS: readonly SurfaceAttack[] = [
+  "slowReaders",
+  "carBlocks",
+  "manifests",
+  "tusFlood",
+];
+
+const PROBE_ADDRESS = "127.0.0.249";
+const PROBE_INTERVAL_MS = 25;
+
+export interface ProbeFigures {
+  /** /healthz answers asked for and those that came (200 or 503) within 10 s. */
+  asked: number;
+  answered: number;
+  latencyMs: { median: number; p99: number; max: number };
+}
+
+export interface SurfaceResult {
+  attack: SurfaceAttack;
+  serverArgs: string[];
+  noAttack: { client: ClientFigures; probe: ProbeFigures };
+  underAttack: { client: ClientFigures; probe: ProbeFigures };
+  serverRssMiB: Summary;
+  serverOpenFds: Summary;
+  serverAlive: boolean;
+  /** What the attacker got: answers by status, and what the attack left behind. */
+  attacker: Record<string, number | string>;
+}
+
+function round1(n: number): number {
+  return Math.round(n * 10) / 10;
+}
+
+function quantiles(values: number[]) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) => sorted.length === 0 ? NaN : sorted[Math.floor(q * (sorted.length - 1))];
+  return { median: round1(at(0.5)), p99: round1(at(0.99)), max: round1(at(1)) };
+}
+
+/** Asks /healthz every PROBE_INTERVAL_MS until stopped: how long each answer took. */
+function startProbe(url: string): { stop(): Promise<ProbeFigures> } {
+  const client = Deno.createHttpClient({ localAddress: PROBE_ADDRESS });
+  const latencies: number[] = [];
+  let asked = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      asked++;
+      const started = performance.now();
+      try {
+        const response = await fetch(`${url}/healthz`, {
+          client,
+          signal: AbortSignal.timeout(10_000),
+        });
+        await response.body?.cancel();
+        if (response.status === 200 || response.status === 503) {
+          latencies.push(performance.now() - started);
+        }
+      } catch {
+        // Counted as asked, not answered.
+      }
+      await new Promise((resolve) => setTimeout(resolve, PROBE_INTERVAL_MS));
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      client.close();
+      return { asked, answered: latencies.length, latencyMs: quantiles(latencies) };
+    },
+  };
+}
+
+/** The client's loop with the probe beside it. */
+async function measured(url: string, seconds: number, tag: string) {
+  const probe = startProbe(url);
+  const client = await clientLoop(url, seconds, tag);
+  return { client, probe: await probe.stop() };
+}
+
+/** An attacker's loop from one address, until stopped; each turn one request. */
+class Attacker {
+  readonly statuses: Record<string, number> = {};
+  #running = true;
+  readonly #done: Promise<void>;
+
+  constructor(from: string, turn: (client: Deno.HttpClient) => Promise<number>) {
+    const client = Deno.createHttpClient({ localAddress: from });
+    this.#done = (async () => {
+      while (this.#running) {
+        let key: string;
+        try {
+          key = String(await turn(client));
+        } catch (error) {
+          key = error instanceof Error ? error.name : "error";
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        this.statuses[key] = (this.statuses[key] ?? 0) + 1;
+      }
+      client.close();
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false;
+    await this.#done;
+  }
+}
+
+/** A GET whose answer is never read past its first bytes, sent again whenever the server closes it. */
+class UnreadGet {
+  connects = 0;
+  closedByServer = 0;
+  #socket: net.Socket | null = null;
+  #stopped = false;
+  readonly #done: Promise<void>;
+
+  constructor(port: number, from: string, path: string) {
+    this.#done = (async () => {
+      while (!this.#stopped) {
+        await new Promise<void>((resolve) => {
+          const socket = net.connect({ host: "127.0.0.1", port, localAddress: from });
+          this.#socket = socket;
+          socket.on("connect", () => {
+            this.connects++;
+            socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+          });
+          socket.once("data", () => socket.pause());
+          socket.on("error", () => {});
+          socket.on("close", () => {
+            if (!this.#stopped) this.closedByServer++;
+            resolve();
+          });
+        });
+        if (!this.#stopped) await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#socket?.destroy();
+    await this.#done;
+  }
+}
+
+function addresses(first: number, count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `127.0.0.${first + i}`);
+}
+
+async function tokenOf(url: string): Promise<string> {
+  const response = await fetch(`${url}/api/auth/signup`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email: "bench@example.org", label: "bench" }),
+  });
+  if (response.status !== 201) throw new Error(`signup: ${response.status}`);
+  return (await response.json()).token;
+}
+
+/**
+ * A CAR of `leaves` raw blocks of `leafBytes` (8 by default: the attack's
+ * tiny blocks) under a two-level DAG of dag-cbor nodes (1,000 links each).
+ */
+export function blockCar(
+  leaves: number,
+  leafBytes = 8,
+): { root: CID; car: Uint8Array<ArrayBuffer> } {
+  const chunks: Uint8Array[] = [];
+  const section = (cid: CID, bytes: Uint8Array) => {
+    const length = cid.bytes.length + bytes.length;
+    chunks.push(varint.encodeTo(length, new Uint8Array(varint.encodingLength(length))));
+    chunks.push(cid.bytes, bytes);
+  };
+  const sha256 = (bytes: Uint8Array) =>
+    createDigest(0x12, new Uint8Array(createHash("sha256").update(bytes).digest()));
+  const nodes: CID[] = [];
+  let links: CID[] = [];
+  const flush = () => {
+    const bytes = dagCbor.encode({ links });
+    const cid = CID.createV1(dagCbor.code, sha256(bytes));
+    section(cid, bytes);
+    nodes.push(cid);
+    links = [];
+  };
+  for (let i = 0; i < leaves; i++) {
+    const bytes = new Uint8Array(leafBytes);
+    new DataView(bytes.buffer).setFloat64(0, i);
+    const cid = CID.createV1(raw.code, sha256(bytes));
+    section(cid, bytes);
+    links.push(cid);
+    if (links.length === 1000) flush();
+  }
+  if (links.length > 0) flush();
+  links = nodes;
+  const rootBytes = dagCbor.encode({ links });
+  const root = CID.createV1(dagCbor.code, sha256(rootBytes));
+  section(root, rootBytes);
+  const header = carHeader([root]);
+  const total = header.length + chunks.reduce((n, c) => n + c.length, 0);
+  const car = new Uint8Array(total);
+  car.set(header);
+  let offset = header.length;
+  for (const chunk of chunks) {
+    car.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return { root, car };
+}
+
+async function upload(
+  url: string,
+  cid: string,
+  body: Uint8Array<ArrayBuffer>,
+  headers: Record<string, string>,
+): Promise<{ status: number; ms: number; text: string }> {
+  const started = performance.now();
+  const response = await fetch(`${url}/api/upload?cid=${cid}`, { method: "POST", headers, body });
+  return { status: response.status, text: await response.text(), ms: performance.now() - started };
+}
+
+/** Sets up an attack on a running server; its start and stop. */
+interface AttackRun {
+  serverArgs: string[];
+  prepare(service: SpawnedServer): Promise<void>;
+  start(service: SpawnedServer): void;
+  stop(): Promise<Record<string, number | string>>;
+}
+
+function attackOf(kind: SurfaceAttack, dataDir: string): AttackRun {
+  switch (kind) {
+    case "slowReaders":
+      return slowReaders();
+    case "carBlocks":
+      return carBlocks();
+    case "manifests":
+      return manifests();
+    case "tusFlood":
+      return tusFlood(dataDir);
+  }
+}
+
+function slowReaders(): AttackRun {
+  const readers: UnreadGet[] = [];
+  return {
+    serverArgs: ["--max-connections", "40", "--max-connections-per-client", "10"],
+    async prepare(service) {
+      await streamUpload({
+        url: service.url,
+        cid: "bafkbenchslowread",
+        size: 20 * MIB,
+        chunk: new Uint8Array(MIB).fill(7),
+      });
+    },
+    start(service) {
+      const port = Number(new URL(service.url).port);
+      for (const from of addresses(10, 4)) {
+        for (let i = 0; i < 10; i++) {
+          readers.push(new UnreadGet(port, from, "/p/bafkbenchslowread"));
+        }
+      }
+    },
+    async stop() {
+      await Promise.all(readers.map((r) => r.stop()));
+      return {
+        unreadGets: readers.length,
+        connects: readers.reduce((n, r) => n + r.connects, 0),
+        closedByServer: readers.reduce((n, r) => n + r.closedByServer, 0),
+      };
+    },
+  };
+}
+
+function carBlocks(): AttackRun {
+  const attackers: Attacker[] = [];
+  let root = "";
+  let car: Uint8Array<ArrayBuffer> = new Uint8Array(0);
+  const figures: Record<string, number | string> = {};
+  let uploads: Promise<void> = Promise.resolve();
+  return {
+    serverArgs: [],
+    async prepare(service) {
+      const built = blockCar(999_000);
+      root = built.root.toString();
+      car = built.car;
+      figures.carBytes = car.length;
+      const token = await tokenOf(service.url);
+      // The first token CAR is indexed before the attack: its walks are the attack.
+      const first = await upload(service.url, "bafkbenchmillion1", car, {
+        "content-type": "application/vnd.ipld.car",
+        authorization: `Bearer ${token}`,
+      });
+      figures.tokenUploadStatus = first.status;
+      figures.tokenUploadSeconds = round1(first.ms / 1000);
+      figures.token = token;
+    },
+    start(service) {
+      // Four walks at once from two addresses (two each, the most one address may run).
+      for (const from of addresses(20, 2)) {
+        for (let i = 0; i < 2; i++) {
+          attackers.push(
+            new Attacker(from, async (client) => {
+              const response = await fetch(`${service.url}/ipfs/${root}?format=car`, { client });
+              await response.body?.cancel();
+              return response.status;
+            }),
+          );
+        }
+      }
+      // Meanwhile: the same CAR sponsored (refused past 100,000 blocks), and again with the token.
+      uploads = (async () => {
+        const sponsored = await upload(service.url, "bafkbenchmillion2", car, {
+          "content-type": "application/vnd.ipld.car",
+        });
+        figures.sponsoredUploadStatus = sponsored.status;
+        figures.sponsoredUploadSeconds = round1(sponsored.ms / 1000);
+        const again = await upload(service.url, "bafkbenchmillion3", car, {
+          "content-type": "application/vnd.ipld.car",
+          authorization: `Bearer ${figures.token}`,
+        });
+        figures.tokenUploadDuringAttackStatus = again.status;
+        figures.tokenUploadDuringAttackSeconds = round1(again.ms / 1000);
+      })();
+    },
+    async stop() {
+      await Promise.all(attackers.map((a) => a.stop()));
+      await uploads;
+      delete figures.token;
+      const walks: Record<string, number> = {};
+      for (const a of attackers) {
+        for (const [k, v] of Object.entries(a.statuses)) walks[k] = (walks[k] ?? 0) + v;
+      }
+      return { ...figures, walks: JSON.stringify(walks) };
+    },
+  };
+}
+
+function manifests(): AttackRun {
+  const attackers: Attacker[] = [];
+  let manifestCid = "";
+  const figures: Record<string, number | string> = {};
+  return {
+    serverArgs: [],
+    async prepare(service) {
+      const part = new Uint8Array(200).fill(1);
+      const { cid: partCid } = await pieceCid(part);
+      const stored = await upload(service.url, partCid, part, {
+        "content-type": "application/octet-stream",
+      });
+      if (stored.status !== 200) throw new Error(`part: ${stored.text}`);
+      const manifest = serializeManifest({
+        format: "storage-manifest",
+        version: 1,
+        name: "largest.bin",
+        contentType: "application/octet-stream",
+        size: 200 * 100_000,
+        sha256: "0".repeat(64),
+        pieces: Array.from({ length: 100_000 }, () => ({ cid: partCid, size: 200 })),
+      });
+      manifestCid = "bafkbenchlargestmanifest";
+      const answer = await upload(service.url, manifestCid, manifest, {
+        "content-type": MANIFEST_CONTENT_TYPE,
+      });
+      if (answer.status !== 200) throw new Error(`manifest: ${answer.text}`);
+      figures.manifestBytes = manifest.length;
+    },
+    start(service) {
+      for (const from of addresses(30, 6)) {
+        for (let i = 0; i < 8; i++) {
+          attackers.push(
+            new Attacker(from, async (client) => {
+              const response = await fetch(`${service.url}/f/${manifestCid}`, {
+                method: "HEAD",
+                client,
+              });
+              await response.body?.cancel();
+              return response.status;
+            }),
+          );
+        }
+      }
+    },
+    async stop() {
+      await Promise.all(attackers.map((a) => a.stop()));
+      const heads: Record<string, number> = {};
+      for (const a of attackers) {
+        for (const [k, v] of Object.entries(a.statuses)) heads[k] = (heads[k] ?? 0) + v;
+      }
+      return { ...figures, concurrentHeads: attackers.length, heads: JSON.stringify(heads) };
+    },
+  };
+}
+
+function tusFlood(dataDir: string): AttackRun {
+  const attackers: Attacker[] = [];
+  return {
+    serverArgs: [],
+    prepare: () => Promise.resolve(),
+    start(s) {
+      let n = 0;
+      for (const from of addresses(40, 10)) {
+        attackers.push(
+          new Attacker(from, async (client) => {
+            const cid = `bafkbenchtusflood${n++}`;
+            const response = await fetch(`${s.url}/api/tus`, {
+              method: "POST",
+              client,
+              headers: {
+                "tus-resumable": "1.0.0",
+                "upload-length": "1",
+                "upload-metadata": `cid ${btoa(cid)},filetype ${btoa("text/plain")}`,
+              },
+            });
+            await response.body?.cancel();
+            return response.status;
+          }),
+        );
+      }
+    },
+    async stop() {
+      await Promise.all(attackers.map((a) => a.stop()));
+      const creations: Record<string, number> = {};
+      for (const a of attackers) {
+        for (const [k, v] of Object.entries(a.statuses)) creations[k] = (creations[k] ?? 0) + v;
+      }
+      const partials = await countPartials(dataDir);
+      return { creations: JSON.stringify(creations), unfinishedUploadFilesLeft: partials };
+    },
+  };
+}
+
+/** Files of unfinished uploads in the server's data directory. */
+async function countPartials(dataDir: string): Promise<number> {
+  const dir = `${dataDir}/pieces/partial`;
+  let count = 0;
+  try {
+    for await (const _ of Deno.readDir(dir)) count++;
+  } catch {
+    return 0;
+  }
+  return count;
+}
+
+export async function benchAttackSurface(
+  kind: SurfaceAttack,
+  options: { seconds: number; dir: string },
+): Promise<SurfaceResult> {
+  const attack = attackOf(kind, options.dir);
+  const serverArgs = ["--sponsored-daily-cap", "100GiB", ...attack.serverArgs];
+  await using service = await spawnServer(options.dir, serverArgs);
+  await attack.prepare(service);
+  const noAttack = await measured(service.url, options.seconds, `${kind}calm`);
+  const samples = { rss: [] as number[], fds: [] as number[] };
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      samples.rss.push(((await rssBytes(service.process.pid)) ?? 0) / MIB);
+      samples.fds.push(await openFds(service.process.pid));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  })();
+  let underAttack: SurfaceResult["underAttack"];
+  let attacker: Record<string, number | string>;
+  try {
+    attack.start(service);
+    await new Promise((resolve) => setTimeout(resolve, 2000)); // the attack is in place
+    underAttack = await measured(service.url, options.seconds, `${kind}storm`);
+  } finally {
+    attacker = await attack.stop();
+    sampling = false;
+    await sampler;
+  }
+  return {
+    attack: kind,
+    serverArgs,
+    noAttack,
+    underAttack,
+    serverRssMiB: summarize(samples.rss.map(round1)),
+    serverOpenFds: summarize(samples.fds),
+    serverAlive: await alive(service),
+    attacker,
+  };
+}
+
+if (import.meta.main) {
+  const at = (name: string) => Deno.args.indexOf(`--${name}`);
+  const seconds = at("seconds") === -1 ? 15 : Number(Deno.args[at("seconds") + 1]);
+  const only = at("only") === -1
+    ? SURFACE_ATTACKS
+    : Deno.args[at("only") + 1].split(",") as SurfaceAttack[];
+  const results: SurfaceResult[] = [];
+  for (const kind of only) {
+    const dir = await Deno.makeTempDir({ prefix: `bench-surface-${kind}-` });
+    try {
+      results.push(await benchAttackSurface(kind, { seconds, dir }));
+      console.error(JSON.stringify(results.at(-1)));
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  }
+  console.log(JSON.stringify(results, null, 2));
+}
