@@ -53,7 +53,7 @@ export async function startPulls(ctx: StepContext, dataSet: HandoffDataSet): Pro
   }
 }
 
-export async function pollPulls(ctx: StepContext, _dataSet: HandoffDataSet): Promise<void> {
+export async function pollPulls(ctx: StepContext): Promise<void> {
   for (const call of await ctx.o.records.openCalls("pull")) {
     await sendPull(ctx, call, JSON.parse(call.body) as PullBody);
   }

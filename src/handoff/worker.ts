@@ -187,7 +187,7 @@ export class HandoffWorker implements StepContext {
     this.#dataSetId = dataSet?.dataSetId ?? null;
     if (dataSet === null || signal.aborted) return;
     const listing = new DataSetListing(this.o.provider, dataSet.dataSetId!);
-    await pollPulls(this, dataSet);
+    await pollPulls(this);
     if (!signal.aborted) await startPulls(this, dataSet);
     if (!signal.aborted) await pollAdds(this, dataSet, listing);
     if (!signal.aborted) await startAdds(this, dataSet);

@@ -25,6 +25,31 @@ async function revoke(server: TestServer, token: string): Promise<void> {
   assertEquals(answer.status, 200);
 }
 
+/**
+ * Once the held request's body is being read (its memory booked: the caller
+ * was checked at the start), revokes the token, sends the rest, and expects
+ * 401 revoked_token.
+ */
+async function revokeWhileSending(
+  server: TestServer,
+  token: string,
+  held: Awaited<ReturnType<typeof holdUpload>>,
+): Promise<void> {
+  try {
+    await eventually(
+      () => server.server.services.admission.pinnedBytes > 0,
+      "the body admitted",
+    );
+    await revoke(server, token);
+    await held.send(FILE.slice(1024));
+    const answer = await held.response;
+    assertEquals(answer?.status, 401);
+    assertEquals(JSON.parse(answer!.body).error, "revoked_token");
+  } finally {
+    held.close();
+  }
+}
+
 /** Bytes the user counted today, read with a fresh token of theirs (the upload's was revoked). */
 async function usedToday(server: TestServer): Promise<number> {
   const { token: other } = await signup(server, { email: "dev@example.org", label: "second" });
@@ -44,20 +69,7 @@ Deno.test("revoked mid-upload: POST /api/upload whose token is revoked while its
     headers: [`Authorization: Bearer ${token}`],
     first: FILE.slice(0, 1024),
   });
-  try {
-    // The body is being read (its memory booked): the caller was checked at the start.
-    await eventually(
-      () => server.server.services.admission.pinnedBytes > 0,
-      "the body admitted",
-    );
-    await revoke(server, token);
-    await held.send(FILE.slice(1024));
-    const answer = await held.response;
-    assertEquals(answer?.status, 401);
-    assertEquals(JSON.parse(answer!.body).error, "revoked_token");
-  } finally {
-    held.close();
-  }
+  await revokeWhileSending(server, token, held);
   assertEquals(await server.server.metadata.catalog.getPiece("bafkrevokedmid01"), null);
   assertEquals(await usedToday(server), 0);
 });
@@ -80,20 +92,7 @@ Deno.test("revoked mid-upload: the tus PATCH with the last byte, its token revok
     headers: ["Tus-Resumable: 1.0.0", "Upload-Offset: 0", `Authorization: Bearer ${token}`],
     first: FILE.slice(0, 1024),
   });
-  try {
-    // The body is being read (its memory booked): the caller was checked at the start.
-    await eventually(
-      () => server.server.services.admission.pinnedBytes > 0,
-      "the body admitted",
-    );
-    await revoke(server, token);
-    await held.send(FILE.slice(1024));
-    const answer = await held.response;
-    assertEquals(answer?.status, 401);
-    assertEquals(JSON.parse(answer!.body).error, "revoked_token");
-  } finally {
-    held.close();
-  }
+  await revokeWhileSending(server, token, held);
   assertEquals(await server.server.metadata.catalog.getPiece("bafkrevokedmid02"), null);
   assertEquals(await server.server.services.ledger.reservedTotal(), 0);
   assertEquals(await usedToday(server), 0);
