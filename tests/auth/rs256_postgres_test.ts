@@ -3,7 +3,8 @@
  * third party would (jose's createRemoteJWKSet and jwtVerify against each
  * instance's /.well-known/jwks.json): two instances on one PostgreSQL
  * database sign with the same key and verify each other's tokens; a
- * `rotate-key --database` is published by both at once, the old kid kept;
+ * `rotate-key --database` is published by both at once, the old kid kept
+ * (and `token mint --database` signs as they do);
  * `migrate` carries a data directory's RSA keys into the database, so its
  * tokens keep working there; `backup` writes the database's keys into the
  * standalone copy, so they keep working there too.
@@ -51,6 +52,21 @@ Deno.test({
         assertEquals(await verifyAt(server, token), kid);
       }
     }
+    // The operator's `token mint --database` signs with the same key.
+    const minted = await runMain(
+      [
+        ..."token mint --email ops@example.org --label ci".split(" "),
+        ...["--database", database.url, ...RS256],
+      ],
+      { flags: NETWORK },
+    );
+    assertEquals(minted.code, 0, minted.stderr);
+    const mintedToken = JSON.parse(minted.stdout).token;
+    assertEquals(decodeToken(mintedToken).header.kid, kid);
+    assertEquals([await tokenStatus(a, mintedToken), await tokenStatus(b, mintedToken)], [
+      "ok",
+      "ok",
+    ]);
     // The private half stays in the database, not in either data directory.
     for (const server of [a, b]) {
       assertOk(!await Deno.stat(`${server.dataDir}/rsa-keys.json`).then(() => true, () => false));
