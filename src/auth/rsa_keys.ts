@@ -47,7 +47,10 @@ async function newStoredKey(nowMs: number): Promise<StoredRsaKey> {
 function checkKeys(keys: StoredRsaKey[] | null, where: string): StoredRsaKey[] {
   const bits = (key: StoredRsaKey) =>
     typeof key?.publicJwk?.n === "string" ? key.publicJwk.n.length * 6 : 0;
-  if (keys === null || keys.length === 0 || keys[0].privateJwk === undefined) {
+  if (keys === null || keys.length === 0) {
+    throw new KeyFileError(`Cannot use the RSA keys in ${where}: there are none`);
+  }
+  if (keys[0].privateJwk === undefined) {
     throw new KeyFileError(
       `Cannot use the RSA keys in ${where}: the first key has no private half`,
     );
