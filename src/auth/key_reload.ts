@@ -9,11 +9,18 @@
 
 /** Re-reads the key no more often than this when a signature fails to verify. */
 const RELOAD_ON_FAILURE_MIN_INTERVAL_MS = 1000;
+/**
+ * reloadFresh reads no more often than this: a read is one small SELECT (or
+ * file read), so ten a second cost nothing, and a caller waits 0.1 s at most.
+ */
+const FRESH_MIN_INTERVAL_MS = 100;
 
 export abstract class ReloadingKey {
   #text: string;
   #version = 1;
   #lastReloadMs = 0;
+  /** The shared read of reloadFresh, while it has not begun. */
+  #next: Promise<boolean> | null = null;
   /** Reads the key's text where it is kept; null when it is kept nowhere (in memory only). */
   readonly #read: (() => Promise<string>) | null;
 
@@ -51,6 +58,27 @@ export abstract class ReloadingKey {
   async reloadAfterFailure(): Promise<boolean> {
     if (Date.now() - this.#lastReloadMs < RELOAD_ON_FAILURE_MIN_INTERVAL_MS) return false;
     return await this.reload().catch(() => false);
+  }
+
+  /**
+   * A read that begins after this call, so what it answers is as fresh as the
+   * call: several callers share one read, and reads stay at most ten a
+   * second (a caller within 0.1 s of the last read waits for the rest). For a token naming a key id not known yet, and for the
+   * published keys, where an answer a second stale would refuse a token
+   * another instance has just signed. True if the key changed.
+   */
+  reloadFresh(): Promise<boolean> {
+    if (this.#next === null) {
+      const waitMs = this.#lastReloadMs + FRESH_MIN_INTERVAL_MS - Date.now();
+      this.#next = (async () => {
+        // Always awaits, so #next is set before the read begins (and cleared below).
+        await (waitMs > 0 ? new Promise((resolve) => setTimeout(resolve, waitMs)) : undefined);
+        // Callers from now on need a read that begins after them: the next one.
+        this.#next = null;
+        return await this.reload().catch(() => false);
+      })();
+    }
+    return this.#next;
   }
 
   /** Re-reads every intervalMs (never two at once, unref'd); returns what stops it. */

@@ -1,43 +1,31 @@
 /**
- * The RSA key ring of `--token-alg RS256`: <data-dir>/rsa-keys.json, mode
- * 0600, made on first start. The first key signs (its private half is kept);
+ * The RSA key ring of `--token-alg RS256`, kept where the deployment keeps
+ * it (domain/signing_keys.ts): the data directory's rsa-keys.json
+ * (auth/rsa_key_file.ts), or a PostgreSQL table every instance reads
+ * (db/postgres/rsa_keys.ts). The first key signs (its private half is kept);
  * the others are earlier keys, public half only, each published until
  * `retiresAt`, the latest a token it signed can expire. `rotate-key` puts a
  * new 2048-bit key first and retires the one before, so tokens it signed
  * keep working (and verifying anywhere) until they expire. Every key's `kid`
  * is its RFC 7638 thumbprint, named in each token's header; GET
  * /.well-known/jwks.json publishes the live public keys. A running server
- * re-reads the file every few seconds, and at once (at most once a second)
- * when a token names a kid it does not know.
+ * re-reads the keys every --hmac-key-reload seconds, and before it answers a
+ * token naming a kid it does not know or a request for the public keys (one
+ * read every 0.1 s at most, shared by the requests waiting for it), so a
+ * rotation made elsewhere is never missed by an instance asked about it.
  */
 import { calculateJwkThumbprint, errors as joseErrors, jwtVerify, SignJWT } from "jose";
 import type { JWK, JWTHeaderParameters, JWTPayload, JWTVerifyOptions } from "jose";
-import { writeFileAtomic } from "../kernel/fs/atomic_write.ts";
 import { KeyFileError } from "./hmac_key.ts";
 import type { Jwks } from "../kernel/wire.ts";
+import type { RsaKeyStore, StoredRsaKey } from "../domain/signing_keys.ts";
 import type { TokenSigning } from "./token_signing.ts";
 import { ReloadingKey } from "./key_reload.ts";
-import { verifyReloading } from "./token_signing.ts";
 
 const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
 export const MIN_RSA_BITS = 2048;
 
-/** One key of the file. */
-interface StoredKey {
-  kid: string;
-  createdAt: string;
-  /** RFC 3339: no longer published (nor accepted) from then on; null for the signing key. */
-  retiresAt: string | null;
-  publicJwk: JWK;
-  /** The signing key's private half (the first key's only). */
-  privateJwk?: JWK;
-}
-
-interface KeyFile {
-  keys: StoredKey[];
-}
-
-async function newStoredKey(nowMs: number): Promise<StoredKey> {
+async function newStoredKey(nowMs: number): Promise<StoredRsaKey> {
   const pair = await crypto.subtle.generateKey(
     { ...RSA, modulusLength: MIN_RSA_BITS, publicExponent: new Uint8Array([1, 0, 1]) },
     true,
@@ -55,109 +43,95 @@ async function newStoredKey(nowMs: number): Promise<StoredKey> {
   };
 }
 
-function writeKeyFile(path: string, file: KeyFile, ifExists: "replace" | "fail") {
-  const text = JSON.stringify(file, null, 2) + "\n";
-  return writeFileAtomic(path, new TextEncoder().encode(text), { mode: 0o600, ifExists });
-}
-
-/** Checks a key file's text: a signing key first, RSA keys of 2048 bits or more. */
-function parseKeyFile(text: string, path: string): KeyFile {
-  let file: KeyFile;
-  try {
-    file = JSON.parse(text);
-  } catch {
-    throw new KeyFileError(`Cannot use RSA key file ${path}: it is not JSON`);
-  }
-  const keys = Array.isArray(file?.keys) ? file.keys : [];
-  const bits = (key: StoredKey) =>
+/** Checks the keys as kept: a signing key first, RSA keys of 2048 bits or more. */
+function checkKeys(keys: StoredRsaKey[] | null, where: string): StoredRsaKey[] {
+  const bits = (key: StoredRsaKey) =>
     typeof key?.publicJwk?.n === "string" ? key.publicJwk.n.length * 6 : 0;
-  if (keys.length === 0 || keys[0].privateJwk === undefined) {
-    throw new KeyFileError(`Cannot use RSA key file ${path}: its first key has no private half`);
+  if (keys === null || keys.length === 0) {
+    throw new KeyFileError(`Cannot use the RSA keys in ${where}: there are none`);
+  }
+  if (keys[0].privateJwk === undefined) {
+    throw new KeyFileError(
+      `Cannot use the RSA keys in ${where}: the first key has no private half`,
+    );
   }
   if (keys.some((key) => bits(key) < MIN_RSA_BITS || typeof key.kid !== "string")) {
     throw new KeyFileError(
-      `Cannot use RSA key file ${path}: every key needs a kid and ${MIN_RSA_BITS} bits or more`,
+      `Cannot use the RSA keys in ${where}: every key needs a kid and ${MIN_RSA_BITS} bits or more`,
     );
   }
-  return file;
+  return keys;
 }
 
 /**
  * Puts a new signing key first and keeps the one before (public half only)
  * for `keepPublicMs` (the longest a token lives); drops keys retired by now.
- * A missing file gets its first key.
+ * A place without keys gets its first key.
  */
-export async function rotateRsaKeyFile(
-  path: string,
+export async function rotateRsaKeys(
+  store: RsaKeyStore,
   options: { nowMs: number; keepPublicMs: number },
 ): Promise<void> {
-  let keys: StoredKey[] = [];
-  try {
-    keys = parseKeyFile(await Deno.readTextFile(path), path).keys;
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotFound)) throw error;
-  }
   const { nowMs, keepPublicMs } = options;
-  const kept = keys.map((key): StoredKey =>
-    key.retiresAt !== null ? key : {
-      kid: key.kid,
-      createdAt: key.createdAt,
-      retiresAt: new Date(nowMs + keepPublicMs).toISOString(),
-      publicJwk: key.publicJwk,
-    }
-  ).filter((key) => Date.parse(key.retiresAt!) > nowMs);
-  await writeKeyFile(path, { keys: [await newStoredKey(nowMs), ...kept] }, "replace");
+  const next = await newStoredKey(nowMs);
+  await store.update((keys) => {
+    if (keys.length > 0) checkKeys(keys, store.where);
+    const kept = keys.map((key): StoredRsaKey =>
+      key.retiresAt !== null ? key : {
+        kid: key.kid,
+        createdAt: key.createdAt,
+        retiresAt: new Date(nowMs + keepPublicMs).toISOString(),
+        publicJwk: key.publicJwk,
+      }
+    ).filter((key) => Date.parse(key.retiresAt!) > nowMs);
+    return [next, ...kept];
+  });
 }
 
 /** The keys in force: the signing key, and every public key by kid. */
 interface LoadedKeys {
-  text: string;
   signing: { kid: string; key: CryptoKey };
-  published: StoredKey[];
+  published: StoredRsaKey[];
   verifying: Map<string, CryptoKey>;
 }
 
-async function loadKeys(text: string, path: string): Promise<LoadedKeys> {
-  const { keys } = parseKeyFile(text, path);
+async function loadKeys(text: string): Promise<LoadedKeys> {
+  const keys: StoredRsaKey[] = JSON.parse(text);
   const verifying = new Map<string, CryptoKey>();
   for (const key of keys) {
     verifying.set(
       key.kid,
-      await crypto.subtle.importKey("jwk", key.publicJwk, RSA, false, ["verify"]),
+      await crypto.subtle.importKey("jwk", key.publicJwk as JWK, RSA, false, ["verify"]),
     );
   }
-  const key = await crypto.subtle.importKey("jwk", keys[0].privateJwk!, RSA, false, ["sign"]);
-  return { text, signing: { kid: keys[0].kid, key }, published: keys, verifying };
+  const key = await crypto.subtle.importKey("jwk", keys[0].privateJwk as JWK, RSA, false, [
+    "sign",
+  ]);
+  return { signing: { kid: keys[0].kid, key }, published: keys, verifying };
 }
 
 /** The key ring a server signs and verifies RS256 tokens with. */
 export class RsaKeyRing extends ReloadingKey {
   #keys: LoadedKeys;
-  readonly #path: string;
 
-  private constructor(path: string, keys: LoadedKeys) {
-    super(keys.text, () => Deno.readTextFile(path));
-    this.#path = path;
+  private constructor(text: string, read: () => Promise<string>, keys: LoadedKeys) {
+    super(text, read);
     this.#keys = keys;
   }
 
-  /** Opens the ring at `path`, making it with one key when it is missing and may be made. */
-  static async open(path: string, options: { createIfMissing: boolean }): Promise<RsaKeyRing> {
-    let text: string;
-    try {
-      text = await Deno.readTextFile(path);
-    } catch (error) {
-      if (!(error instanceof Deno.errors.NotFound) || !options.createIfMissing) {
-        throw new KeyFileError(`Cannot read RSA key file ${path}: ${(error as Error).message}`);
-      }
-      try {
-        await writeKeyFile(path, { keys: [await newStoredKey(Date.now())] }, "fail");
-      } catch (createError) {
-        if (!(createError instanceof Deno.errors.AlreadyExists)) throw createError;
-      }
-      text = await Deno.readTextFile(path);
+  /** Opens the ring kept in `store`, making it with one key when it has none and may. */
+  static async open(
+    store: RsaKeyStore,
+    options: { createIfMissing: boolean },
+  ): Promise<RsaKeyRing> {
+    let keys = await store.read();
+    if (keys === null && options.createIfMissing) {
+      // Of instances starting at once, one key wins and every one signs with it.
+      keys = (await store.adopt([await newStoredKey(Date.now())])).keys;
     }
-    return new RsaKeyRing(path, await loadKeys(text, path));
+    const read = async () => JSON.stringify(checkKeys(await store.read(), store.where));
+    const text = JSON.stringify(checkKeys(keys, store.where));
+    return new RsaKeyRing(text, read, await loadKeys(text));
   }
 
   /** The public keys in force at `nowMs`, as a JWK Set. */
@@ -197,7 +171,7 @@ export class RsaKeyRing extends ReloadingKey {
   }
 
   protected override async adopt(text: string): Promise<void> {
-    this.#keys = await loadKeys(text, this.#path);
+    this.#keys = await loadKeys(text);
   }
 }
 
@@ -224,13 +198,20 @@ class RsaSigning implements TokenSigning {
     jws: string,
     options: Omit<JWTVerifyOptions, "algorithms">,
   ): Promise<JWTPayload> {
-    return await verifyReloading(
-      async () =>
-        (await jwtVerify(jws, (header) => this.#ring.keyFor(header, this.#clock.now()), {
-          ...options,
-          algorithms: ["RS256"],
-        })).payload,
-      () => this.#ring.reloadAfterFailure(),
-    );
+    const verify = async () =>
+      (await jwtVerify(jws, (header) => this.#ring.keyFor(header, this.#clock.now()), {
+        ...options,
+        algorithms: ["RS256"],
+      })).payload;
+    try {
+      return await verify();
+    } catch (error) {
+      // A kid not known here may be a rotation another instance (or rotate-key) made: read
+      // the keys again and try once more. A bad signature under a known kid is a forgery.
+      if (!(error instanceof joseErrors.JWKSNoMatchingKey) || !await this.#ring.reloadFresh()) {
+        throw error;
+      }
+      return await verify();
+    }
   }
 }

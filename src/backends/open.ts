@@ -6,7 +6,9 @@
  * - metadata: SQLite in the data directory (default), or a shared PostgreSQL;
  * - pieces: the data directory (`--store disk`), or an S3-compatible bucket;
  * - the HMAC key: a file (the data directory's hmac.key, or --hmac-key-file),
- *   or, with PostgreSQL and no key file, a key kept in the database.
+ *   or, with PostgreSQL and no key file, a key kept in the database;
+ * - the RSA keys of --token-alg RS256: the data directory's rsa-keys.json,
+ *   or, with PostgreSQL, a table every instance reads.
  *
  * The caller says what it needs (`needs`), how the data directory is met
  * (made, or required as it is, or only read) and whether to hold its lock;
@@ -44,6 +46,8 @@ import {
   sharedKeyPlace,
 } from "../auth/hmac_key.ts";
 import type { HmacKeyPlace } from "../auth/hmac_key.ts";
+import { rsaKeyFile } from "../auth/rsa_key_file.ts";
+import type { RsaKeyStore } from "../domain/signing_keys.ts";
 import {
   DirectoryLockedError,
   lockDirectory,
@@ -121,6 +125,8 @@ export interface OpenedBackends<N extends BackendNeeds = BackendNeeds> {
   hmacKey: Needed<N["hmacKey"], HmacKey>;
   /** Where the key is kept; null only when there is no such place (offline, no key file). */
   keyPlace: HmacKeyPlace | null;
+  /** Where the RSA keys of --token-alg RS256 are kept (nothing is read or made); null offline. */
+  rsaKeyStore: RsaKeyStore | null;
   /** keyPlace's `where`, for the start-up summary; null for a key in memory. */
   hmacKeyWhere: string | null;
   /** The SQLite database the metadata is in; null with PostgreSQL. */
@@ -157,7 +163,8 @@ export async function openBackends<const N extends BackendNeeds>(
   const opened = blank();
   try {
     // The shared database first: one that cannot be reached leaves the directory untouched.
-    const keyInDatabase = config.databaseUrl !== null && config.hmacKeyFile === null;
+    const keyInDatabase = config.databaseUrl !== null &&
+      (config.hmacKeyFile === null || config.tokenAlg === "RS256");
     if (config.databaseUrl !== null && (needs.metadata !== false || keyInDatabase)) {
       opened.postgres = await PostgresDatabase.open({
         url: config.databaseUrl,
@@ -174,6 +181,7 @@ export async function openBackends<const N extends BackendNeeds>(
     if (needs.metadata !== false) await openMetadata(config, options, opened);
     opened.keyPlace = keyPlaceOf(config, options.dataDir, opened.postgres);
     opened.hmacKeyWhere = opened.keyPlace?.where ?? null;
+    opened.rsaKeyStore = rsaKeyStoreOf(config, opened.postgres);
     if (needs.hmacKey) {
       if (opened.keyPlace === null) {
         throw new ConfigError("no key file: set --data-dir or --hmac-key-file");
@@ -204,6 +212,7 @@ function blank(): Opened {
     store: null,
     hmacKey: null,
     keyPlace: null,
+    rsaKeyStore: null,
     hmacKeyWhere: null,
     sqlite: null,
     dbPath: null,
@@ -315,6 +324,12 @@ function keyPlaceOf(
   return path === null ? null : keyFilePlace(path, { createIfMissing: access === "create" });
 }
 
+/** With PostgreSQL, the database's RSA keys (every instance's); else the data directory's. */
+function rsaKeyStoreOf(config: Config, postgres: PostgresDatabase | null): RsaKeyStore | null {
+  if (config.databaseUrl !== null) return postgres?.rsaKeys ?? null;
+  return config.dataDir === null ? null : rsaKeyFile(dataDirPaths(config.dataDir).rsaKeysFile);
+}
+
 /**
  * The bucket of --store s3. Loaded only when asked for: the single-box
  * default never loads the S3 client.
@@ -344,6 +359,7 @@ async function openOffline(reason: string, clock: Clock): Promise<Opened> {
     // Tokens cannot be issued without a persistent database; this key verifies nothing.
     hmacKey: await HmacKey.open({ path: null, createIfMissing: false }),
     keyPlace: null,
+    rsaKeyStore: null,
     hmacKeyWhere: null,
     metadata,
     sqlite: db,

@@ -2,8 +2,9 @@
  * `main.ts backup DEST` — a consistent copy of the deployment while its
  * servers run (ops/backup.ts says why it is consistent), always written as a
  * standalone data directory that `main.ts --data-dir DEST` serves as it is:
- * 0700, the database and key file 0600, the key copied so that tokens keep
- * working. The live side is opened as the server opens it
+ * 0700, the database and key files 0600, the keys (the HMAC key, and the RSA
+ * keys of --token-alg RS256 wherever they are kept) copied so that tokens
+ * keep working. The live side is opened as the server opens it
  * (backends/open.ts), only to read: a data directory, or PostgreSQL and a
  * bucket, or a mix. DEST must not exist or be empty. It takes no lock and
  * writes nothing live, so it runs beside serving processes, or instead of
@@ -15,7 +16,7 @@
  * a deployment it cannot read, or a destination that is not new, and then
  * nothing is left behind.
  */
-import { dataDirPaths } from "../kernel/data_dir.ts";
+import { rsaKeyFileText } from "../auth/rsa_key_file.ts";
 import { ConfigError } from "../config/mod.ts";
 import type { OpenedBackends } from "../backends/open.ts";
 import { makePrivateDirectory } from "../kernel/data_dir.ts";
@@ -38,14 +39,15 @@ export function runBackupCommand(options: OperatorCommandOptions): Promise<numbe
         dataDir: "read-only",
       });
       const keyHex = await backends.keyPlace?.read() ?? null;
+      const rsaKeys = await backends.rsaKeyStore?.read() ?? null;
       const created = await prepareDestination(destination);
       try {
         const summary = await backupDeployment({
           metadata: liveMetadataOf(backends),
           store: backends.store,
           keyHex,
-          // RS256's keys live in a data directory (never beside --database).
-          rsaKeysText: config.databaseUrl === null ? await rsaKeysTextOf(config.dataDir) : null,
+          // RS256's keys (the data directory's, or the database's), as the copy's rsa-keys.json.
+          rsaKeysText: rsaKeys === null ? null : rsaKeyFileText(rsaKeys),
           destination,
         });
         return {
@@ -122,16 +124,5 @@ async function removeBackup(destination: string, created: boolean): Promise<void
     const path = joinPath(destination, entry.name);
     if (entry.isDirectory) await Deno.remove(path, { recursive: true }).catch(() => {});
     else await removeQuietly(path);
-  }
-}
-
-/** The data directory's RSA keys (--token-alg RS256 made them), or null when it has none. */
-async function rsaKeysTextOf(dataDir: string | null): Promise<string | null> {
-  if (dataDir === null) return null;
-  try {
-    return await Deno.readTextFile(dataDirPaths(dataDir).rsaKeysFile);
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return null;
-    throw error;
   }
 }

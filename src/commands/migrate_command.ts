@@ -7,7 +7,8 @@
  * configures the new instances configures the migration:
  *
  * - `--database URL`: the rows move into PostgreSQL, and the source's HMAC
- *   key (DIR/hmac.key, or --hmac-key-file) into the database if it has none;
+ *   key (DIR/hmac.key, or --hmac-key-file) and RSA keys (DIR/rsa-keys.json,
+ *   when it ran --token-alg RS256) into the database if it has none;
  * - `--store s3 --s3-…`: the pieces move into the bucket;
  * - `--store disk --data-dir NEWDIR` (with --database): the pieces move into
  *   NEWDIR/pieces; without --data-dir (flag or STORAGE_DATA_DIR), or with
@@ -39,6 +40,8 @@
  */
 import { resolve } from "node:path";
 import { keyFilePath, keyFilePlace } from "../auth/hmac_key.ts";
+import { rsaKeyFile } from "../auth/rsa_key_file.ts";
+import type { StoredRsaKey } from "../domain/signing_keys.ts";
 import { ConfigError } from "../config/mod.ts";
 import type { Config } from "../config/mod.ts";
 import { dataDirPaths } from "../kernel/data_dir.ts";
@@ -80,6 +83,8 @@ interface MigrationPlan {
   pieces: PieceTarget;
   /** The source's key (hex) when the rows move; null when they stay or it has none. */
   sourceKeyHex: string | null;
+  /** The source's RSA keys (--token-alg RS256) when the rows move; null when none. */
+  sourceRsaKeys: StoredRsaKey[] | null;
   concurrency: number;
 }
 
@@ -135,6 +140,9 @@ async function planMigration(
       : await keyFilePlace(keyFilePath({ dataDir: fromDataDir, keyFile: config.hmacKeyFile })!, {
         createIfMissing: false,
       }).read(),
+    sourceRsaKeys: config.databaseUrl === null
+      ? null
+      : await rsaKeyFile(dataDirPaths(fromDataDir).rsaKeysFile).read(),
     concurrency: parseConcurrency(flags.concurrency),
   };
 }
@@ -218,6 +226,7 @@ async function runPlan(
       targetStore,
       targetDatabase: target.postgres,
       sourceKeyHex: plan.sourceKeyHex,
+      sourceRsaKeys: plan.sourceRsaKeys,
       concurrency: plan.concurrency,
     });
     return {

@@ -17,14 +17,13 @@
  */
 import { RsaKeyRing } from "../auth/rsa_keys.ts";
 import { hmacSigning } from "../auth/token_signing.ts";
-import { dataDirPaths } from "../kernel/data_dir.ts";
 import type { ParseArgsOptionsConfig } from "node:util";
 import { TokenService, userIdOf } from "../auth/tokens.ts";
 import { systemClock, toRfc3339 } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
 import { ConfigError } from "../config/mod.ts";
 import type { Config } from "../config/mod.ts";
-import type { HmacKey } from "../auth/hmac_key.ts";
+import type { TokenSigning } from "../auth/token_signing.ts";
 import type { TokenRecords } from "../domain/auth_records.ts";
 import type { SignupResult } from "../kernel/wire.ts";
 import { ApiError } from "../kernel/errors.ts";
@@ -81,7 +80,15 @@ export function runTokenCommand(options: TokenCommandOptions): Promise<number> {
         clock: options.clock ?? systemClock,
         flags: flags as TokenFlags,
       };
-      if (minting) return { report: await mint(context, config, backends.hmacKey!) };
+      if (minting) {
+        // Signed as the server signs: with the RSA keys (the data directory's or the
+        // database's) under --token-alg RS256, else with the HMAC key.
+        const signing = config.tokenAlg === "RS256" && backends.rsaKeyStore !== null
+          ? (await RsaKeyRing.open(backends.rsaKeyStore, { createIfMissing: true }))
+            .signing(context.clock)
+          : hmacSigning(backends.hmacKey!);
+        return { report: await mint(context, config, signing) };
+      }
       if (action === "list") return { report: await list(context) };
       return { report: await revoke(context, target) };
     },
@@ -97,7 +104,7 @@ interface TokenContext {
 async function mint(
   context: TokenContext,
   config: Config,
-  hmacKey: HmacKey,
+  signing: TokenSigning,
 ): Promise<SignupResult> {
   const { flags } = context;
   const maxQuotaMb = Math.floor(config.token.dailyCapBytes / MIB);
@@ -107,11 +114,6 @@ async function mint(
     scopes: flags.scopes?.split(",").map((s) => s.trim()),
     quotaMb: flags["quota-mb"] === undefined ? undefined : Number(flags["quota-mb"]),
   }, maxQuotaMb);
-  // Signed as the server signs: with the data directory's RSA key under --token-alg RS256.
-  const signing = config.tokenAlg === "RS256" && config.dataDir !== null
-    ? (await RsaKeyRing.open(dataDirPaths(config.dataDir).rsaKeysFile, { createIfMissing: true }))
-      .signing(context.clock)
-    : hmacSigning(hmacKey);
   const tokens = new TokenService({
     signing,
     records: context.records,

@@ -63,9 +63,9 @@ export function loadConfig(
   }
   checkWallet(config.wallet);
   checkHandoff(config.handoff, config.baseUrl);
-  if (config.tokenAlg === "RS256" && (config.dataDir === null || config.databaseUrl !== null)) {
-    // The RSA keys live in the data directory; instances sharing a database have none yet.
-    throw new ConfigError("--token-alg RS256 needs --data-dir, and is not yet for --database");
+  if (config.tokenAlg === "RS256" && config.dataDir === null && config.databaseUrl === null) {
+    // The RSA keys live in the data directory, or in the database instances share.
+    throw new ConfigError("--token-alg RS256 needs --data-dir or --database (to keep its keys)");
   }
   if (config.xAccelRedirect !== null && config.store !== "disk") {
     // A bucket's pieces are no files nginx could open; a bucket has its own URLs for that.

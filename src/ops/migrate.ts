@@ -37,6 +37,7 @@
  * pending signup asks for a new code, a wallet signs a new nonce.
  */
 import type { PieceRecord } from "../domain/catalog_records.ts";
+import type { RsaKeyStore, StoredRsaKey } from "../domain/signing_keys.ts";
 import type { RowSource, RowTarget, WriteCounts } from "../db/row_copy.ts";
 import type { PieceStore } from "../driver/driver.ts";
 import { Batcher } from "./batcher.ts";
@@ -49,13 +50,15 @@ export const DEFAULT_MIGRATE_CONCURRENCY = 4;
 /** Rows read from the source and written to the target per transaction. */
 const DEFAULT_CHUNK_ROWS = 500;
 
-/** Where the rows and the key go: the PostgreSQL database (PostgresDatabase is one). */
+/** Where the rows and the keys go: the PostgreSQL database (PostgresDatabase is one). */
 export interface MigrationTargetDatabase {
   readonly rowTarget: RowTarget;
   readonly hmacKeys: {
     /** Takes the key if the database has none; answers whether it did and the key in force. */
     adopt(keyHex: string): Promise<{ adopted: boolean; keyHex: string }>;
   };
+  /** The RSA keys of --token-alg RS256: taken if the database has none. */
+  readonly rsaKeys: Pick<RsaKeyStore, "adopt">;
 }
 
 export interface MigrationOptions {
@@ -69,6 +72,8 @@ export interface MigrationOptions {
   targetDatabase: MigrationTargetDatabase | null;
   /** The source's HMAC key (hex), adopted by a database that has none; null: none to move. */
   sourceKeyHex: string | null;
+  /** The source's RSA keys (rsa-keys.json), adopted by a database that has none; null: none. */
+  sourceRsaKeys?: StoredRsaKey[] | null;
   /** Pieces copied at once (default 4). */
   concurrency?: number;
   /** Rows per read and per transaction (default 500); small in tests to cross chunk edges. */
@@ -108,6 +113,8 @@ export interface MigrationSummary {
   /** Rows held back because their piece is not in the target yet; the next run copies them. */
   deferred: { deals: number; corruptMarks: number; blocks: number };
   hmacKey: HmacKeyOutcome;
+  /** The RSA keys of --token-alg RS256 (the source has none: "not moved", said by no warning). */
+  rsaKeys: HmacKeyOutcome;
   warnings: string[];
   seconds: number;
 }
@@ -127,6 +134,7 @@ export async function migrateDataDir(options: MigrationOptions): Promise<Migrati
     updated: { pieces: 0, deals: 0, usage: 0, tokens: 0 },
     deferred: { deals: 0, corruptMarks: 0, blocks: 0 },
     hmacKey: "not moved",
+    rsaKeys: "not moved",
     warnings: [],
     seconds: 0,
   };
@@ -135,6 +143,7 @@ export async function migrateDataDir(options: MigrationOptions): Promise<Migrati
   if (target !== null) {
     // First, so an instance started against the database meanwhile signs with this key too.
     summary.hmacKey = await moveHmacKey(target, options.sourceKeyHex, summary.warnings);
+    summary.rsaKeys = await moveRsaKeys(target, options.sourceRsaKeys ?? null, summary.warnings);
   }
   await copyPieces(options, chunkRows, summary);
   if (target !== null) {
@@ -181,6 +190,28 @@ async function moveHmacKey(
     warnings.push(
       "the database already has another HMAC key (kept): tokens the source issued will not " +
         "verify on the targets",
+    );
+  }
+  return "kept";
+}
+
+/**
+ * Puts the source's RSA keys (a data directory that ran --token-alg RS256)
+ * into the database if it has none yet, so the RS256 tokens the source
+ * issued keep verifying there; keys already there are never replaced.
+ */
+async function moveRsaKeys(
+  target: MigrationTargetDatabase,
+  sourceKeys: StoredRsaKey[] | null,
+  warnings: string[],
+): Promise<HmacKeyOutcome> {
+  if (sourceKeys === null) return "not moved";
+  const adopted = await target.rsaKeys.adopt(sourceKeys);
+  if (adopted.adopted) return "adopted";
+  if (adopted.keys[0]?.kid !== sourceKeys[0]?.kid) {
+    warnings.push(
+      "the database already has other RSA keys (kept): RS256 tokens the source issued will " +
+        "not verify on the targets",
     );
   }
   return "kept";

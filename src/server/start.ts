@@ -8,7 +8,6 @@
  * the service through startServer, so tests run what production runs.
  */
 import { RsaKeyRing } from "../auth/rsa_keys.ts";
-import { dataDirPaths } from "../kernel/data_dir.ts";
 import { systemClock } from "../kernel/clock.ts";
 import type { Clock } from "../kernel/clock.ts";
 import { ConfigError } from "../config/mod.ts";
@@ -115,9 +114,10 @@ export async function startServer(options: StartServerOptions): Promise<RunningS
     metadata,
     store,
     hmacKey: backends.hmacKey,
-    // Under RS256 the data directory's RSA keys sign (made on first start, like hmac.key).
-    rsaKeys: config.tokenAlg === "RS256" && config.dataDir !== null
-      ? await RsaKeyRing.open(dataDirPaths(config.dataDir).rsaKeysFile, { createIfMissing: true })
+    // Under RS256 the RSA keys sign: the data directory's, or with --database the ones every
+    // instance shares; made on first start, like the HMAC key.
+    rsaKeys: config.tokenAlg === "RS256" && backends.rsaKeyStore !== null
+      ? await RsaKeyRing.open(backends.rsaKeyStore, { createIfMissing: true })
       : null,
     dbPath: backends.dbPath,
     jobIntervals: jobIntervalsOf(config, options.jobIntervals),

@@ -13,9 +13,10 @@ import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
 import { decodeToken, forgeToken } from "../helpers/jwt.ts";
 import { modeOf, runMain } from "../helpers/main_process.ts";
-import { bearer, errorOf, signup, startTestServer } from "../helpers/server.ts";
+import { errorOf, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
+import { publishedKids, tokenStatus } from "../helpers/jwks.ts";
 import { withTempDir } from "../helpers/files.ts";
 
 const RS256 = ["--token-alg", "RS256"];
@@ -30,18 +31,6 @@ async function verifyElsewhere(server: TestServer, token: string) {
   return { payload, kid: protectedHeader.kid };
 }
 
-async function status(server: TestServer, token: string): Promise<string> {
-  const response = await server.get("/api/files", { headers: bearer(token) });
-  return response.status === 200
-    ? (await response.body?.cancel(), "ok")
-    : (await errorOf(response)).error;
-}
-
-async function publishedKids(server: TestServer): Promise<string[]> {
-  const jwks = await (await server.get("/.well-known/jwks.json")).json();
-  return jwks.keys.map((key: { kid: string }) => key.kid);
-}
-
 Deno.test("rs256: tokens name their kid and verify with jose against the published JWKS", async () => {
   await using server = await startTestServer({ args: RS256 });
   const { token } = await signup(server, { email: "rs@example.org" });
@@ -49,7 +38,7 @@ Deno.test("rs256: tokens name their kid and verify with jose against the publish
   assertEquals([header.alg, header.typ], ["RS256", "JWT"]);
   const { payload, kid } = await verifyElsewhere(server, token);
   assertEquals([payload.email, kid], ["rs@example.org", header.kid]);
-  assertEquals(await status(server, token), "ok");
+  assertEquals(await tokenStatus(server, token), "ok");
   // The operator's `token mint` signs as the server does.
   const minted = await runMain(
     [
@@ -63,7 +52,7 @@ Deno.test("rs256: tokens name their kid and verify with jose against the publish
   assertEquals(minted.code, 0, minted.stderr);
   const mintedToken = JSON.parse(minted.stdout).token;
   assertEquals((await verifyElsewhere(server, mintedToken)).kid, header.kid);
-  assertEquals(await status(server, mintedToken), "ok");
+  assertEquals(await tokenStatus(server, mintedToken), "ok");
 
   const jwks = await server.get("/.well-known/jwks.json");
   assertMatch(jwks.headers.get("cache-control") ?? "", /public/);
@@ -108,12 +97,12 @@ Deno.test("rs256: rotate-key signs with a new key; the old one stays published u
   assertEquals(await publishedKids(server), [newKid, oldKid]);
   // The old token still works, here and for a verifier that fetches the keys now.
   assertEquals((await verifyElsewhere(server, before)).kid, oldKid);
-  assertEquals([await status(server, before), await status(server, after)], ["ok", "ok"]);
+  assertEquals([await tokenStatus(server, before), await tokenStatus(server, after)], ["ok", "ok"]);
 
   // Past the longest a token lives, the old key is no longer published.
   clock.advance(86_400_000 + 60_000);
   assertEquals(await publishedKids(server), [newKid]);
-  assertEquals(await status(server, before), "invalid_token");
+  assertEquals(await tokenStatus(server, before), "invalid_token");
 });
 
 Deno.test("rs256: no algorithm confusion: HS256 keyed with the public key, alg none, a foreign key", async () => {
@@ -145,9 +134,9 @@ Deno.test("rs256: no algorithm confusion: HS256 keyed with the public key, alg n
       .sign(foreign.privateKey),
   );
   for (const [i, fake] of forged.entries()) {
-    assertEquals(await status(server, fake), "invalid_token", `forgery ${i}`);
+    assertEquals(await tokenStatus(server, fake), "invalid_token", `forgery ${i}`);
   }
-  assertEquals(await status(server, token), "ok");
+  assertEquals(await tokenStatus(server, token), "ok");
 });
 
 Deno.test("rs256: the backup carries the keys; under HS256 (the default) nothing changes", async () => {
@@ -165,7 +154,7 @@ Deno.test("rs256: the backup carries the keys; under HS256 (the default) nothing
     );
     assertEquals(modeOf(`${destination}/rsa-keys.json`), "600");
     await using restored = await startTestServer({ dataDir: destination, args: RS256 });
-    assertEquals(await status(restored, token), "ok");
+    assertEquals(await tokenStatus(restored, token), "ok");
   });
 
   await using plain = await startTestServer();

@@ -41,6 +41,7 @@ const POSTGRES_SHA256: Record<number, string> = {
   8: "0b4a0096faffa5073ebcac7ef543db95b63301627f08bc60b79241fe8e711277",
   10: "99fcf903c369ddbe50f2dc9dbf94d5928f0563abbc5d766421a1aacb7eaa0dd8",
   11: "d2f840f44fb6f712034b278339b696a9ea4acf7acc515354631a1199f8a8bd78",
+  12: "3f66569cb7de70ad94c730e5b28e1c3fe8afa7e5de9b4efb1a4c4b3c5faa0a45",
 };
 
 async function sha256Hex(text: string): Promise<string> {

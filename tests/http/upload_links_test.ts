@@ -4,13 +4,16 @@
  * of exactly that stores it as the token owner's upload (tier, quota, deal
  * owner); a second use, an expired or altered link, other terms, and a link
  * whose token was revoked are 401 invalid_link with nothing stored or
- * charged; the database keeps only the link's hash. A browser's cross-origin
+ * charged; a CAR of more blocks than the owner's tier allows is 413
+ * too_many_blocks, stores and charges nothing, and has spent the link; the
+ * database keeps only the link's hash. A browser's cross-origin
  * use of a link is in tests/web/upload_link_browser_test.ts.
  */
 import { DatabaseSync } from "node:sqlite";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { FakeClock } from "../helpers/clock.ts";
-import { storedPieces } from "../helpers/pieces.ts";
+import { CAR_TYPE, linkedCar } from "../helpers/ipfs.ts";
+import { storedPieces, tempFiles } from "../helpers/pieces.ts";
 import { bearer, jtiOf, signup, startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 
@@ -191,4 +194,41 @@ Deno.test("upload link: the owner's quota applies, and of two racing uses one st
   const { body: link } = await mint(server, token, { ...TERMS, filename: null });
   const answers = await Promise.all([curlPost(link.url, BYTES), curlPost(link.url, BYTES)]);
   assertEquals(answers.map((a) => a.status).sort(), [200, 401]);
+});
+
+Deno.test("upload link: a CAR over the owner's block cap is 413 too_many_blocks, stores and charges nothing, and spends the link", async () => {
+  await using server = await startTestServer({ args: ["--car-max-blocks", "2"] });
+  const { token } = await signup(server, { email: "car@example.org" });
+  const usage = async () => (await server.get("/api/usage", { headers: bearer(token) })).json();
+  const before = await usage();
+  const { car } = await linkedCar(2); // a root and two leaves: three blocks
+  const cid = "bafklinkcarover1";
+  const { body: link } = await mint(server, token, {
+    cid,
+    size: car.length,
+    contentType: CAR_TYPE,
+  });
+  const send = (url: string, bytes: Uint8Array<ArrayBuffer>) =>
+    fetch(url, { method: "POST", headers: { "content-type": CAR_TYPE }, body: bytes });
+
+  const refused = await send(link.url, car);
+  const answer = await refused.json();
+  assertEquals([refused.status, answer.error], [413, "too_many_blocks"], answer.message);
+  assertEquals((await server.get(`/p/${cid}`)).status, 404);
+  assertEquals(await storedPieces(server.dataDir), []);
+  assertEquals(await tempFiles(server.dataDir), []);
+  assertEquals(await usage(), before, "nothing charged");
+  // The link is spent: the same bytes would be refused again; the owner mints a new link.
+  const again = await send(link.url, car);
+  assertEquals([again.status, (await again.json()).error], [401, "invalid_link"]);
+  assertEquals(await storedPieces(server.dataDir), []);
+
+  const fits = (await linkedCar(1)).car; // two blocks
+  const { body: next } = await mint(server, token, {
+    cid: "bafklinkcarfits1",
+    size: fits.length,
+    contentType: CAR_TYPE,
+  });
+  const stored = await send(next.url, fits);
+  assertEquals([stored.status, (await stored.json()).owner], [200, "car@example.org"]);
 });

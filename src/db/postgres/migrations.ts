@@ -235,6 +235,24 @@ CREATE TABLE upload_links (
 CREATE INDEX upload_links_by_expiry ON upload_links (expires_ms);
 `;
 
+/**
+ * The RSA keys of --token-alg RS256, shared by every instance (rsa_keys.ts):
+ * one row a key, the signing key the only one without a retirement and the
+ * only one with its private half (JSON Web Keys, as text).
+ */
+const RSA_KEYS = `
+CREATE TABLE rsa_keys (
+  kid         TEXT COLLATE "C" PRIMARY KEY,
+  created_at  TEXT NOT NULL,
+  retires_at  TEXT,
+  public_jwk  TEXT NOT NULL,
+  private_jwk TEXT,
+  CHECK ((retires_at IS NULL) = (private_jwk IS NOT NULL))
+);
+CREATE UNIQUE INDEX rsa_keys_one_signing ON rsa_keys ((retires_at IS NULL))
+  WHERE retires_at IS NULL;
+`;
+
 /** A client's unfinished resumable uploads, counted at each creation (SQLite's migration 15). */
 const OPEN_UPLOADS_BY_SUBJECT = `
 CREATE INDEX resumable_uploads_open_by_subject ON resumable_uploads (usage_subject)
@@ -253,4 +271,5 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   // 9 is not used: the runner takes gaps.
   { version: 10, sql: SESSIONS },
   { version: 11, sql: UPLOAD_LINKS },
+  { version: 12, sql: RSA_KEYS },
 ];

@@ -25,6 +25,7 @@ import { databaseProbe, PostgresPool, whereOf } from "./connection.ts";
 import type { Sql } from "./connection.ts";
 import { PostgresHandoffRecords } from "./handoff_records.ts";
 import { PostgresHmacKeys } from "./hmac_keys.ts";
+import { PostgresRsaKeys } from "./rsa_keys.ts";
 import { PostgresLifecycleRecords } from "./lifecycle_records.ts";
 import { PostgresSweepTurn } from "./sweep_turn.ts";
 import { InstanceHeartbeat } from "./instances.ts";
@@ -92,6 +93,8 @@ export class PostgresDatabase implements SnapshotSource {
   /** One garbage-collection sweep at a time across instances. */
   readonly sweepTurn: PostgresSweepTurn;
   readonly hmacKeys: PostgresHmacKeys;
+  /** The RSA keys of --token-alg RS256, which every instance signs and verifies with. */
+  readonly rsaKeys: PostgresRsaKeys;
   /** The hand-off to a PDP provider: where each piece stands there, the calls, the data set. */
   readonly handoffs: PostgresHandoffRecords;
   /** One instance hands off at a time. */
@@ -153,6 +156,7 @@ export class PostgresDatabase implements SnapshotSource {
     this.cidLocks = new PostgresCidLocks({ locks: this.#locks, timeoutMs });
     this.sweepTurn = new PostgresSweepTurn({ locks: this.#locks, timeoutMs });
     this.hmacKeys = new PostgresHmacKeys(sql);
+    this.rsaKeys = new PostgresRsaKeys(sql, this.where);
     this.handoffs = new PostgresHandoffRecords(sql);
     this.handoffTurn = new PostgresSweepTurn({
       locks: this.#locks,

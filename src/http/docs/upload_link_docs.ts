@@ -43,7 +43,11 @@ export const uploadThroughLinkDoc: RouteDoc = {
     "must be the link's (a cid query parameter and X-Filename, when sent, too), else 401 " +
     "invalid_link before a byte is read. The link is spent once its owner's caps admit the " +
     "upload; a second use, an expired or altered link, or a link whose token was revoked " +
-    "is 401 invalid_link, and nothing is stored. Credentials sent along are ignored.",
+    "is 401 invalid_link, and nothing is stored. The body is checked as an upload's: one " +
+    "that fails a check has spent the link, among them a CAR of more blocks than the " +
+    "owner's tier allows (413 too_many_blocks: counted as the blocks arrive, after the " +
+    "link is spent; nothing stored or charged, mint a new link once it fits). " +
+    "Credentials sent along are ignored.",
   auth: "public",
   parameters: [
     {
@@ -68,5 +72,6 @@ export const uploadThroughLinkDoc: RouteDoc = {
     "invalid_link",
     ...CONTENT_LENGTH_ERRORS,
     ...STORED_BODY_ERRORS,
+    "too_many_blocks",
   ],
 };

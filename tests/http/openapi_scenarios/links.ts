@@ -6,6 +6,7 @@
  * provoked here, the shared ones on upload (uploads.ts).
  */
 import { assertEquals } from "../../helpers/assert.ts";
+import { CAR_TYPE, linkedCar } from "../../helpers/ipfs.ts";
 import type { Answer, Probe } from "../openapi_probe.ts";
 import {
   bearer,
@@ -154,6 +155,17 @@ export const scenarios: Record<string, Scenario[]> = {
         p.raw(rawPost(path, "Content-Type: text/plain\nContent-Length: 5\n"), { body: "he" }),
       { args: ["--body-idle-timeout", "1"] },
     ),
+    {
+      name: "a CAR of more blocks than the owner's tier allows",
+      args: ["--car-max-blocks", "2"],
+      send: async (p) => {
+        const { car } = await linkedCar(2);
+        const path = await linkOf(p, { cid: LINK_CID, size: car.length, contentType: CAR_TYPE });
+        return p.send("POST", path, { headers: { "content-type": CAR_TYPE }, body: car });
+      },
+      status: 413,
+      code: "too_many_blocks",
+    },
     wrongMethod("GET", `/api/upload-links/${"A".repeat(43)}`),
   ],
 };
