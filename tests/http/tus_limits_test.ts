@@ -228,3 +228,42 @@ Deno.test("tus limits: a sponsored upload that sends nothing for 10 minutes lets
   assertEquals([late.status, (await errorOf(late)).error], [429, "rate_limited"]);
   assertEquals((await tusHead(url)).offset, 100);
 });
+
+Deno.test("tus limits: an idle sponsored upload is let go after a restart too; one let go before stays let go", async () => {
+  const clock = new FakeClock("2026-11-21T10:00:00Z");
+  const dataDir = await Deno.makeTempDir({ prefix: "tus-idle-restart-" });
+  const options = {
+    clock,
+    dataDir,
+    args: ["--sponsored-daily-cap", "1000"],
+    jobIntervals: { "resumable-expiry": 20 },
+  };
+  try {
+    let early: string;
+    let late: string;
+    {
+      await using server = await startTestServer(options);
+      const reserved = () => server.server.services.ledger.reservedTotal();
+      early = new URL(await tusCreated(server.url, { cid: "bafkidlerestart1", length: 300 }))
+        .pathname;
+      clock.advance(11 * 60_000);
+      await eventually(async () => await reserved() === 0, "the first upload let go");
+      late = new URL(await tusCreated(server.url, { cid: "bafkidlerestart2", length: 400 }))
+        .pathname;
+      clock.advance(5 * 60_000);
+    }
+    await using server = await startTestServer(options);
+    const reserved = () => server.server.services.ledger.reservedTotal();
+    // Held again at start: the second (idle for 5 minutes), not the first (let go before).
+    assertEquals(await reserved(), 400);
+    clock.advance(6 * 60_000);
+    await eventually(async () => await reserved() === 0, "the second let go after the restart");
+    // The first's next byte takes its reservation again.
+    const patched = await tusPatch(`${server.url}${early}`, 0, seededBytes(100, 7));
+    assertEquals(patched.status, 204);
+    assertEquals(await reserved(), 300);
+    assertEquals((await tusHead(`${server.url}${late}`)).offset, 0);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
