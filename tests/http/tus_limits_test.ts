@@ -267,3 +267,45 @@ Deno.test("tus limits: an idle sponsored upload is let go after a restart too; o
     await Deno.remove(dataDir, { recursive: true });
   }
 });
+
+Deno.test("tus limits: a long PATCH writes its upload's activity when it starts and at most once a minute while bytes come", async () => {
+  const clock = new FakeClock("2026-11-21T10:00:00Z");
+  await using server = await startTestServer({
+    clock,
+    args: ["--sponsored-daily-cap", "1GiB"],
+    jobIntervals: { "resumable-expiry": 0 },
+  });
+  const url = await tusCreated(server.url, { cid: CID, length: FILE.length });
+  const id = new URL(url).pathname.split("/").pop()!;
+  const activity = async () =>
+    (await server.server.metadata.resumableUploads.get(id))!.lastActivityMs;
+  const created = clock.now();
+  assertEquals(await activity(), created);
+  clock.advance(2 * 60_000);
+  const held = await holdUpload({
+    port: server.server.port,
+    from: "127.0.0.1",
+    method: "PATCH",
+    path: new URL(url).pathname,
+    contentType: "application/offset+octet-stream",
+    length: FILE.length,
+    headers: ["Tus-Resumable: 1.0.0", "Upload-Offset: 0"],
+    first: FILE.slice(0, 1024),
+  });
+  try {
+    await eventually(async () => await activity() === created + 120_000, "the start written");
+    const partial = `${server.dataDir}/pieces/partial/${id}`;
+    clock.advance(30_000); // half a minute: its bytes write nothing
+    await held.send(FILE.slice(1024, 65_536));
+    await eventually(async () => (await Deno.stat(partial)).size === 65_536, "the bytes stored");
+    assertEquals(await activity(), created + 120_000, "nothing written for these bytes");
+    clock.advance(31_000); // a minute since the last write: the next bytes write it
+    await held.send(FILE.slice(65_536, 131_072));
+    await eventually(
+      async () => await activity() === created + 181_000,
+      "written a minute after the start, not at the half minute",
+    );
+  } finally {
+    held.close();
+  }
+});
