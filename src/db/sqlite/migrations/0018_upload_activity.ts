@@ -4,8 +4,10 @@
  * restart, and a PATCH on another instance did not tell the one that created
  * it. `last_activity_ms` is when it last got bytes (or was created);
  * `reservation_released` says its cap reservation went for idling, so any
- * instance takes it again on the next byte. Existing rows start from the
- * expiry they were given with their last bytes (24 h after them).
+ * instance takes it again on the next byte. Existing rows start 24 h before
+ * their expiry: their creation (rows older than the rule of 24 h from creation:
+ * their last bytes), so an upload idle for 10 minutes since then is let go by
+ * the first sweep, and its next byte takes its reservation again.
  */
 export const sql = `
 ALTER TABLE resumable_uploads ADD COLUMN last_activity_ms INTEGER NOT NULL DEFAULT 0;
