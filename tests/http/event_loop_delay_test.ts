@@ -12,7 +12,9 @@ import type { TestServer } from "../helpers/server.ts";
 import { eventually } from "../helpers/wait.ts";
 import { EventLoopDelay } from "../../src/kernel/event_loop_delay.ts";
 
-const STALL_MS = 300;
+const STALL_MS = 500;
+/** With the loop free, a gap stays under this, even on a shared machine (it was up to 150 ms). */
+const QUIET_MS = 250;
 
 function holdTheLoop(ms: number): void {
   const until = performance.now() + ms;
@@ -39,7 +41,7 @@ async function scrape(server: TestServer): Promise<{
   };
 }
 
-Deno.test("event loop: a synchronous stretch of 300 ms shows as >= 300 ms in /metrics and /healthz", async () => {
+Deno.test("event loop: a synchronous stretch of 500 ms shows as >= 500 ms in /metrics and /healthz", async () => {
   await using server = await startTestServer();
   await scrape(server); // the stretch the gauge reports starts here
   holdTheLoop(STALL_MS);
@@ -65,7 +67,7 @@ Deno.test("event loop: with the loop free the gauge stays small, and a scrape re
   // Twenty ticks of 10 ms with nothing holding the loop (on a shared machine: some late).
   await eventually(async () => (await scrape(server)).count >= first.count + 20, "20 more ticks");
   const quiet = await scrape(server);
-  assertOk(quiet.max < 0.15, `max ${quiet.max} s with the loop free`);
+  assertOk(quiet.max < QUIET_MS / 1000, `max ${quiet.max} s with the loop free`);
 });
 
 Deno.test("event loop: the monitor alone: the tick after a stall records the whole gap", async () => {
@@ -76,12 +78,12 @@ Deno.test("event loop: the monitor alone: the tick after a stall records the who
   try {
     await eventually(() => gaps.length >= 3, "three ticks");
     delay.takeMax();
-    holdTheLoop(100);
-    await eventually(() => gaps.some((gap) => gap >= 0.1), "a gap of 100 ms or more");
-    assertOk(delay.takeMax() >= 100, "the longest since the last take");
-    assertOk(delay.recentMax() >= 100, "the last half minute's longest");
+    holdTheLoop(STALL_MS);
+    await eventually(() => gaps.some((gap) => gap >= STALL_MS / 1000), "the stall's gap");
+    assertOk(delay.takeMax() >= STALL_MS, "the longest since the last take");
+    assertOk(delay.recentMax() >= STALL_MS, "the last half minute's longest");
     await eventually(() => gaps.length >= 20, "more ticks");
-    assertOk(delay.takeMax() < 100, "taken: the stall is no longer the longest");
+    assertOk(delay.takeMax() < QUIET_MS, "taken: the stall is no longer the longest");
   } finally {
     delay.stop();
   }
