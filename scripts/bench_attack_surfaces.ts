@@ -15,10 +15,14 @@
  *                addresses can send them.
  *
  * The client uploads 64 KiB files and reads each back (scripts/bench_attack.ts
- * clientLoop), first with no attack, then under it. A probe on a third
- * address asks /healthz every 25 ms: its longest answer is the bound on how
- * long the event loop stalled (the service has no gauge of its own). Also
- * sampled: the server's RSS and open descriptors. Reported per attack.
+ * clientLoop), first with no attack, then under it. The service's own stall
+ * gauge (/metrics storage_event_loop_delay_max_seconds, scraped from a fourth
+ * address before and after each phase) says the longest the event loop was
+ * held in it, and its histogram how many of its 10 ms ticks came over 50 ms
+ * late. A probe on a third address asks /healthz every 25 ms: its longest
+ * answer adds the probe's own scheduling and the network to the stall (on a
+ * shared machine that alone reached 90-560 ms). Also sampled: the server's
+ * RSS and open descriptors. Reported per attack.
  *
  *   deno run -A scripts/bench_attack_surfaces.ts [--seconds 15] [--only slowReaders,tusFlood]
  *
@@ -53,6 +57,7 @@ export const SURFACE_ATTACKS: readonly SurfaceAttack[] = [
 
 const PROBE_ADDRESS = "127.0.0.249";
 const PROBE_INTERVAL_MS = 25;
+const SCRAPE_ADDRESS = "127.0.0.248";
 
 export interface ProbeFigures {
   /** /healthz answers asked for and those that came (200 or 503) within 10 s. */
@@ -61,11 +66,28 @@ export interface ProbeFigures {
   latencyMs: { median: number; p99: number; max: number };
 }
 
+/** The service's stall gauge over one phase; null where a scrape did not answer. */
+export interface StallFigures {
+  /** The longest time between two ticks of its 10 ms timer (storage_event_loop_delay_max_seconds). */
+  maxMs: number | null;
+  /** Ticks in the phase, and those that came more than 50 ms after the one before. */
+  ticks: number | null;
+  ticksOver50ms: number | null;
+}
+
+interface Phase {
+  client: ClientFigures;
+  probe: ProbeFigures;
+  stalls: StallFigures;
+}
+
 export interface SurfaceResult {
   attack: SurfaceAttack;
   serverArgs: string[];
-  noAttack: { client: ClientFigures; probe: ProbeFigures };
-  underAttack: { client: ClientFigures; probe: ProbeFigures };
+  noAttack: Phase;
+  /** The stalls of the attack's first 2 s, while it takes hold (before the client's phase). */
+  attackStartStalls: StallFigures;
+  underAttack: Phase;
   serverRssMiB: Summary;
   serverOpenFds: Summary;
   serverAlive: boolean;
@@ -118,11 +140,63 @@ function startProbe(url: string): { stop(): Promise<ProbeFigures> } {
   };
 }
 
-/** The client's loop with the probe beside it. */
-async function measured(url: string, seconds: number, tag: string) {
+interface StallScrape {
+  maxSeconds: number;
+  count: number;
+  /** Ticks at most 50 ms after the one before (the histogram's le="0.05" bucket). */
+  within50ms: number;
+}
+
+/** One scrape of the stall gauge (it restarts the longest-since-scrape); null if it failed. */
+async function scrapeStalls(url: string): Promise<StallScrape | null> {
+  using client = Deno.createHttpClient({ localAddress: SCRAPE_ADDRESS });
+  try {
+    const response = await fetch(`${url}/metrics`, { client, signal: AbortSignal.timeout(30_000) });
+    const text = await response.text();
+    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
+    const scrape = {
+      maxSeconds: value(/^storage_event_loop_delay_max_seconds (\S+)$/m),
+      count: value(/^storage_event_loop_delay_seconds_count (\S+)$/m),
+      within50ms: value(/^storage_event_loop_delay_seconds_bucket\{le="0.05"\} (\S+)$/m),
+    };
+    return Object.values(scrape).some(Number.isNaN) ? null : scrape;
+  } catch {
+    return null;
+  }
+}
+
+/** The stall gauge from `before` (a scrape at the stretch's start) to now, and the scrape. */
+async function stallsSince(
+  url: string,
+  before: StallScrape | null,
+): Promise<{ figures: StallFigures; scrape: StallScrape | null }> {
+  const after = await scrapeStalls(url);
+  if (after === null) {
+    return { figures: { maxMs: null, ticks: null, ticksOver50ms: null }, scrape: null };
+  }
+  return {
+    figures: {
+      maxMs: round1(after.maxSeconds * 1000),
+      ticks: before === null ? null : after.count - before.count,
+      ticksOver50ms: before === null
+        ? null
+        : (after.count - after.within50ms) - (before.count - before.within50ms),
+    },
+    scrape: after,
+  };
+}
+
+/** The client's loop with the probe beside it, and the stall gauge from `since` (default: now). */
+async function measured(
+  url: string,
+  seconds: number,
+  tag: string,
+  since?: StallScrape | null,
+): Promise<Phase> {
+  const before = since === undefined ? await scrapeStalls(url) : since;
   const probe = startProbe(url);
   const client = await clientLoop(url, seconds, tag);
-  return { client, probe: await probe.stop() };
+  return { client, probe: await probe.stop(), stalls: (await stallsSince(url, before)).figures };
 }
 
 /** An attacker's loop from one address, until stopped; each turn one request. */
@@ -507,11 +581,15 @@ export async function benchAttackSurface(
     }
   })();
   let underAttack: SurfaceResult["underAttack"];
+  let attackStartStalls: StallFigures;
   let attacker: Record<string, number | string>;
   try {
+    const beforeAttack = await scrapeStalls(service.url);
     attack.start(service);
     await new Promise((resolve) => setTimeout(resolve, 2000)); // the attack is in place
-    underAttack = await measured(service.url, options.seconds, `${kind}storm`);
+    const taken = await stallsSince(service.url, beforeAttack);
+    attackStartStalls = taken.figures;
+    underAttack = await measured(service.url, options.seconds, `${kind}storm`, taken.scrape);
   } finally {
     attacker = await attack.stop();
     sampling = false;
@@ -521,6 +599,7 @@ export async function benchAttackSurface(
     attack: kind,
     serverArgs,
     noAttack,
+    attackStartStalls,
     underAttack,
     serverRssMiB: summarize(samples.rss.map(round1)),
     serverOpenFds: summarize(samples.fds),

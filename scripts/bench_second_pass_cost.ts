@@ -12,6 +12,7 @@
  * less, lower is better).
  *
  *   deno run -A scripts/bench_second_pass_cost.ts --base /tmp/base [--rounds 5] [--seconds 5]
+ *     [--retrievals-only]   (1 KiB retrievals alone: a change that costs every request, if anything)
  *
  * Talks only to 127.0.0.1 and stops only what it started, by PID.
  */
@@ -78,6 +79,7 @@ if (import.meta.main) {
   const base = Deno.args[at("base") + 1].replace(/\/$/, "");
   const rounds = at("rounds") === -1 ? 5 : Number(Deno.args[at("rounds") + 1]);
   const seconds = at("seconds") === -1 ? 5 : Number(Deno.args[at("seconds") + 1]);
+  const retrievalsOnly = Deno.args.includes("--retrievals-only");
   const baseSpawn = (await import(`${base}/scripts/lib/spawn_server.ts`))
     .spawnServer as typeof spawnServer;
   const dirs = [await Deno.makeTempDir(), await Deno.makeTempDir()];
@@ -94,6 +96,7 @@ if (import.meta.main) {
         size: 1024,
         chunk: chunk.slice(0, 1024),
       });
+      if (retrievalsOnly) continue;
       await streamUpload({ url: s.url, cid: "bafkcostbig100mib", size: 100 * MIB, chunk });
     }
     const figures: Record<Name, Record<Figure, number[]>> = {
@@ -109,6 +112,7 @@ if (import.meta.main) {
         f.retrieve1KiB_serverCpuMsPer1000.push(
           (cpuMs(s.process.pid) - cpu) / (wrk.requestsPerSecond * seconds / 1000),
         );
+        if (retrievalsOnly) continue;
         cpu = cpuMs(s.process.pid);
         let started = performance.now();
         chunk[0] = round;
@@ -134,6 +138,7 @@ if (import.meta.main) {
     }
     const result: Record<string, { ours: number; before: number; ratio: number }> = {};
     for (const figure of Object.keys(figures.ours) as Figure[]) {
+      if (figures.ours[figure].length === 0) continue;
       const o = median(figures.ours[figure]);
       const b = median(figures.before[figure]);
       result[figure] = { ours: o, before: b, ratio: Math.round((o / b) * 100) / 100 };

@@ -41,6 +41,30 @@ export interface ResumableUploadRecord {
   dealId: string | null;
   /** A finished CAR upload's roots, for its result; null otherwise. */
   roots: string[] | null;
+  /**
+   * When it last got bytes (or was created), in ms: written when a request's
+   * bytes are recorded and, during a long request, at most once a minute, so
+   * any instance's sweep can tell an idle upload (uploads/idle_reservations.ts).
+   */
+  lastActivityMs: number;
+  /** Its cap reservation was let go for idling; its next byte takes it again. */
+  reservationReleased: boolean;
+}
+
+/** What an append records: the bytes, only while `received` is still `fromBytes`, and when. */
+export interface AppendRecord {
+  fromBytes: number;
+  received: number;
+  staging: string;
+  expiresMs: number;
+  /** Now: the append is the upload's latest activity (never moved back). */
+  lastActivityMs: number;
+}
+
+/** The fields an idle sponsored upload is paged by (idleBefore). */
+export interface IdleUploadKey {
+  lastActivityMs: number;
+  id: string;
 }
 
 /** Resumable uploads in flight (and finished ones, for a day, for their result). */
@@ -53,9 +77,34 @@ export interface ResumableUploadRecords {
    */
   advance(
     id: string,
-    update: { fromBytes: number; received: number; staging: string; expiresMs: number },
+    update: AppendRecord,
   ): Promise<boolean>;
-  /** Names the upload's new cap reservation (its old one was released); false when it finished. */
+  /**
+   * Records activity at `atMs` on an unfinished upload (never moving it back):
+   * whether its reservation had been let go, read in the same statement, so a
+   * sweep that lets it go either sees this activity or is seen by it. Null when
+   * the upload is gone or finished.
+   */
+  touch(id: string, atMs: number): Promise<{ reservationReleased: boolean } | null>;
+  /**
+   * Up to `limit` unfinished sponsored uploads still holding their reservation
+   * with no activity since before `cutoffMs`, after `after` in (lastActivityMs, id) order.
+   */
+  idleBefore(
+    cutoffMs: number,
+    after: IdleUploadKey | null,
+    limit: number,
+  ): Promise<ResumableUploadRecord[]>;
+  /**
+   * Marks the upload's reservation let go, only if it still holds it and has
+   * had no activity since before `cutoffMs` (another instance may have just
+   * touched it); true when marked, and the caller releases it.
+   */
+  markReleasedIfIdle(id: string, cutoffMs: number): Promise<boolean>;
+  /**
+   * Names the upload's new cap reservation (its old one was released) and
+   * clears reservationReleased; false when it finished.
+   */
   moveReservation(
     id: string,
     reservation: { reservationId: string; reservationDay: string },

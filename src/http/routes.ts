@@ -166,6 +166,8 @@ export interface RouteServices {
   databasePersistent: boolean;
   /** What GET /metrics renders; null with --metrics false. */
   metrics: ServiceMetrics | null;
+  /** How long the event loop was held lately, as /healthz shows it (kernel/event_loop_delay.ts). */
+  eventLoop: { recentMax(): number };
 }
 
 /** The web page's cookie session. */

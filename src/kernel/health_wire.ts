@@ -13,6 +13,11 @@ export interface Health {
   digests: { backlog: number; failures: number };
   uploads: { inFlight: number };
   memory: { rssMiB: number; heapUsedMiB: number; heapTotalMiB: number; externalMiB: number };
+  /**
+   * The longest time between two ticks of a 10 ms timer over the last 30 to 60 s, in ms: about
+   * 10 with the loop free; a synchronous stretch of N ms shows as at least N.
+   */
+  eventLoop: { maxDelayMs: number };
   wallet: WalletHealth;
   gc: GcHealth;
   /** The work this server runs by itself, every so often (the jobs that are on). */

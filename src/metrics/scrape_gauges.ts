@@ -3,7 +3,8 @@
  * and never on a request's path: the digest backlog, the hash pool's queue,
  * uploads in flight, stored pieces and bytes, garbage collection (removed
  * so far, the backlog, the last sweep), the database's files, free disk, the
- * connections (connection_gauges.ts) and the process's memory. A source that
+ * connections (connection_gauges.ts), the process's memory and its event
+ * loop's stalls (event_loop_metrics.ts). A source that
  * is absent (no data directory bound, no hash pool, no statfs permission)
  * leaves its family out.
  */
@@ -12,6 +13,8 @@ import type { DiskSpace } from "./disk_space.ts";
 import { registerConnectionGauges } from "./connection_gauges.ts";
 import type { ConnectionStatsSource } from "./connection_gauges.ts";
 import type { MetricsRegistry } from "./registry.ts";
+import { registerEventLoopMetrics } from "./event_loop_metrics.ts";
+import type { EventLoopDelay } from "../kernel/event_loop_delay.ts";
 import type { StoredTotalsValue } from "./stored_totals.ts";
 import { type HandoffSource, registerHandoffGauges } from "./handoff_gauges.ts";
 
@@ -32,6 +35,8 @@ export interface ScrapeSources {
   gc: GcSource | null;
   /** The hand-off to a storage provider; null with --handoff off (its families are left out). */
   handoff?: HandoffSource | null;
+  /** How long the event loop is held (its timer runs whether or not metrics are on). */
+  eventLoop: EventLoopDelay;
 }
 
 /** What garbage collection tells the metrics (ops/gc_service.ts). */
@@ -134,6 +139,7 @@ export function registerScrapeGauges(registry: MetricsRegistry, sources: ScrapeS
   registerConnectionGauges(registry, sources.connections);
   if (sources.handoff) registerHandoffGauges(registry, sources.handoff);
   registerProcessGauges(registry, single);
+  registerEventLoopMetrics(registry, sources.eventLoop);
 }
 
 function registerGcFamilies(

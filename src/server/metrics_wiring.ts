@@ -17,6 +17,7 @@ import type { HashWorkerPool } from "../kernel/piece_cid/pool.ts";
 import type { PieceDigests } from "../catalog/digests.ts";
 import type { GarbageCollector } from "../ops/gc_service.ts";
 import type { Handoff } from "../handoff/service.ts";
+import type { EventLoopDelay } from "../kernel/event_loop_delay.ts";
 import { gcMetricsSource } from "./garbage_collection.ts";
 
 /** What GET /metrics reads: counters, plus gauges read from the services when it is scraped. */
@@ -31,6 +32,7 @@ export function buildServiceMetrics(
     connections: ConnectionStatsSource;
     gc: GarbageCollector;
     handoff: Handoff | null;
+    eventLoop: EventLoopDelay;
   },
 ): ServiceMetrics {
   const { config, metadata, dbPath } = deps;
@@ -53,5 +55,6 @@ export function buildServiceMetrics(
     connections: deps.connections,
     gc: gcMetricsSource(deps.gc, metadata),
     handoff: deps.handoff,
+    eventLoop: deps.eventLoop,
   });
 }

@@ -61,6 +61,7 @@ import { serverJobs } from "./jobs.ts";
 import { buildServiceMetrics } from "./metrics_wiring.ts";
 import type { JobName } from "./jobs.ts";
 import { BackgroundJobs } from "../jobs/runner.ts";
+import { EventLoopDelay } from "../kernel/event_loop_delay.ts";
 import { ResumableUploads } from "../uploads/resumable.ts";
 import { UploadCommits } from "../uploads/commit.ts";
 import { Handoff } from "../handoff/service.ts";
@@ -115,6 +116,9 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
   const accounts = buildAccountServices(deps);
   const uploadDrain = new UploadDrain();
   const connections = new ConnectionStatsSource();
+  // The event loop's stalls, for /healthz and /metrics; stopped with the background work.
+  const eventLoop = new EventLoopDelay();
+  eventLoop.start();
   // With --metrics false nothing is made, so nothing is counted.
   metrics = config.metricsEnabled
     ? buildServiceMetrics({
@@ -127,6 +131,7 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
       connections,
       gc: pieces.gc,
       handoff: pieces.handoff,
+      eventLoop,
     })
     : null;
   return {
@@ -165,7 +170,9 @@ export async function buildServices(deps: ServiceDeps): Promise<Services> {
     }),
     metrics,
     connections,
+    eventLoop,
     async stopBackgroundWork() {
+      eventLoop.stop();
       accounts.stopWatchingKey();
       await pieces.stop();
       accounts.mailer?.close();

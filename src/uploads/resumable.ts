@@ -7,8 +7,8 @@
  * exactly as it does (commit.ts).
  *
  * Where each part of an upload lives, so any instance can continue it:
- *   - its record (terms, offset, the store's description of its bytes) in the
- *     database (domain/resumable_upload_records.ts: ResumableUploadRecords);
+ *   - its record (terms, offset, the store's description of its bytes, its last
+ *     activity) in the database (domain/resumable_upload_records.ts);
  *   - its bytes in the store's partial area (driver.ts: PartialStore);
  *   - its cap reservation in the ledger, lasting (a data directory's ledger is
  *     in memory: `holdReservationsAgain` re-holds them at start);
@@ -111,12 +111,12 @@ export class ResumableUploads {
         staging: JSON.stringify(state),
         createdAt: toRfc3339(now),
         expiresMs: now + RESUMABLE_EXPIRY_MS,
+        lastActivityMs: now,
       });
       await records.insert(record).catch(async (error) => {
         await store.partials.remove(id).catch(() => {});
         throw error;
       });
-      this.#idle.touched(id, now);
       return record;
     } catch (error) {
       await ticket.release();
@@ -160,7 +160,7 @@ export class ResumableUploads {
           ? { kind: "finished", upload, deal: await this.dealOf(upload) }
           : { kind: "partial", upload, cut: null };
       }
-      const held = await this.#idle.holdAgainIfReleased(upload);
+      const held = await this.#idle.requestStarts(upload);
       return await this.#appendLocked(held, input, AbortSignal.any([input.signal, signal]));
     });
   }
@@ -226,13 +226,12 @@ export class ResumableUploads {
       );
       const appended = await store.partials.append(before, input.body, {
         expectedBytes: input.declaredBytes ?? upload.length - upload.received,
-        onChunk: checks.onChunk,
+        onChunk: this.#idle.whileReceiving(upload.id, checks.onChunk),
         signal,
         idleTimeoutMs: input.idleTimeoutMs,
         minRate: input.minRate,
       });
       const after = appended.state;
-      if (after.size > before.size) this.#idle.touched(upload.id, this.#options.clock.now());
       if (after.size === upload.length) {
         // What the last append carried over (an S3 tail) is in `after` now.
         await store.partials.release(before, after);
@@ -250,6 +249,7 @@ export class ResumableUploads {
         received: after.size,
         staging: JSON.stringify(after),
         expiresMs: upload.expiresMs,
+        lastActivityMs: this.#options.clock.now(),
       };
       if (!await records.advance(upload.id, update)) {
         await store.partials.release(after, before);
@@ -326,9 +326,9 @@ export class ResumableUploads {
     const { records, store, logger } = this.#options;
     const removed = await records.delete(upload.id);
     this.#checks.drop(upload.id);
-    const wasReleased = this.#idle.forget(upload.id);
     if (!removed) return;
-    if (upload.dealId === null && !wasReleased) await this.#reservationOf(upload).release();
+    const held = upload.dealId === null && !upload.reservationReleased;
+    if (held) await this.#reservationOf(upload).release();
     await store.partials.remove(upload.id).catch((error) =>
       // The orphan sweep takes it later.
       logger.warn("cannot remove a resumable upload's bytes", {

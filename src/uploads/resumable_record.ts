@@ -19,6 +19,8 @@ export interface NewUploadFields {
   staging: string;
   createdAt: string;
   expiresMs: number;
+  /** Its creation's time, in ms: its first activity. */
+  lastActivityMs: number;
 }
 
 /** The record of an upload created from the intake's ticket: no bytes, no deal yet. */
@@ -47,6 +49,8 @@ export function recordOfTicket(
     expiresMs: fields.expiresMs,
     dealId: null,
     roots: null,
+    lastActivityMs: fields.lastActivityMs,
+    reservationReleased: false,
   };
 }
 

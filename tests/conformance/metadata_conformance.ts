@@ -12,6 +12,7 @@ import type { DealRecord, PieceRecord } from "../../src/domain/catalog_records.t
 import type { TokenRecord } from "../../src/domain/auth_records.ts";
 import { runLifecycleConformance } from "./lifecycle_conformance.ts";
 import { runPieceCidConformance } from "./piece_cid_conformance.ts";
+import { runResumableConformance } from "./resumable_conformance.ts";
 
 export interface MetadataFixture extends AsyncDisposable {
   metadata: Metadata;
@@ -83,6 +84,7 @@ export function runMetadataConformance(
 
   runLifecycleConformance(test);
   runPieceCidConformance(test);
+  runResumableConformance(test);
 
   test("an upload records its piece, deal and usage together", async ({ metadata }) => {
     const { catalog } = metadata;

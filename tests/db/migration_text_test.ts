@@ -28,6 +28,7 @@ const SQLITE_SHA256: Record<number, string> = {
   15: "0b4a0096faffa5073ebcac7ef543db95b63301627f08bc60b79241fe8e711277",
   16: "47420296aea25e855cae5f98b229b41803a43404c50032f2da2b4752d5c4ef1f",
   17: "204a548a100a4faef1ce62a69c89609f68f92f0a6ca29e5231de44eba8f56e2d",
+  18: "4d86df06ec6361ee80a6af19a042efeae01ceb9b3072fadb8a62fb422c8bd666",
 };
 
 const POSTGRES_SHA256: Record<number, string> = {
@@ -42,6 +43,7 @@ const POSTGRES_SHA256: Record<number, string> = {
   10: "99fcf903c369ddbe50f2dc9dbf94d5928f0563abbc5d766421a1aacb7eaa0dd8",
   11: "d2f840f44fb6f712034b278339b696a9ea4acf7acc515354631a1199f8a8bd78",
   12: "3f66569cb7de70ad94c730e5b28e1c3fe8afa7e5de9b4efb1a4c4b3c5faa0a45",
+  13: "4108c781fd18a84dff67550d905afe0c77ce048be7e89ff5bdff5b23d2de2ef3",
 };
 
 async function sha256Hex(text: string): Promise<string> {

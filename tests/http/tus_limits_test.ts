@@ -23,8 +23,9 @@ const CID = pieceCidOf(FILE);
 /** A PATCH at offset 0 held open from `from`: its head and the first KiB of the file sent. */
 async function holdPatch(
   server: TestServer,
-  options: { from: string; url: string; token: string },
+  options: { from: string; url: string; token?: string },
 ): Promise<HeldUpload> {
+  const auth = options.token === undefined ? [] : [`Authorization: Bearer ${options.token}`];
   return await holdUpload({
     port: server.server.port,
     from: options.from,
@@ -32,7 +33,7 @@ async function holdPatch(
     path: new URL(options.url).pathname,
     contentType: "application/offset+octet-stream",
     length: FILE.length,
-    headers: ["Tus-Resumable: 1.0.0", "Upload-Offset: 0", `Authorization: Bearer ${options.token}`],
+    headers: ["Tus-Resumable: 1.0.0", "Upload-Offset: 0", ...auth],
     first: FILE.slice(0, 1024),
   });
 }
@@ -227,4 +228,76 @@ Deno.test("tus limits: a sponsored upload that sends nothing for 10 minutes lets
   const late = await tusPatch(url, 100, bytes.slice(100));
   assertEquals([late.status, (await errorOf(late)).error], [429, "rate_limited"]);
   assertEquals((await tusHead(url)).offset, 100);
+});
+
+Deno.test("tus limits: an idle sponsored upload is let go after a restart too; one let go before stays let go", async () => {
+  const clock = new FakeClock("2026-11-21T10:00:00Z");
+  const dataDir = await Deno.makeTempDir({ prefix: "tus-idle-restart-" });
+  const options = {
+    clock,
+    dataDir,
+    args: ["--sponsored-daily-cap", "1000"],
+    jobIntervals: { "resumable-expiry": 20 },
+  };
+  try {
+    let early: string;
+    let late: string;
+    {
+      await using server = await startTestServer(options);
+      const reserved = () => server.server.services.ledger.reservedTotal();
+      early = new URL(await tusCreated(server.url, { cid: "bafkidlerestart1", length: 300 }))
+        .pathname;
+      clock.advance(11 * 60_000);
+      await eventually(async () => await reserved() === 0, "the first upload let go");
+      late = new URL(await tusCreated(server.url, { cid: "bafkidlerestart2", length: 400 }))
+        .pathname;
+      clock.advance(5 * 60_000);
+    }
+    await using server = await startTestServer(options);
+    const reserved = () => server.server.services.ledger.reservedTotal();
+    // Held again at start: the second (idle for 5 minutes), not the first (let go before).
+    assertEquals(await reserved(), 400);
+    clock.advance(6 * 60_000);
+    await eventually(async () => await reserved() === 0, "the second let go after the restart");
+    // The first's next byte takes its reservation again.
+    const patched = await tusPatch(`${server.url}${early}`, 0, seededBytes(100, 7));
+    assertEquals(patched.status, 204);
+    assertEquals(await reserved(), 300);
+    assertEquals((await tusHead(`${server.url}${late}`)).offset, 0);
+  } finally {
+    await Deno.remove(dataDir, { recursive: true });
+  }
+});
+
+Deno.test("tus limits: a long PATCH writes its upload's activity when it starts and at most once a minute while bytes come", async () => {
+  const clock = new FakeClock("2026-11-21T10:00:00Z");
+  await using server = await startTestServer({
+    clock,
+    args: ["--sponsored-daily-cap", "1GiB"],
+    jobIntervals: { "resumable-expiry": 0 },
+  });
+  const url = await tusCreated(server.url, { cid: CID, length: FILE.length });
+  const id = new URL(url).pathname.split("/").pop()!;
+  const activity = async () =>
+    (await server.server.metadata.resumableUploads.get(id))!.lastActivityMs;
+  const created = clock.now();
+  assertEquals(await activity(), created);
+  clock.advance(2 * 60_000);
+  const held = await holdPatch(server, { from: "127.0.0.1", url });
+  try {
+    await eventually(async () => await activity() === created + 120_000, "the start written");
+    const partial = `${server.dataDir}/pieces/partial/${id}`;
+    clock.advance(30_000); // half a minute: its bytes write nothing
+    await held.send(FILE.slice(1024, 65_536));
+    await eventually(async () => (await Deno.stat(partial)).size === 65_536, "the bytes stored");
+    assertEquals(await activity(), created + 120_000, "nothing written for these bytes");
+    clock.advance(31_000); // a minute since the last write: the next bytes write it
+    await held.send(FILE.slice(65_536, 131_072));
+    await eventually(
+      async () => await activity() === created + 181_000,
+      "written a minute after the start, not at the half minute",
+    );
+  } finally {
+    held.close();
+  }
 });

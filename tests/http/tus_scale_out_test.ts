@@ -134,6 +134,31 @@ scaleOutTest(
 );
 
 scaleOutTest(
+  "idle sponsored uploads: one touched through B is kept by A's sweep; one idle on A goes by B's",
+  async (deployment) => {
+    const clock = new FakeClock(Date.now());
+    // No sweep runs by itself: each instance's is run by hand, to say whose let go what.
+    const instance = { clock, jobIntervals: { "resumable-expiry": 0 } };
+    await using a = await deployment.startInstance(instance);
+    await using b = await deployment.startInstance(instance);
+    const idle = await tusCreated(a.url, { cid: "bafkidleona", length: 300 });
+    const touched = await tusCreated(a.url, { cid: "bafktouchedonb", length: 400 });
+    assertEquals(await reservedInDatabase(deployment), { rows: 2, bytes: 700 });
+    clock.advance(5 * 60_000);
+    const onB = touched.replace(new URL(touched).origin, b.url);
+    assertEquals((await tusPatch(onB, 0, seededBytes(100, 93))).status, 204);
+    clock.advance(6 * 60_000); // the first idle for 11 minutes, the second for 6
+    assertEquals(await b.server.services.resumable.releaseIdleReservations(), 1);
+    assertEquals(await reservedInDatabase(deployment), { rows: 1, bytes: 400 });
+    assertEquals(await a.server.services.resumable.releaseIdleReservations(), 0);
+    assertEquals(await reservedInDatabase(deployment), { rows: 1, bytes: 400 });
+    // The first's next byte, on A, takes its reservation again though B let it go.
+    assertEquals((await tusPatch(idle, 0, seededBytes(100, 94))).status, 204);
+    assertEquals(await reservedInDatabase(deployment), { rows: 2, bytes: 700 });
+  },
+);
+
+scaleOutTest(
   "tus-js-client aborts, resumes on the other instance's offset, and finishes",
   async (deployment) => {
     await using server = await deployment.startInstance();

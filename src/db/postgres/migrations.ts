@@ -259,6 +259,15 @@ CREATE INDEX resumable_uploads_open_by_subject ON resumable_uploads (usage_subje
   WHERE deal_id IS NULL;
 `;
 
+/** A resumable upload's last activity and released reservation, in its record (SQLite's 18). */
+const UPLOAD_ACTIVITY = `
+ALTER TABLE resumable_uploads ADD COLUMN last_activity_ms BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE resumable_uploads ADD COLUMN reservation_released BOOLEAN NOT NULL DEFAULT FALSE;
+UPDATE resumable_uploads SET last_activity_ms = expires_ms - 86400000;
+CREATE INDEX resumable_uploads_idle ON resumable_uploads (last_activity_ms, id)
+  WHERE deal_id IS NULL AND NOT reservation_released AND tier = 'sponsored';
+`;
+
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 1, sql: INITIAL },
   { version: 2, sql: SIGNUP_CODES_PER_CLIENT },
@@ -272,4 +281,5 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   { version: 10, sql: SESSIONS },
   { version: 11, sql: UPLOAD_LINKS },
   { version: 12, sql: RSA_KEYS },
+  { version: 13, sql: UPLOAD_ACTIVITY },
 ];

@@ -7,6 +7,8 @@
  */
 import type { Sql } from "./connection.ts";
 import type {
+  AppendRecord,
+  IdleUploadKey,
   ResumableUploadRecord,
   ResumableUploadRecords,
 } from "../../domain/resumable_upload_records.ts";
@@ -15,7 +17,13 @@ const COLUMNS = `id, cid, length, received, content_type AS "contentType", filen
   tier, usage_subject AS "usageSubject", owner_sub AS "ownerSub", owner AS "ownerName",
   term_days AS "termDays", reservation_id AS "reservationId",
   reservation_day AS "reservationDay", staging, created_at AS "createdAt",
-  expires_ms AS "expiresMs", deal_id AS "dealId", roots`;
+  expires_ms AS "expiresMs", deal_id AS "dealId", roots,
+  last_activity_ms AS "lastActivityMs", reservation_released AS "reservationReleased"`;
+
+/** Unfinished sponsored uploads holding their reservation (the partial index of version 13). */
+const IDLE = `SELECT ${COLUMNS} FROM resumable_uploads
+  WHERE deal_id IS NULL AND NOT reservation_released AND tier = 'sponsored'
+    AND last_activity_ms < $1`;
 
 export class PostgresResumableUploadRecords implements ResumableUploadRecords {
   readonly #sql: Sql;
@@ -27,11 +35,13 @@ export class PostgresResumableUploadRecords implements ResumableUploadRecords {
   async insert(r: ResumableUploadRecord): Promise<void> {
     await this.#sql`INSERT INTO resumable_uploads (id, cid, length, received, content_type,
         filename, metadata, tier, usage_subject, owner_sub, owner, term_days, reservation_id,
-        reservation_day, staging, created_at, expires_ms, deal_id, roots)
+        reservation_day, staging, created_at, expires_ms, deal_id, roots, last_activity_ms,
+        reservation_released)
       VALUES (${r.id}, ${r.cid}, ${r.length}, ${r.received}, ${r.contentType}, ${r.filename},
         ${r.metadata}, ${r.tier}, ${r.usageSubject}, ${r.ownerSub}, ${r.ownerName},
         ${r.termDays}, ${r.reservationId}, ${r.reservationDay}, ${r.staging}, ${r.createdAt},
-        ${r.expiresMs}, ${r.dealId}, ${r.roots === null ? null : JSON.stringify(r.roots)})`;
+        ${r.expiresMs}, ${r.dealId}, ${r.roots === null ? null : JSON.stringify(r.roots)},
+        ${r.lastActivityMs}, ${r.reservationReleased})`;
   }
 
   async get(id: string): Promise<ResumableUploadRecord | null> {
@@ -44,11 +54,40 @@ export class PostgresResumableUploadRecords implements ResumableUploadRecords {
 
   async advance(
     id: string,
-    update: { fromBytes: number; received: number; staging: string; expiresMs: number },
+    update: AppendRecord,
   ): Promise<boolean> {
     const result = await this.#sql`UPDATE resumable_uploads SET received = ${update.received},
-        staging = ${update.staging}, expires_ms = ${update.expiresMs}
+        staging = ${update.staging}, expires_ms = ${update.expiresMs},
+        last_activity_ms = GREATEST(last_activity_ms, ${update.lastActivityMs})
       WHERE id = ${id} AND received = ${update.fromBytes} AND deal_id IS NULL`;
+    return result.count === 1;
+  }
+
+  async touch(id: string, atMs: number): Promise<{ reservationReleased: boolean } | null> {
+    const [row] = await this.#sql`UPDATE resumable_uploads
+      SET last_activity_ms = GREATEST(last_activity_ms, ${atMs})
+      WHERE id = ${id} AND deal_id IS NULL RETURNING reservation_released AS released`;
+    return row ? { reservationReleased: row.released === true } : null;
+  }
+
+  async idleBefore(
+    cutoffMs: number,
+    after: IdleUploadKey | null,
+    limit: number,
+  ): Promise<ResumableUploadRecord[]> {
+    const rows = after === null
+      ? await this.#sql.unsafe(`${IDLE} ORDER BY last_activity_ms, id LIMIT $2`, [cutoffMs, limit])
+      : await this.#sql.unsafe(
+        `${IDLE} AND (last_activity_ms, id) > ($2, $3) ORDER BY last_activity_ms, id LIMIT $4`,
+        [cutoffMs, after.lastActivityMs, after.id, limit],
+      );
+    return rows.map(recordOf);
+  }
+
+  async markReleasedIfIdle(id: string, cutoffMs: number): Promise<boolean> {
+    const result = await this.#sql`UPDATE resumable_uploads SET reservation_released = TRUE
+      WHERE id = ${id} AND deal_id IS NULL AND NOT reservation_released
+        AND last_activity_ms < ${cutoffMs}`;
     return result.count === 1;
   }
 
@@ -72,7 +111,7 @@ export class PostgresResumableUploadRecords implements ResumableUploadRecords {
   ): Promise<boolean> {
     const result = await this.#sql`UPDATE resumable_uploads
       SET reservation_id = ${reservation.reservationId},
-        reservation_day = ${reservation.reservationDay}
+        reservation_day = ${reservation.reservationDay}, reservation_released = FALSE
       WHERE id = ${id} AND deal_id IS NULL`;
     return result.count === 1;
   }
@@ -96,5 +135,9 @@ export class PostgresResumableUploadRecords implements ResumableUploadRecords {
 /** A row as the record: its roots column is JSON text (NULL unless a finished CAR). */
 function recordOf(row: Record<string, unknown>): ResumableUploadRecord {
   const roots = row.roots as string | null;
-  return { ...row, roots: roots === null ? null : JSON.parse(roots) } as ResumableUploadRecord;
+  return {
+    ...row,
+    roots: roots === null ? null : JSON.parse(roots),
+    lastActivityMs: Number(row.lastActivityMs),
+  } as ResumableUploadRecord;
 }

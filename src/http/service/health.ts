@@ -2,7 +2,7 @@
  * GET /healthz — whether the storage backend and the database can be used,
  * the wallet tier's chain, when garbage collection last swept, and how each
  * background job (a sweep, a watch, a probe) last ran and when it runs next,
- * and with a hand-off, the storage provider and whether it answers.
+ * the longest the event loop was held lately, and with a hand-off, the storage provider and whether it answers.
  * An unreachable chain RPC, or a job that failed, does not make the server
  * degraded: retrievals and the other tiers still work, and a load balancer
  * must not take the server out of rotation for someone else's RPC (a job's
@@ -36,6 +36,8 @@ export interface HealthDeps {
   jobs: { health(): JobHealth[] };
   /** The hand-off to a storage provider; null with --handoff off (then /healthz omits it). */
   handoff: { health(): Promise<HandoffHealth> } | null;
+  /** The longest the event loop was held in the last 30 to 60 s, in ms. */
+  eventLoop: { recentMax(): number };
 }
 
 export function createHealthHandler(deps: HealthDeps): Handler {
@@ -54,6 +56,7 @@ export function createHealthHandler(deps: HealthDeps): Handler {
       digests: deps.digests.status(),
       uploads: { inFlight: deps.uploadDrain.inFlight },
       memory: memoryMiB(),
+      eventLoop: { maxDelayMs: Math.round(deps.eventLoop.recentMax() * 10) / 10 },
       wallet: await walletHealth(deps.walletChain),
       gc,
       jobs: deps.jobs.health(),

@@ -21,6 +21,7 @@ import { sql as blocksBeforePieces } from "./0014_blocks_before_pieces.ts";
 import { sql as openUploadsBySubject } from "./0015_open_uploads_by_subject.ts";
 import { sql as sessions } from "./0016_sessions.ts";
 import { sql as uploadLinks } from "./0017_upload_links.ts";
+import { sql as uploadActivity } from "./0018_upload_activity.ts";
 
 export interface Migration {
   version: number;
@@ -52,4 +53,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 15, name: "open_uploads_by_subject", sql: openUploadsBySubject },
   { version: 16, name: "sessions", sql: sessions },
   { version: 17, name: "upload_links", sql: uploadLinks },
+  { version: 18, name: "upload_activity", sql: uploadActivity },
 ];

@@ -352,6 +352,13 @@ export const COMPONENT_SCHEMAS: { readonly [name in SchemaName]: JsonSchema } = 
       heapTotalMiB: { type: "number" },
       externalMiB: { type: "number" },
     }),
+    eventLoop: objectOf({
+      maxDelayMs: {
+        type: "number",
+        description: "The longest time between two ticks of a 10 ms timer over the last 30 to " +
+          "60 s: about 10 with the event loop free; a synchronous stretch of N ms shows as N or more",
+      },
+    }),
     wallet: objectOf({
       enabled: { ...booleanSchema, description: "Whether this server has a wallet tier" },
       ok: { ...booleanSchema, description: "Whether the chain's RPC answered last time" },
