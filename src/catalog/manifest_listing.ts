@@ -7,7 +7,7 @@
 import {
   ManifestFormatError,
   MAX_MANIFEST_BYTES,
-  readManifest,
+  readManifestInSlices,
 } from "../kernel/manifest_format.ts";
 import type { PieceStore } from "../driver/driver.ts";
 
@@ -21,7 +21,7 @@ export async function manifestListingOf(store: PieceStore, cid: string): Promise
   }
   const bytes = new Uint8Array(await new Response(opened.body).arrayBuffer());
   try {
-    return readManifest(bytes).pieces.map((piece) => piece.cid);
+    return (await readManifestInSlices(bytes)).pieces.map((piece) => piece.cid);
   } catch (error) {
     if (error instanceof ManifestFormatError) return [];
     throw error;

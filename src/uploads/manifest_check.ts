@@ -13,7 +13,7 @@ import {
   isManifestType,
   ManifestFormatError,
   MAX_MANIFEST_BYTES,
-  readManifest,
+  readManifestInSlices,
 } from "../kernel/manifest_format.ts";
 import type { PieceCatalog } from "../catalog/catalog.ts";
 import { requireContentType } from "./type_and_name.ts";
@@ -52,7 +52,7 @@ export function manifestCollectorFor(
     async check(catalog) {
       let manifest;
       try {
-        manifest = readManifest(bytes.subarray(0, received));
+        manifest = await readManifestInSlices(bytes.subarray(0, received));
       } catch (error) {
         if (!(error instanceof ManifestFormatError)) throw error;
         throw new ApiError("invalid_manifest", `The body is ${error.message}; nothing was stored`);

@@ -68,6 +68,7 @@ const SHARED_KERNEL = [
   "kernel/clock.ts",
   "kernel/units.ts",
   "kernel/manifest_format.ts",
+  "kernel/turns.ts",
   "kernel/piece_cid/",
 ];
 /** Kernel modules that import nothing at all. */
@@ -162,7 +163,7 @@ const RULES: Rule[] = [
   // A split file's manifest: the server checks and serves it, the SDK writes and follows it.
   {
     from: "kernel/manifest_format.ts",
-    mayImportOnly: ["kernel/cid_format.ts", "kernel/piece_cid/cid_codec.ts"],
+    mayImportOnly: ["kernel/cid_format.ts", "kernel/piece_cid/cid_codec.ts", "kernel/turns.ts"],
   },
   { from: "kernel/data_dir.ts", mayImportOnly: ["kernel/fs/", "kernel/log.ts"] },
   // The hasher is used by the server, the SDK and the workers: it stands on nothing else.

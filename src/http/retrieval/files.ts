@@ -16,7 +16,7 @@ import {
   isManifestType,
   ManifestFormatError,
   MAX_MANIFEST_BYTES,
-  readManifest,
+  readManifestInSlices,
 } from "../../kernel/manifest_format.ts";
 import type { Manifest } from "../../kernel/manifest_format.ts";
 import type { RequestContext } from "../pipeline/context.ts";
@@ -97,7 +97,7 @@ async function manifestOf(
   if (piece.size > MAX_MANIFEST_BYTES) return null;
   const bytes = await wholePiece(deps, piece, cachedBytes);
   try {
-    return readManifest(bytes);
+    return await readManifestInSlices(bytes);
   } catch (error) {
     // Stored before uploads were checked, perhaps: then it is served as the bytes it is.
     if (error instanceof ManifestFormatError) return null;
