@@ -294,7 +294,14 @@ async function openMetadata(
     ? openDatabaseReadOnly(path)
     : openDatabase({ path, busyTimeoutMs: config.dbBusyTimeoutMs });
   opened.dbPath = path;
-  if (records) opened.metadata = sqliteMetadata({ db: opened.sqlite, clock: options.clock, path });
+  if (records) {
+    opened.metadata = sqliteMetadata({
+      db: opened.sqlite,
+      clock: options.clock,
+      path,
+      checkpointsInWorker: options.dataDir !== "read-only",
+    });
+  }
 }
 
 /**
