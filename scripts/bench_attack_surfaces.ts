@@ -17,7 +17,10 @@
  * The client uploads 64 KiB files and reads each back (scripts/bench_attack.ts
  * clientLoop), first with no attack, then under it. A probe on a third
  * address asks /healthz every 25 ms: its longest answer is the bound on how
- * long the event loop stalled (the service has no gauge of its own). Also
+ * long the event loop stalled (the service has no gauge of its own). /healthz
+ * also creates and removes a file, so a busy disk lengthens it too; a second
+ * probe (loopProbe, a fourth address) asks for a 1 KiB piece, answered from
+ * memory on the pipeline's fast path, which only a stalled loop delays. Also
  * sampled: the server's RSS and open descriptors. Reported per attack.
  *
  *   deno run -A scripts/bench_attack_surfaces.ts [--seconds 15] [--only slowReaders,tusFlood]
@@ -52,6 +55,7 @@ export const SURFACE_ATTACKS: readonly SurfaceAttack[] = [
 ];
 
 const PROBE_ADDRESS = "127.0.0.249";
+const LOOP_PROBE_ADDRESS = "127.0.0.248";
 const PROBE_INTERVAL_MS = 25;
 
 export interface ProbeFigures {
@@ -64,8 +68,8 @@ export interface ProbeFigures {
 export interface SurfaceResult {
   attack: SurfaceAttack;
   serverArgs: string[];
-  noAttack: { client: ClientFigures; probe: ProbeFigures };
-  underAttack: { client: ClientFigures; probe: ProbeFigures };
+  noAttack: { client: ClientFigures; probe: ProbeFigures; loopProbe: ProbeFigures };
+  underAttack: { client: ClientFigures; probe: ProbeFigures; loopProbe: ProbeFigures };
   serverRssMiB: Summary;
   serverOpenFds: Summary;
   serverAlive: boolean;
@@ -83,9 +87,13 @@ function quantiles(values: number[]) {
   return { median: round1(at(0.5)), p99: round1(at(0.99)), max: round1(at(1)) };
 }
 
-/** Asks /healthz every PROBE_INTERVAL_MS until stopped: how long each answer took. */
-function startProbe(url: string): { stop(): Promise<ProbeFigures> } {
-  const client = Deno.createHttpClient({ localAddress: PROBE_ADDRESS });
+/** Asks `path` every PROBE_INTERVAL_MS until stopped: how long each answer took. */
+function startProbe(
+  url: string,
+  path = "/healthz",
+  from = PROBE_ADDRESS,
+): { stop(): Promise<ProbeFigures> } {
+  const client = Deno.createHttpClient({ localAddress: from });
   const latencies: number[] = [];
   let asked = 0;
   let running = true;
@@ -94,7 +102,7 @@ function startProbe(url: string): { stop(): Promise<ProbeFigures> } {
       asked++;
       const started = performance.now();
       try {
-        const response = await fetch(`${url}/healthz`, {
+        const response = await fetch(`${url}${path}`, {
           client,
           signal: AbortSignal.timeout(10_000),
         });
@@ -118,11 +126,22 @@ function startProbe(url: string): { stop(): Promise<ProbeFigures> } {
   };
 }
 
-/** The client's loop with the probe beside it. */
+/** The client's loop with the probes beside it. */
 async function measured(url: string, seconds: number, tag: string) {
   const probe = startProbe(url);
+  const loopProbe = startProbe(url, `/p/${LOOP_PROBE_CID}`, LOOP_PROBE_ADDRESS);
   const client = await clientLoop(url, seconds, tag);
-  return { client, probe: await probe.stop() };
+  return { client, probe: await probe.stop(), loopProbe: await loopProbe.stop() };
+}
+
+/** The loop probe's piece: 1 KiB, small enough for the cache of the pipeline's fast path. */
+const LOOP_PROBE_CID = "bafkbenchloopprobe";
+
+async function storeLoopProbePiece(url: string): Promise<void> {
+  const answer = await upload(url, LOOP_PROBE_CID, new Uint8Array(1024).fill(5), {
+    "content-type": "application/octet-stream",
+  });
+  if (answer.status !== 200) throw new Error(`loop probe piece: ${answer.text}`);
 }
 
 /** An attacker's loop from one address, until stopped; each turn one request. */
@@ -495,6 +514,7 @@ export async function benchAttackSurface(
   const attack = attackOf(kind, options.dir);
   const serverArgs = ["--sponsored-daily-cap", "100GiB", ...attack.serverArgs];
   await using service = await spawnServer(options.dir, serverArgs);
+  await storeLoopProbePiece(service.url);
   await attack.prepare(service);
   const noAttack = await measured(service.url, options.seconds, `${kind}calm`);
   const samples = { rss: [] as number[], fds: [] as number[] };
