@@ -23,7 +23,6 @@ import type {
 } from "../domain/auth_records.ts";
 import type { Database } from "../db/sqlite/database.ts";
 import { SqliteBlockRecords } from "../db/sqlite/block_records.ts";
-import { WalCheckpoints } from "../db/sqlite/wal_checkpoints.ts";
 import { SqliteCatalogRecords } from "../db/sqlite/catalog_records.ts";
 import { SqliteLifecycleRecords } from "../db/sqlite/lifecycle_records.ts";
 import { SqliteSignupCodeRecords } from "../db/sqlite/signup_code_records.ts";
@@ -83,18 +82,10 @@ export interface SqliteMetadataOptions {
   clock: Clock;
   /** The database file, stat'ed by health(): SQLite keeps writing to a deleted file. */
   path: string | null;
-  /**
-   * Whether a Worker runs the WAL's checkpoints (db/sqlite/wal_checkpoints.ts),
-   * off the thread that serves: for a database this process writes to.
-   */
-  checkpointsInWorker?: boolean;
 }
 
 export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
   const { db, clock, path } = options;
-  const checkpoints = options.checkpointsInWorker && path !== null
-    ? new WalCheckpoints(db, path)
-    : null;
   const blocks = new SqliteBlockRecords(db);
   const catalog = new SqliteCatalogRecords(db, blocks);
   const persistent = path !== null;
@@ -134,10 +125,8 @@ export function sqliteMetadata(options: SqliteMetadataOptions): Metadata {
         return { ok: false, persistent, backend: "sqlite", detail: (error as Error).message };
       }
     },
-    close: async () => {
-      await checkpoints?.stop();
-      db.close();
-    },
+    // deno-lint-ignore require-await -- closing node:sqlite is synchronous.
+    close: async () => db.close(),
   };
 }
 

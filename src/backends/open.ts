@@ -294,14 +294,7 @@ async function openMetadata(
     ? openDatabaseReadOnly(path)
     : openDatabase({ path, busyTimeoutMs: config.dbBusyTimeoutMs });
   opened.dbPath = path;
-  if (records) {
-    opened.metadata = sqliteMetadata({
-      db: opened.sqlite,
-      clock: options.clock,
-      path,
-      checkpointsInWorker: options.dataDir !== "read-only",
-    });
-  }
+  if (records) opened.metadata = sqliteMetadata({ db: opened.sqlite, clock: options.clock, path });
 }
 
 /**
