@@ -21,8 +21,11 @@
  * held in it, and its histogram how many of its 10 ms ticks came over 50 ms
  * late. A probe on a third address asks /healthz every 25 ms: its longest
  * answer adds the probe's own scheduling and the network to the stall (on a
- * shared machine that alone reached 90-560 ms). Also sampled: the server's
- * RSS and open descriptors. Reported per attack.
+ * shared machine that alone reached 90-560 ms); /healthz also creates and
+ * removes a file, so a busy disk lengthens it too. A second probe (loopProbe,
+ * a fifth address) asks for a 1 KiB piece, answered from memory on the
+ * pipeline's fast path, which only a stalled loop delays. Also sampled: the
+ * server's RSS and open descriptors. Reported per attack.
  *
  *   deno run -A scripts/bench_attack_surfaces.ts [--seconds 15] [--only slowReaders,tusFlood]
  *
@@ -56,6 +59,7 @@ export const SURFACE_ATTACKS: readonly SurfaceAttack[] = [
 ];
 
 const PROBE_ADDRESS = "127.0.0.249";
+const LOOP_PROBE_ADDRESS = "127.0.0.247";
 const PROBE_INTERVAL_MS = 25;
 const SCRAPE_ADDRESS = "127.0.0.248";
 
@@ -78,6 +82,7 @@ export interface StallFigures {
 interface Phase {
   client: ClientFigures;
   probe: ProbeFigures;
+  loopProbe: ProbeFigures;
   stalls: StallFigures;
 }
 
@@ -105,9 +110,13 @@ function quantiles(values: number[]) {
   return { median: round1(at(0.5)), p99: round1(at(0.99)), max: round1(at(1)) };
 }
 
-/** Asks /healthz every PROBE_INTERVAL_MS until stopped: how long each answer took. */
-function startProbe(url: string): { stop(): Promise<ProbeFigures> } {
-  const client = Deno.createHttpClient({ localAddress: PROBE_ADDRESS });
+/** Asks `path` every PROBE_INTERVAL_MS until stopped: how long each answer took. */
+function startProbe(
+  url: string,
+  path = "/healthz",
+  from = PROBE_ADDRESS,
+): { stop(): Promise<ProbeFigures> } {
+  const client = Deno.createHttpClient({ localAddress: from });
   const latencies: number[] = [];
   let asked = 0;
   let running = true;
@@ -116,7 +125,7 @@ function startProbe(url: string): { stop(): Promise<ProbeFigures> } {
       asked++;
       const started = performance.now();
       try {
-        const response = await fetch(`${url}/healthz`, {
+        const response = await fetch(`${url}${path}`, {
           client,
           signal: AbortSignal.timeout(10_000),
         });
@@ -195,8 +204,24 @@ async function measured(
 ): Promise<Phase> {
   const before = since === undefined ? await scrapeStalls(url) : since;
   const probe = startProbe(url);
+  const loopProbe = startProbe(url, `/p/${LOOP_PROBE_CID}`, LOOP_PROBE_ADDRESS);
   const client = await clientLoop(url, seconds, tag);
-  return { client, probe: await probe.stop(), stalls: (await stallsSince(url, before)).figures };
+  return {
+    client,
+    probe: await probe.stop(),
+    loopProbe: await loopProbe.stop(),
+    stalls: (await stallsSince(url, before)).figures,
+  };
+}
+
+/** The loop probe's piece: 1 KiB, small enough for the cache of the pipeline's fast path. */
+const LOOP_PROBE_CID = "bafkbenchloopprobe";
+
+async function storeLoopProbePiece(url: string): Promise<void> {
+  const answer = await upload(url, LOOP_PROBE_CID, new Uint8Array(1024).fill(5), {
+    "content-type": "application/octet-stream",
+  });
+  if (answer.status !== 200) throw new Error(`loop probe piece: ${answer.text}`);
 }
 
 /** An attacker's loop from one address, until stopped; each turn one request. */
@@ -569,6 +594,7 @@ export async function benchAttackSurface(
   const attack = attackOf(kind, options.dir);
   const serverArgs = ["--sponsored-daily-cap", "100GiB", ...attack.serverArgs];
   await using service = await spawnServer(options.dir, serverArgs);
+  await storeLoopProbePiece(service.url);
   await attack.prepare(service);
   const noAttack = await measured(service.url, options.seconds, `${kind}calm`);
   const samples = { rss: [] as number[], fds: [] as number[] };

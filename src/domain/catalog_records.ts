@@ -108,7 +108,10 @@ export interface RecordUploadInput {
   } | null;
 }
 
-/** Where blocks lie in a piece's bytes, by multihash (ipfs/block_list.ts is one). */
+/**
+ * Where blocks lie in a piece's bytes, by multihash (ipfs/block_list.ts is
+ * one), best in multihash order: the order the index's B-tree keeps them in.
+ */
 export type BlockLocations = Iterable<{ multihash: Uint8Array; offset: number; length: number }>;
 
 /** A block found in the index: which piece holds it and where. */

@@ -77,9 +77,14 @@ export class CarUpload {
     return this.#problem;
   }
 
-  /** After the last byte: the roots (cids as strings); throws CarFormatError if it ended early. */
-  finish(): { roots: string[] } {
+  /**
+   * After the last byte: the roots (cids as strings); throws CarFormatError if
+   * it ended early. The blocks are then in multihash order, the block index's
+   * (block_list.ts says why), sorted in slices of the event loop's budget.
+   */
+  async finish(): Promise<{ roots: string[] }> {
     const summary = this.#parser.end();
+    await this.blocks.sortByMultihash();
     return { roots: summary.roots.map((root) => root.toString()) };
   }
 }

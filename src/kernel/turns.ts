@@ -45,3 +45,21 @@ export async function inSlices<T>(
     if (!done) await yieldToEventLoop();
   }
 }
+
+/**
+ * Runs `step` over the indexes 0 … count-1, a range of `rangeSize` at a time,
+ * in order, yielding to the event loop whenever a slice's budget is spent:
+ * for loops over typed arrays, where one call per item would cost more than
+ * the item's work.
+ */
+export function inRanges(
+  count: number,
+  step: (from: number, to: number) => void,
+  rangeSize = 16_384,
+): Promise<void> {
+  return inSlices(rangesOf(count, rangeSize), ({ from, to }) => step(from, to), { checkEvery: 1 });
+}
+
+function* rangesOf(count: number, size: number): Generator<{ from: number; to: number }> {
+  for (let from = 0; from < count; from += size) yield { from, to: Math.min(count, from + size) };
+}

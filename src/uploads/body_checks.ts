@@ -172,7 +172,7 @@ export class BodyChecks {
     staged: StagedPiece,
     readAgain?: () => ReadableStream<Uint8Array>,
   ): Promise<FinishedChecks> {
-    const roots = this.#finishCar();
+    const roots = await this.#finishCar();
     if (this.#verifier && !await this.#verifier.matches(staged)) {
       throw new ApiError("cid_mismatch", "The bytes do not hash to this cid; nothing was stored");
     }
@@ -188,9 +188,9 @@ export class BodyChecks {
   }
 
   /** A CAR's roots once its last byte is in (400 invalid_car if it ended early); null: no CAR. */
-  #finishCar(): string[] | null {
+  async #finishCar(): Promise<string[] | null> {
     try {
-      return this.#car?.finish().roots ?? null;
+      return (await this.#car?.finish())?.roots ?? null;
     } catch (error) {
       throw error instanceof CarFormatError ? invalidCar(error) : error;
     }

@@ -138,5 +138,5 @@ Deno.test("CAR bounds: a chunk of many tiny blocks is checked in slices that let
   const turns = await turnsDuring(() => upload.onChunk(car) ?? Promise.resolve());
   assertEquals(turns > 1, true, `the event loop turned ${turns} times while the chunk was checked`);
   assertEquals(upload.blocks.size, 50_000 + 51);
-  assertEquals(upload.finish().roots.length, 1);
+  assertEquals((await upload.finish()).roots.length, 1);
 });
