@@ -12,15 +12,16 @@
  * A whole piece, and a range sent straight as an HTTP/1.1 answer, do not: they
  * go out by the runtime's own file.readable, whose bytes never enter
  * JavaScript (the server cuts a range's at its Content-Length; driver.ts
- * OpenOptions). What this loop costs is its buffers, not its JavaScript: each
- * read needs a fresh 1 MiB buffer (the HTTP server keeps an enqueued chunk as
- * long as it likes and says nothing when it lets go, so none can be reused),
- * and in the service's process glibc hands such buffers out as fresh mappings
- * and takes them back at each garbage collection: page faults on every MiB.
- * Measured on a bare Deno.serve (same runs, alternating): the loop reusing its buffers cost
- * 0.38-0.46 CPU s/GiB, allocating them 0.74-0.83; with glibc told to keep
- * them (MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_) 0.44. The runtime's
- * own stream pays neither.
+ * OpenOptions). What this loop costs is its buffers more than its JavaScript:
+ * each read needs a fresh 1 MiB buffer (the HTTP server keeps an enqueued
+ * chunk as long as it likes and says nothing when it lets go, so none can be
+ * reused), left to the garbage collector, whose work on them grows with the
+ * service's heap. Measured (bench workload 22, docs/performance.md): on a
+ * bare Deno.serve the loop reusing its buffers took 0.44-0.46 CPU s/GiB,
+ * allocating them 0.74-0.83 (0.44 with glibc told to keep freed memory); in
+ * the service the same loop took 0.87-1.25 against 0.39-0.68 bare, and whole
+ * pieces on it lost to file.readable (0.74-0.78 of its throughput). The
+ * runtime's own stream pays for no buffer of ours.
  */
 
 /**
