@@ -55,11 +55,12 @@ export interface OpenedPiece {
 export interface OpenOptions {
   /**
    * The body goes straight out as an HTTP answer whose Content-Length is the
-   * range's length, and nothing reads it in JavaScript. A driver may then give
-   * a body that runs on past the range's end: the disk driver gives the
-   * runtime's own file stream from the range's offset, which Deno's HTTP
-   * server sends without a JavaScript step or a fresh buffer per chunk and
-   * cuts at Content-Length (HTTP/1.1 and HTTP/2, the connection kept alive).
+   * range's length, nothing reads it in JavaScript, and Deno's server cuts it
+   * there (HTTP/1.1, the connection kept alive; not HTTP/2: see
+   * net/serve_connection.ts cutsAtContentLength). A driver may then give a
+   * body that runs on past the range's end: the disk driver gives the
+   * runtime's own file stream from the range's offset, sent without a
+   * JavaScript step or a buffer of ours per chunk.
    */
   answerWithLength?: boolean;
 }
