@@ -12,6 +12,7 @@
  *   range     GET /p/ with a bounded Range of 94 MiB (starting inside a read)
  *   file      GET /f/ of the same 100 MiB stored as 4 pieces and a manifest
  *   before    (with --base DIR) GET /p/ of another checkout's service
+ *   rangeBefore  (with --base DIR) the same bounded range from that service
  *
  * Each sample is --rep downloads in a row over one connection (curl); the
  * contenders take turns in a rotating order; figures are medians of --runs.
@@ -173,7 +174,14 @@ export async function benchReads(options: ReadsBenchOptions): Promise<ReadsBench
       range: { url: `${svc.url}/p/benchreadsbig`, pid: svc.pid, range: `${RANGE.offset}-${last}` },
       file: { url: `${svc.url}/f/${file}`, pid: svc.pid },
       ...(before
-        ? { before: { url: `${before.url}/p/benchreadsbig`, pid: before.process.pid } }
+        ? {
+          before: { url: `${before.url}/p/benchreadsbig`, pid: before.process.pid },
+          rangeBefore: {
+            url: `${before.url}/p/benchreadsbig`,
+            pid: before.process.pid,
+            range: `${RANGE.offset}-${last}`,
+          },
+        }
         : {}),
     };
     const transfers = await measureTransfers(contenders, options);
@@ -188,7 +196,12 @@ export async function benchReads(options: ReadsBenchOptions): Promise<ReadsBench
       "whole / loop": pair("whole", "loop"),
       "range / whole": pair("range", "whole"),
       "file / whole": pair("file", "whole"),
-      ...(before ? { "whole / before": pair("whole", "before") } : {}),
+      ...(before
+        ? {
+          "whole / before": pair("whole", "before"),
+          "range / range before": pair("range", "rangeBefore"),
+        }
+        : {}),
     };
     const loads = await measureLoads(svc, before, block, options);
     return {

@@ -26,6 +26,8 @@
  * reading what lies outside it (the disk driver reads from an offset, the S3
  * driver sends a ranged GET): HTTP ranges, a split file's pieces and
  * the IPFS gateway's blocks at known offsets all read through `open(key, range)`.
+ * A range sent straight as an answer may be asked for with `answerWithLength`
+ * (OpenOptions): the disk driver then sends it as it sends a whole piece.
  */
 import type { MinBodyRate } from "../kernel/streams/read_watchdog.ts";
 
@@ -47,6 +49,20 @@ export interface OpenedPiece {
   size: number;
   /** The bytes asked for: the whole piece, or the range. */
   body: ReadableStream<Uint8Array>;
+}
+
+/** How the bytes `open` gives will be used. */
+export interface OpenOptions {
+  /**
+   * The body goes straight out as an HTTP answer whose Content-Length is the
+   * range's length, nothing reads it in JavaScript, and Deno's server cuts it
+   * there (HTTP/1.1, the connection kept alive; not HTTP/2: see
+   * net/serve_connection.ts cutsAtContentLength). A driver may then give a
+   * body that runs on past the range's end: the disk driver gives the
+   * runtime's own file stream from the range's offset, sent without a
+   * JavaScript step or a buffer of ours per chunk.
+   */
+  answerWithLength?: boolean;
 }
 
 /**
@@ -164,8 +180,11 @@ export interface PieceStore {
   /** Whether the store can read and write right now. */
   check(): Promise<StoreHealth>;
   stat(key: string): Promise<PieceStat | null>;
-  /** The piece's bytes, or only `range` of them; null when nothing is stored under key. */
-  open(key: string, range?: ByteRange): Promise<OpenedPiece | null>;
+  /**
+   * The piece's bytes, or only `range` of them (with `answerWithLength`, at
+   * least them: see OpenOptions); null when nothing is stored under key.
+   */
+  open(key: string, range?: ByteRange, options?: OpenOptions): Promise<OpenedPiece | null>;
   /**
    * Optional: the local file that holds a committed piece (the disk driver),
    * so a proxy in front can send it itself (--x-accel-redirect). Stores

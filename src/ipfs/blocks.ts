@@ -19,7 +19,7 @@ import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import type { BlockRecords } from "../domain/catalog_records.ts";
 import type { PieceCatalog } from "../catalog/catalog.ts";
-import type { PieceStore } from "../driver/driver.ts";
+import type { OpenOptions, PieceStore } from "../driver/driver.ts";
 import { IDENTITY_MULTIHASH, SHA2_256_MULTIHASH } from "./multihash.ts";
 
 /** Where a block's bytes are: in its own cid, or a range of a stored piece. */
@@ -61,13 +61,14 @@ export class BlockSource {
    * The block's bytes as a stream; null when its piece is gone from the store
    * since it was located (the caller answers as if it were never held).
    */
-  async open(block: LocatedBlock): Promise<ReadableStream<Uint8Array> | null> {
+  async open(
+    block: LocatedBlock,
+    options: OpenOptions = {},
+  ): Promise<ReadableStream<Uint8Array> | null> {
     if (block.kind === "inline") return ReadableStream.from([block.bytes]);
     if (block.length === 0) return ReadableStream.from([]);
-    const opened = await this.#options.store.open(block.pieceCid, {
-      offset: block.offset,
-      length: block.length,
-    });
+    const range = { offset: block.offset, length: block.length };
+    const opened = await this.#options.store.open(block.pieceCid, range, options);
     return opened?.body ?? null;
   }
 

@@ -38,8 +38,13 @@ export class SendMeter {
   /** When the chunk the client has not taken yet was handed over; null: none waits. */
   #handedAt: number | null = null;
 
-  /** The body, handed over a chunk at a time as it is pulled. */
-  wrap(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  /**
+   * The body, handed over a chunk at a time as it is pulled, and no more than
+   * `length` bytes of it (the answer's Content-Length): a body may run past
+   * its answer's length, which Deno's server cuts (driver.ts OpenOptions),
+   * and this stream stands where the server would have cut.
+   */
+  wrap(body: ReadableStream<Uint8Array>, length = Infinity): ReadableStream<Uint8Array> {
     const reader = body.getReader();
     return new ReadableStream<Uint8Array>({
       pull: async (controller) => {
@@ -49,9 +54,15 @@ export class SendMeter {
         }
         const { done, value } = await reader.read();
         if (done) return controller.close();
-        this.sent += value.byteLength;
-        controller.enqueue(value);
+        const room = length - this.sent;
+        const chunk = value.byteLength > room ? value.subarray(0, room) : value;
+        this.sent += chunk.byteLength;
+        if (chunk.byteLength > 0) controller.enqueue(chunk);
         this.#handedAt = performance.now();
+        if (this.sent >= length) {
+          controller.close();
+          await reader.cancel();
+        }
       },
       cancel: (reason) => reader.cancel(reason),
     }, { highWaterMark: 0 });
@@ -101,8 +112,8 @@ export function watchAnswer(
   const body = streamedBody(answer);
   if (body === null) return { answer, watch: null }; // nothing, or bytes Deno sends whole
   const now = performance.now();
+  const length = Number(answer.headers.get("content-length") ?? NaN);
   if (sentFromResource(body) && !underPressure()) {
-    const length = Number(answer.headers.get("content-length") ?? NaN);
     const rate = rule.minRate?.bytesPerSecond ?? 0;
     const allowedMs = Number.isFinite(length) && rate > 0
       ? Math.max(rule.minRate!.graceMs, (length * 1000) / rate)
@@ -110,7 +121,7 @@ export function watchAnswer(
     return { answer, watch: new AnswerWatch(null, now, now + allowedMs) };
   }
   const meter = new SendMeter();
-  const metered = new Response(meter.wrap(body), {
+  const metered = new Response(meter.wrap(body, Number.isFinite(length) ? length : Infinity), {
     status: answer.status,
     statusText: answer.statusText,
     headers: answer.headers,

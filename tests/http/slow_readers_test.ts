@@ -15,6 +15,7 @@ import { requestUnread } from "../helpers/unread_answer.ts";
 import type { UnreadAnswer } from "../helpers/unread_answer.ts";
 import { eventually, within } from "../helpers/wait.ts";
 import { sentFromResource, streamedBody } from "../../src/net/serve_connection.ts";
+import { SendMeter } from "../../src/net/send_meter.ts";
 
 const LARGE = seededBytes(32 * 1024 * 1024, 33);
 
@@ -42,16 +43,37 @@ async function expectCutOff(server: TestServer, unread: UnreadAnswer, status: nu
   }
 }
 
-Deno.test("slow readers: an answer its client stops taking is closed after the idle timeout", async () => {
-  await using server = await startTestServer({ args: ["--body-idle-timeout", "1"] });
+Deno.test("slow readers: under pressure, an answer its client stops taking is closed after the idle timeout", async () => {
+  // One connection is half of what a client may hold: pressure, so every answer is metered.
+  await using server = await startTestServer({
+    args: ["--body-idle-timeout", "1", "--max-connections-per-client", "2"],
+  });
   const path = await storedLarge(server);
-  // A range: a body the server streams itself, metered always.
+  // A bounded range, which Deno sends from its file like a whole piece when not metered.
   const unread = await requestUnread({
     port: server.server.port,
     path,
-    headers: ["Range: bytes=0-"],
+    headers: [`Range: bytes=5-${LARGE.length - 2}`],
   });
   await expectCutOff(server, unread, 206);
+});
+
+Deno.test("slow readers: a metered body stops at its answer's length, the rest of its source cancelled", async () => {
+  // A body that runs on past its answer's Content-Length (a range sent from its file): metered,
+  // it ends where Deno's server would have cut it, and the file is let go.
+  let cancelled = false;
+  let pulls = 0;
+  const source = new ReadableStream<Uint8Array>({
+    pull: (controller) => {
+      controller.enqueue(new Uint8Array(1000).fill(7));
+      if (++pulls === 10) controller.close(); // 10,000 bytes: four times the answer's length
+    },
+    cancel: () => void (cancelled = true),
+  });
+  const meter = new SendMeter();
+  const bytes = new Uint8Array(await new Response(meter.wrap(source, 2500)).arrayBuffer());
+  assertEquals(bytes, new Uint8Array(2500).fill(7));
+  assertEquals([meter.sent, cancelled], [2500, true]);
 });
 
 Deno.test("slow readers: a whole piece sent from its file must end within what --send-min-rate allows for its length", async () => {

@@ -4,16 +4,24 @@
  * done, fails or is cancelled. Reads are sized to what is left of the range
  * (at most READ_BYTES), so a 64 KiB range costs one 64 KiB read, not a whole
  * buffer past it. A file that ends before the range does fails the stream: a
- * reader never takes a short answer for a whole one. Every range read goes
- * this way: /p/ and /piece/ with a Range, each part of /f/, an IPFS block.
+ * reader never takes a short answer for a whole one. Every range read in
+ * JavaScript goes this way: each part of /f/, the blocks a CAR answer walks,
+ * and a range whose answer Deno's server would not cut at its Content-Length
+ * (HTTP/2).
  *
- * A whole piece does not: it goes out by the runtime's own file.readable,
- * whose bytes never enter JavaScript. This loop was tried for whole pieces
- * too (bench workload 22): inside the service it ran at parity with
- * file.readable (1.03 against 1.05 GB/s, 0.69 against 0.67 CPU s/GiB, 12
- * alternating runs, server pinned to a core), while every read's buffer is
- * left to the garbage collector: 64 clients downloading 100 MiB at once
- * peaked at 300-430 MiB of RSS, against 110-170 MiB natively.
+ * A whole piece, and a range sent straight as an HTTP/1.1 answer, do not: they
+ * go out by the runtime's own file.readable, whose bytes never enter
+ * JavaScript (the server cuts a range's at its Content-Length; driver.ts
+ * OpenOptions). What this loop costs is its buffers more than its JavaScript:
+ * each read needs a fresh 1 MiB buffer (the HTTP server keeps an enqueued
+ * chunk as long as it likes and says nothing when it lets go, so none can be
+ * reused), left to the garbage collector, whose work on them grows with the
+ * service's heap. Measured (bench workload 22, docs/performance.md): on a
+ * bare Deno.serve the loop reusing its buffers took 0.44-0.46 CPU s/GiB,
+ * allocating them 0.74-0.83 (0.44 with glibc told to keep freed memory); in
+ * the service the same loop took 0.87-1.25 against 0.39-0.68 bare, and whole
+ * pieces on it lost to file.readable (0.74-0.78 of its throughput). The
+ * runtime's own stream pays for no buffer of ours.
  */
 
 /**

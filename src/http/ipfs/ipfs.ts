@@ -27,6 +27,7 @@ import type { BlockSource, LocatedBlock } from "../../ipfs/blocks.ts";
 import { carChunks } from "../../ipfs/car_write.ts";
 import { countDagBlocks, walkDag } from "../../ipfs/dag_walk.ts";
 import { ClientSlots } from "../../limits/client_slots.ts";
+import { cutsAtContentLength } from "../../net/serve_connection.ts";
 import { CAR_RESPONSE_TYPE, negotiate, RAW_BLOCK_TYPE } from "./negotiation.ts";
 import type { GatewayAnswer } from "./negotiation.ts";
 import { matchesEtag } from "../retrieval/conditional_answer.ts";
@@ -63,7 +64,10 @@ export function createIpfsHandler(deps: IpfsHandlerDeps): Handler {
     if (answer.format === "raw") {
       headers.set("content-length", String(located.length));
       if (request.method === "HEAD") return new Response(null, { status: 200, headers });
-      const body = await deps.blocks.open(located).catch((error) => {
+      // Straight into the answer: where the server cuts it at its Content-Length, the body may
+      // run on past the block (driver.ts OpenOptions).
+      const answerWithLength = cutsAtContentLength(request);
+      const body = await deps.blocks.open(located, { answerWithLength }).catch((error) => {
         throw apiErrorOfStoreFailure(error);
       });
       if (body === null) throw notHeld(cid);

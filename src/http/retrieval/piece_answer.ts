@@ -12,6 +12,7 @@ import type { RequestContext } from "../pipeline/context.ts";
 import { decideAnswer, notModified, rangeOf, setRangeHeaders } from "./conditional_answer.ts";
 import type { BytesAnswer } from "./conditional_answer.ts";
 import { offloadable } from "./offload.ts";
+import { cutsAtContentLength } from "../../net/serve_connection.ts";
 import { mustExist } from "./stored_piece.ts";
 import type { RetrievalDeps } from "./stored_piece.ts";
 
@@ -62,7 +63,14 @@ export async function answerPiece(
     return new Response(null, { status: answer.status, headers });
   }
   const range = answer.status === 206 ? answer.range : undefined;
-  const opened = await mustExist(deps, cid, () => deps.store.open(cid, range));
+  // Straight into the answer: where the server cuts it at its Content-Length, the body may run
+  // on past the range (driver.ts OpenOptions).
+  const answerWithLength = cutsAtContentLength(request);
+  const opened = await mustExist(
+    deps,
+    cid,
+    () => deps.store.open(cid, range, { answerWithLength }),
+  );
   return new Response(opened.body, { status: answer.status, headers });
 }
 
