@@ -24,6 +24,7 @@ import { UnixFS } from "ipfs-unixfs";
 import { DEFAULT_MAX_BLOCK_BYTES } from "./car_stream.ts";
 import type { BlockSource, LocatedBlock } from "./blocks.ts";
 import { IDENTITY_MULTIHASH } from "./multihash.ts";
+import { digestKey, rawLeafKey, scanCborLinks, scanPbLinks } from "./link_scan.ts";
 
 export type DagScope = "block" | "entity" | "all";
 
@@ -58,58 +59,18 @@ export async function* walkDag(
   root: { cid: CID; located: LocatedBlock },
   scope: DagScope,
 ): AsyncGenerator<WalkedBlock> {
-  yield* walk(source, root, scope, true) as AsyncGenerator<WalkedBlock>;
-}
-
-/**
- * How many blocks walkDag would send, counted up to `limit + 1` at most: the
- * blocks that have links are read, raw leaves only counted (not looked up),
- * so a file of many leaves costs a read per node, not per leaf. A block found
- * missing ends the count where it stands (the walk itself answers for it).
- */
-export async function countDagBlocks(
-  source: BlockSource,
-  root: { cid: CID; located: LocatedBlock },
-  scope: DagScope,
-  limit: number,
-): Promise<number> {
-  let count = 0;
-  try {
-    for await (const block of walk(source, root, scope, false)) {
-      if (block.cid.multihash.code !== IDENTITY_MULTIHASH) count++;
-      if (count > limit) break;
-    }
-  } catch (error) {
-    if (!(error instanceof MissingBlockError)) throw error;
-  }
-  return count;
-}
-
-/** The walk; with `locateLeaves` false a raw leaf is yielded unlocated (located: null). */
-async function* walk(
-  source: BlockSource,
-  root: { cid: CID; located: LocatedBlock },
-  scope: DagScope,
-  locateLeaves: boolean,
-): AsyncGenerator<{ cid: CID; located: LocatedBlock | null; bytes: Uint8Array | null }> {
   const seen = new Set<string>();
-  const rootDepth: Depth = scope === "block" ? "none" : scope === "all" ? "all" : "entity";
   const stack: { cid: CID; located: LocatedBlock | null; depth: Depth }[] = [
-    { ...root, depth: rootDepth },
+    { ...root, depth: depthOf(scope) },
   ];
   while (stack.length > 0) {
     const { cid, located: known, depth } = stack.pop()!;
     const key = cid.multihash.bytes.toHex();
     if (seen.has(key)) continue;
     seen.add(key);
-    const leaf = cid.code === RAW_CODEC && cid.multihash.code !== IDENTITY_MULTIHASH;
-    if (leaf && !locateLeaves) {
-      yield { cid, located: known, bytes: null };
-      continue;
-    }
     const located = known ?? await source.locate(cid);
     if (located === null) throw new MissingBlockError(`Block ${cid} is not held`);
-    if (leaf) {
+    if (isCountedLeaf(cid)) {
       yield { cid, located, bytes: null };
       continue;
     }
@@ -123,6 +84,124 @@ async function* walk(
     // Pushed last first, so the first link is walked first.
     for (let i = children.length - 1; i >= 0; i--) stack.push({ ...children[i], located: null });
   }
+}
+
+/**
+ * How many blocks walkDag would send, counted up to `limit + 1` at most: the
+ * blocks that have links are read, raw leaves only counted (not looked up),
+ * so a file of many leaves costs a read per node, not per leaf. A block found
+ * missing ends the count where it stands (the walk itself answers for it).
+ *
+ * Why not walkDag's own loop: a count runs before every CAR answer, and an
+ * anonymous client can ask for four at once of a DAG of a million leaves.
+ * Through the walk's async generator each leaf cost a promise, a stack entry
+ * and a kept hex key (about a kilobyte of garbage a leaf, 100 MB a count of
+ * 100,001): the collector's pauses held the one serving thread. Here a leaf
+ * is counted where its parent lists it, and remembered as a number (48 bits
+ * of its digest: two leaves that share them are counted once, so a count
+ * may fall short by one in millions, which a bound on work can afford).
+ * Nodes still go depth first with exact keys, so the scope's cut is walkDag's.
+ */
+export async function countDagBlocks(
+  source: BlockSource,
+  root: { cid: CID; located: LocatedBlock },
+  scope: DagScope,
+  limit: number,
+): Promise<number> {
+  const seenNodes = new Set<string>();
+  const seenLeaves = new Set<number>();
+  let count = 0;
+  const countLeafKey = (key: number): void => {
+    if (seenLeaves.has(key)) return;
+    seenLeaves.add(key);
+    count++;
+  };
+  const stack: { cid: CID; located: LocatedBlock | null; depth: Depth }[] = [
+    { cid: root.cid, located: root.located, depth: depthOf(scope) },
+  ];
+  try {
+    while (stack.length > 0 && count <= limit) {
+      const { cid, located: known, depth } = stack.pop()!;
+      if (isCountedLeaf(cid)) {
+        countLeafKey(leafKey(cid));
+        continue;
+      }
+      const key = cid.multihash.bytes.toHex();
+      if (seenNodes.has(key)) continue;
+      seenNodes.add(key);
+      const located = known ?? await source.locate(cid);
+      if (located === null || located.length > DEFAULT_MAX_BLOCK_BYTES) break;
+      const bytes = await source.read(located);
+      if (bytes === null) break;
+      if (cid.multihash.code !== IDENTITY_MULTIHASH) count++;
+      if (depth === "none") continue;
+      const scanned = scannedChildren(cid, bytes, depth, countLeafKey);
+      const children = scanned ?? childrenOf(cid, bytes, depth);
+      for (let i = children.length - 1; i >= 0; i--) {
+        const child = children[i];
+        if (scanned === null && isCountedLeaf(child.cid)) countLeafKey(leafKey(child.cid));
+        else stack.push({ cid: child.cid, located: null, depth: child.depth });
+      }
+    }
+  } catch (error) {
+    if (!(error instanceof MissingBlockError)) throw error;
+  }
+  return Math.min(count, limit + 1);
+}
+
+/**
+ * A node's links read from its bytes (link_scan.ts): raw leaves go to
+ * `onLeaf` as they come, the links to follow are returned in order; null when
+ * the bytes cannot be read that way, or the node needs its decoder (a sharded
+ * directory's names), and childrenOf decodes it instead.
+ */
+function scannedChildren(
+  cid: CID,
+  bytes: Uint8Array,
+  depth: Depth,
+  onLeaf: (key: number) => void,
+): { cid: CID; depth: Depth }[] | null {
+  const follow: { cid: CID; depth: Depth }[] = [];
+  const onLink = (block: Uint8Array, start: number, end: number) => {
+    const key = rawLeafKey(block, start, end);
+    if (key !== null) return onLeaf(key);
+    try {
+      follow.push({ cid: CID.decode(block.subarray(start, end)), depth: "all" });
+    } catch (error) {
+      throw new MissingBlockError(
+        `Block ${cid} links to no valid cid: ${(error as Error).message}`,
+      );
+    }
+  };
+  if (cid.code === dagCbor.code) {
+    if (depth !== "all") return [];
+    return scanCborLinks(bytes, onLink) ? follow : null;
+  }
+  if (cid.code !== dagPb.code) return null;
+  if (depth !== "all") {
+    // Which links an entity follows depends on the UnixFS type in Data: read that first.
+    const head = scanPbLinks(bytes, () => {});
+    if (head === null) return null;
+    const unixfs = head.data ? tryUnixFs(head.data) : null;
+    const whole = depth === "entity" && (unixfs?.type === "file" || unixfs?.type === "raw");
+    if (!whole) return unixfs?.type === "hamt-sharded-directory" ? null : [];
+  }
+  return scanPbLinks(bytes, onLink) === null ? null : follow;
+}
+
+/** A raw block that is not inline: counted, never read. */
+function isCountedLeaf(cid: CID): boolean {
+  return cid.code === RAW_CODEC && cid.multihash.code !== IDENTITY_MULTIHASH;
+}
+
+/** A leaf's key in the count: 48 bits of its digest (link_scan.ts digestKey). */
+function leafKey(cid: CID): number {
+  const digest = cid.multihash.digest;
+  return digestKey(digest, 0, digest.length);
+}
+
+function depthOf(scope: DagScope): Depth {
+  return scope === "block" ? "none" : scope === "all" ? "all" : "entity";
 }
 
 /** The links of a block to follow at this depth, each with the depth below it. */

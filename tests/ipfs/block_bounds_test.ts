@@ -10,7 +10,7 @@
  */
 import { assertEquals, assertMatch } from "../helpers/assert.ts";
 import { seededBytes } from "../helpers/bytes.ts";
-import { CAR_TYPE, linkedCar } from "../helpers/ipfs.ts";
+import { blocksOf, CAR_TYPE, linkedCar } from "../helpers/ipfs.ts";
 import { bearer, errorOf, signup, startTestServer } from "../helpers/server.ts";
 import { tempFiles } from "../helpers/pieces.ts";
 import { requestUnread } from "../helpers/unread_answer.ts";
@@ -100,6 +100,25 @@ Deno.test("CAR bounds: a gateway answer of more blocks than --ipfs-max-walk-bloc
   const rootAlone = await server.get(`/ipfs/${root}?format=car&dag-scope=block`);
   await rootAlone.body?.cancel();
   assertEquals(rootAlone.status, 200);
+});
+
+Deno.test("CAR bounds: the walk's count takes a leaf listed again once, and a DAG of exactly the bound is served", async () => {
+  await using server = await startTestServer({ args: ["--ipfs-max-walk-blocks", "3"] });
+  // Six links to two leaves: three blocks to send (the root and two leaves), not seven.
+  const repeated = await linkedCar(6, (i) => new TextEncoder().encode(`leaf ${i % 2}`));
+  assertEquals(
+    (await server.upload("bafkwalkrepeat01", repeated.car, { headers: CAR })).status,
+    200,
+  );
+  const answer = await server.get(`/ipfs/${repeated.root}?format=car`);
+  assertEquals(answer.status, 200, "three distinct blocks are within a bound of three");
+  assertEquals((await blocksOf(new Uint8Array(await answer.arrayBuffer()))).length, 3);
+  // One block more than the bound is refused: the count stops at the bound, not before.
+  const four = await linkedCar(3, (i) => new TextEncoder().encode(`other leaf ${i}`));
+  assertEquals((await server.upload("bafkwalkrepeat02", four.car, { headers: CAR })).status, 200);
+  const refused = await server.get(`/ipfs/${four.root}?format=car`);
+  await refused.body?.cancel();
+  assertEquals(refused.status, 413);
 });
 
 Deno.test("CAR bounds: one address walks two CAR answers at once; a third is 429, another address is served", async () => {
