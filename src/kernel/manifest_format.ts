@@ -138,16 +138,16 @@ function pieceChecker(): (entry: unknown, index: number) => { cid: string; size:
     if (typeof piece?.cid !== "string") fail(`piece ${index} has no valid cid`);
     const cid = piece!.cid as string;
     let fixed = fixedSizes.get(cid);
+    if (fixed === undefined && normalizeCid(cid) !== cid) fail(`piece ${index} has no valid cid`);
+    if (!isSize(piece!.size, 1)) fail(`piece ${index} has no valid size`);
+    const size = piece!.size as number;
     if (fixed === undefined) {
-      if (normalizeCid(cid) !== cid) fail(`piece ${index} has no valid cid`);
       const parsed = parseCid(cid);
       // Every piece is checked while it streams: only a cid that fixes the bytes will do.
       if (parsed.kind !== "piece_v2") fail(`piece ${index} is not named by a PieceCIDv2`);
       fixed = parsed.payloadSize;
       fixedSizes.set(cid, fixed);
     }
-    if (!isSize(piece!.size, 1)) fail(`piece ${index} has no valid size`);
-    const size = piece!.size as number;
     if (fixed !== size) {
       fail(`piece ${index} is listed as ${size} bytes but its cid fixes ${fixed}`);
     }
