@@ -63,3 +63,39 @@ Deno.test("small piece cache: a deleted entry is gone and gives its bytes back t
   cache.set("c", piece(100));
   assertEquals(["b", "c"].map((k) => cache.get(k) !== undefined), [true, true]);
 });
+
+Deno.test("small piece cache: a full cache holds its bound in memory, each piece once", async () => {
+  // In a process of its own, with the collector at hand: fill a 32 MiB cache with 64 KiB
+  // pieces, each from an array of its own (as read from the store), and count the
+  // ArrayBuffer memory that stays. An entry that kept its array beside its prepared
+  // answer (which copies the bytes) held every piece twice.
+  const script = `
+    import { CachedPiece, SmallPieceCache } from ${
+    JSON.stringify(new URL("../../src/http/retrieval/small_piece_cache.ts", import.meta.url).href)
+  };
+    const cache = new SmallPieceCache({ maxPieceBytes: 65536, maxTotalBytes: 32 * 1048576 });
+    globalThis.gc();
+    const before = Deno.memoryUsage().external;
+    for (let i = 0; i < 1024; i++) {
+      cache.set("piece" + i, new CachedPiece(new Uint8Array(65536).fill(i & 255), []));
+    }
+    // Array buffers are freed after the collection, off the thread: let it settle.
+    for (let i = 0; i < 5; i++) {
+      globalThis.gc();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const kept = cache.get("piece1023");
+    const bytes = await kept.bytes();
+    console.log(JSON.stringify({ held: Deno.memoryUsage().external - before, last: bytes[0] }));
+  `;
+  const run = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--v8-flags=--expose-gc", script],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assertEquals(run.code, 0, new TextDecoder().decode(run.stderr));
+  const { held, last } = JSON.parse(new TextDecoder().decode(run.stdout));
+  assertEquals(last, 1023 & 255, "the cached bytes read back");
+  const mib = held / 1048576;
+  assertEquals(mib < 36, true, `a 32 MiB cache holds ${mib.toFixed(1)} MiB of buffers`);
+});

@@ -48,7 +48,7 @@ export async function answerFileRoute(
   }
   const piece = await findServablePiece(deps, cid);
   const manifest = isManifestType(piece.contentType)
-    ? await manifests.get(piece, () => manifestOf(deps, piece, cached?.bytes))
+    ? await manifests.get(piece, async () => manifestOf(deps, piece, await cached?.bytes()))
     : null;
   if (manifest === null) {
     return await answerPieceRoute(request, context, deps, { cid, offload: false, piece });

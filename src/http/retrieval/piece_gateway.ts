@@ -62,7 +62,7 @@ export async function answerPieceGateway(
     headers: gatewayHeaders(asked, piece, deps.store.source),
     etag: `"${asked}"`,
     offload: true,
-    bytes: cached?.bytes,
+    bytes: await cached?.bytes(),
   });
 }
 

@@ -61,7 +61,9 @@ export async function answerPieceRoute(
   const etag = `"${cid}"`;
   // HEAD takes the catalog path below: cached answers carry no Content-Length to copy.
   const cached = request.method === "GET" ? deps.cache.get(cid) : undefined;
-  if (cached && deps.reachability.reachable) return answerFromCache(request, context, cached, etag);
+  if (cached && deps.reachability.reachable) {
+    return await answerFromCache(request, context, cached, etag);
+  }
   const piece = options.piece ?? await findServablePiece(deps, cid);
   const headers = pieceHeaders(piece, deps.store.source);
   const plainGet = request.method === "GET" && !request.headers.has("if-none-match");
@@ -78,18 +80,18 @@ export async function answerPieceRoute(
 }
 
 /** A GET of a cached piece that the fast path declined (a Range, a conditional). */
-function answerFromCache(
+async function answerFromCache(
   request: Request,
   context: RequestContext,
   cached: CachedPiece,
   etag: string,
-): Response {
-  const answer = decideAnswer(request, context, { etag, size: cached.bytes.byteLength });
+): Promise<Response> {
+  const answer = decideAnswer(request, context, { etag, size: cached.byteLength });
   if (answer.status === 304) return notModified(cached.headers);
   if (answer.status === 200) return cached.okResponse();
   const headers = new Headers(cached.headers as [string, string][]);
   setRangeHeaders(headers, answer);
-  return new Response(sliceOf(cached.bytes, answer), { status: answer.status, headers });
+  return new Response(sliceOf(await cached.bytes(), answer), { status: answer.status, headers });
 }
 
 /** A plain GET of a cached piece, answered synchronously; null to let the handler decide. */
