@@ -14,7 +14,7 @@
 import { spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
 import { runWrk, wrkAvailable } from "./lib/wrk.ts";
-import { rotated, settle } from "./lib/measure.ts";
+import { cpuSecondsOf, rotated, settle } from "./lib/measure.ts";
 import { summarize } from "./bench_piece_cid.ts";
 import type { Summary } from "./bench_piece_cid.ts";
 
@@ -70,13 +70,13 @@ export async function benchBoundsCost(options: BoundsCostOptions): Promise<Bound
     const cpu = { bounded: [] as number[], unbounded: [] as number[] };
     for (let round = 0; round < options.runs; round++) {
       for (const { name, service } of rotated(contenders, round)) {
-        const cpuBefore = await cpuSecondsOf(service.process.pid);
+        const cpuBefore = cpuSecondsOf(service.process.pid);
         const result = await runWrk({
           url: `${service.url}/p/benchboundssmall`,
           connections: 64,
           seconds: options.seconds,
         });
-        const cpuUsed = await cpuSecondsOf(service.process.pid) - cpuBefore;
+        const cpuUsed = cpuSecondsOf(service.process.pid) - cpuBefore;
         if (result.non2xx + result.socketErrors > 0) {
           throw new Error(`${name}: ${result.non2xx} non-2xx, ${result.socketErrors} errors`);
         }
@@ -110,13 +110,6 @@ export async function benchBoundsCost(options: BoundsCostOptions): Promise<Bound
   } finally {
     for (const dir of dirs) await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
-}
-
-/** A process's user and system CPU time so far, in seconds (Linux /proc; clock ticks of 10 ms). */
-async function cpuSecondsOf(pid: number): Promise<number> {
-  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 function ratioOf(series: { bounded: number[]; unbounded: number[] }) {

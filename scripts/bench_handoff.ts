@@ -14,6 +14,7 @@
  *
  *   deno run -A scripts/bench_handoff.ts [--pieces 1000] [--seconds 4]
  */
+import { cpuSecondsOf } from "./lib/measure.ts";
 import { scriptArgs } from "./lib/args.ts";
 import { spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
@@ -86,10 +87,10 @@ export async function benchHandoff(
     // The service's CPU time per unit, each window's: µs per request, ms per MiB uploaded.
     let cpuPer = { retrieval: [] as number[], upload: [] as number[] };
     const retrieval = async () => {
-      const before = await cpuSecondsOf(pid);
+      const before = cpuSecondsOf(pid);
       const result = await runWrk({ url: readUrl, connections: 16, seconds: options.seconds });
       cpuPer.retrieval.push(
-        (await cpuSecondsOf(pid) - before) * 1e6 /
+        (cpuSecondsOf(pid) - before) * 1e6 /
           (result.requestsPerSecond * options.seconds),
       );
       return result.requestsPerSecond;
@@ -107,7 +108,7 @@ export async function benchHandoff(
       new DataView(head.buffer).setFloat64(0, bigUploads);
       await file.write(head);
       const started = performance.now();
-      const cpuBefore = await cpuSecondsOf(pid);
+      const cpuBefore = cpuSecondsOf(pid);
       const out = await new Deno.Command("curl", {
         args: [
           "-sS",
@@ -126,7 +127,7 @@ export async function benchHandoff(
       const status = new TextDecoder().decode(out.stdout);
       if (status !== "200") throw new Error(`upload ${cid}: ${status}`);
       const seconds = (performance.now() - started) / 1000;
-      cpuPer.upload.push((await cpuSecondsOf(pid) - cpuBefore) * 1000 / 100);
+      cpuPer.upload.push((cpuSecondsOf(pid) - cpuBefore) * 1000 / 100);
       return Math.round(100 / seconds);
     };
     const without = { retrieval: [] as number[], upload: [] as number[] };
@@ -156,10 +157,10 @@ export async function benchHandoff(
       await upload(server, `benchhandoffalone${i}`, MIB, chunk, 2_000_000 + i);
     }
     await waitFor(server, (h) => h.digests.backlog === 0, 600_000);
-    const cpuBeforeAlone = await cpuSecondsOf(pid);
+    const cpuBeforeAlone = cpuSecondsOf(pid);
     pdp.releasePulls();
     await waitFor(server, (h) => (h.handoff?.pieces.live ?? 0) >= eligible + alone, 900_000);
-    const cpuPerPieceMs = (await cpuSecondsOf(pid) - cpuBeforeAlone) * 1000 / alone;
+    const cpuPerPieceMs = (cpuSecondsOf(pid) - cpuBeforeAlone) * 1000 / alone;
     return {
       pieces: eligible,
       seconds: round(seconds),
@@ -187,13 +188,6 @@ export async function benchHandoff(
   } finally {
     await Deno.remove(dataDir, { recursive: true }).catch(() => {});
   }
-}
-
-/** A process's user and system CPU time so far, in seconds (Linux /proc; clock ticks of 10 ms). */
-async function cpuSecondsOf(pid: number): Promise<number> {
-  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** Uploads `size` bytes under an opaque cid; the first 8 bytes carry `seed` so pieces differ. */

@@ -29,7 +29,7 @@ import { scriptArgs } from "./lib/args.ts";
 import { spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
 import { startBareDeno } from "./lib/baselines.ts";
-import { rotated, sampleRss, settle } from "./lib/measure.ts";
+import { cpuSecondsOf, rotated, sampleRss, settle } from "./lib/measure.ts";
 import { runWrk, wrkAvailable } from "./lib/wrk.ts";
 import { summarize } from "./bench_piece_cid.ts";
 import type { Summary } from "./bench_piece_cid.ts";
@@ -76,24 +76,17 @@ export interface ReadsBenchResult {
   peakRssMiB64x100MiBBefore?: number;
 }
 
-/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
-async function cpuSeconds(pid: number): Promise<number> {
-  const stat = await Deno.readTextFile(`/proc/${pid}/stat`);
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ is 100 on Linux
-}
-
 /** `rep` GETs of url in a row on one connection; bytes, seconds and the server's CPU seconds. */
 async function downloads(url: string, pid: number, rep: number, range?: string) {
   const args = ["-s", "-f", "-w", "%{size_download}\\n"];
   if (range) args.push("-H", `range: bytes=${range}`);
   for (let i = 0; i < rep; i++) args.push("-o", "/dev/null", url);
-  const cpuBefore = await cpuSeconds(pid);
+  const cpuBefore = cpuSecondsOf(pid);
   const started = performance.now();
   const out = await new Deno.Command("curl", { args, stdout: "piped" }).output();
   const seconds = (performance.now() - started) / 1000;
   if (!out.success) throw new Error(`curl ${url} failed (${out.code})`);
-  const cpu = await cpuSeconds(pid) - cpuBefore;
+  const cpu = cpuSecondsOf(pid) - cpuBefore;
   const bytes = new TextDecoder().decode(out.stdout).trim().split("\n")
     .reduce((sum, n) => sum + Number(n), 0);
   return { bytes, seconds, cpu };
@@ -275,9 +268,9 @@ async function measureLoads(
   for (let run = 0; run < runs; run++) {
     for (const name of rotated(Object.keys(contenders), run)) {
       const { url, pid, headers } = contenders[name];
-      const cpuBefore = await cpuSeconds(pid);
+      const cpuBefore = cpuSecondsOf(pid);
       const r = await runWrk({ url, connections: 64, seconds: options.seconds, headers });
-      const cpu = await cpuSeconds(pid) - cpuBefore;
+      const cpu = cpuSecondsOf(pid) - cpuBefore;
       if (r.non2xx + r.socketErrors > 0) {
         throw new Error(`${name}: ${r.non2xx} non-2xx, ${r.socketErrors} socket errors`);
       }

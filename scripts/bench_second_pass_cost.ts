@@ -19,7 +19,7 @@
 import { spawnServer, streamUpload } from "./lib/spawn_server.ts";
 import type { SpawnedServer } from "./lib/spawn_server.ts";
 import { runWrk, wrkAvailable } from "./lib/wrk.ts";
-import { rotated } from "./lib/measure.ts";
+import { cpuSecondsOf, rotated } from "./lib/measure.ts";
 import { blockCar } from "./bench_attack_surfaces.ts";
 import { MIB } from "../src/kernel/units.ts";
 
@@ -35,11 +35,6 @@ type Figure =
   | "carUpload64x1MiB_serverCpuMs";
 
 const ARGS = ["--sponsored-daily-cap", "1TiB", "--sponsored-max-file-size", "1GiB"];
-
-function cpuMs(pid: number): number {
-  const fields = Deno.readTextFileSync(`/proc/${pid}/stat`).split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 async function curlMiBps(url: string): Promise<number> {
   const out = await new Deno.Command("curl", {
@@ -106,24 +101,24 @@ if (import.meta.main) {
     for (let round = 0; round < rounds; round++) {
       for (const [name, s] of rotated(servers, round)) {
         const f = figures[name];
-        let cpu = cpuMs(s.process.pid);
+        let cpu = cpuSecondsOf(s.process.pid) * 1000;
         const wrk = await runWrk({ url: `${s.url}/p/bafkcostsmall1kib`, connections: 64, seconds });
         f.retrieve1KiB_rps.push(wrk.requestsPerSecond);
         f.retrieve1KiB_serverCpuMsPer1000.push(
-          (cpuMs(s.process.pid) - cpu) / (wrk.requestsPerSecond * seconds / 1000),
+          (cpuSecondsOf(s.process.pid) * 1000 - cpu) / (wrk.requestsPerSecond * seconds / 1000),
         );
         if (retrievalsOnly) continue;
-        cpu = cpuMs(s.process.pid);
+        cpu = cpuSecondsOf(s.process.pid) * 1000;
         let started = performance.now();
         chunk[0] = round;
         chunk[1] = name === "ours" ? 1 : 2;
         await streamUpload({ url: s.url, cid: `bafkcostup${round}x`, size: 100 * MIB, chunk });
         f.upload100MiB_MiBps.push(100 / ((performance.now() - started) / 1000));
-        f.upload100MiB_serverCpuMs.push(cpuMs(s.process.pid) - cpu);
-        const cpuBefore = cpuMs(s.process.pid);
+        f.upload100MiB_serverCpuMs.push(cpuSecondsOf(s.process.pid) * 1000 - cpu);
+        const cpuBefore = cpuSecondsOf(s.process.pid) * 1000;
         f.download100MiB_MiBps.push(await curlMiBps(`${s.url}/p/bafkcostbig100mib`));
-        f.download100MiB_serverCpuMs.push(cpuMs(s.process.pid) - cpuBefore);
-        cpu = cpuMs(s.process.pid);
+        f.download100MiB_serverCpuMs.push(cpuSecondsOf(s.process.pid) * 1000 - cpuBefore);
+        cpu = cpuSecondsOf(s.process.pid) * 1000;
         started = performance.now();
         const answer = await fetch(`${s.url}/api/upload?cid=bafkcostcar${round}x`, {
           method: "POST",
@@ -133,7 +128,7 @@ if (import.meta.main) {
         await answer.body?.cancel();
         if (answer.status !== 200) throw new Error(`CAR upload: ${answer.status}`);
         f.carUpload64x1MiB_MiBps.push(car.length / MIB / ((performance.now() - started) / 1000));
-        f.carUpload64x1MiB_serverCpuMs.push(cpuMs(s.process.pid) - cpu);
+        f.carUpload64x1MiB_serverCpuMs.push(cpuSecondsOf(s.process.pid) * 1000 - cpu);
       }
     }
     const result: Record<string, { ours: number; before: number; ratio: number }> = {};

@@ -13,6 +13,7 @@
  *
  * Talks only to 127.0.0.1 and stops only what it started, by PID.
  */
+import { cpuSecondsOf } from "./lib/measure.ts";
 import { spawnServer } from "./lib/spawn_server.ts";
 import { blockCar } from "./bench_attack_surfaces.ts";
 import { summarize } from "./bench_piece_cid.ts";
@@ -20,11 +21,6 @@ import { summarize } from "./bench_piece_cid.ts";
 const LEAVES = 200_000;
 const WALKS_ALONE = 5;
 const FOUR_AT_ONCE_ROUNDS = 4;
-
-function cpuMs(pid: number): number {
-  const fields = Deno.readTextFileSync(`/proc/${pid}/stat`).split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 async function walk(url: string, root: string, from: string): Promise<number> {
   using client = Deno.createHttpClient({ localAddress: from });
@@ -55,14 +51,14 @@ async function measure(root: string | undefined) {
   });
   if (small.status !== 200) throw new Error(`probe piece: ${await small.text()}`);
   const pid = server.process.pid;
-  const cpuBefore = cpuMs(pid);
+  const cpuBefore = cpuSecondsOf(pid) * 1000;
   const started = performance.now();
   for (let i = 0; i < WALKS_ALONE; i++) {
     const status = await walk(server.url, dagRoot.toString(), "127.0.0.60");
     if (status !== 413) throw new Error(`walk answered ${status}`);
   }
   const aloneMs = (performance.now() - started) / WALKS_ALONE;
-  const cpuPerWalk = (cpuMs(pid) - cpuBefore) / WALKS_ALONE;
+  const cpuPerWalk = (cpuSecondsOf(pid) * 1000 - cpuBefore) / WALKS_ALONE;
   // Four at once (two addresses, two each: the per-address cap), a client beside them.
   const latencies: number[] = [];
   let walking = true;

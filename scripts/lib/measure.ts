@@ -1,8 +1,8 @@
 /**
  * What the bench's workloads measure with (scripts/bench.ts and the workload
  * modules beside it): timing, downloading, sampling a process's RSS, the
- * rotation of contenders, waiting out a server's deferred hashing, and the
- * PieceCIDv2 of repeated bytes.
+ * rotation of contenders, waiting out a server's deferred hashing, the
+ * PieceCIDv2 of repeated bytes, and a process's CPU time.
  */
 import { rssBytes } from "./spawn_server.ts";
 import type { SpawnedServer } from "./spawn_server.ts";
@@ -79,4 +79,11 @@ export async function settle(service: SpawnedServer, seconds = 6): Promise<void>
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   throw new Error(`the service did not finish hashing within ${seconds} s`);
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat (USER_HZ 100). */
+export function cpuSecondsOf(pid: number): number {
+  const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }

@@ -24,11 +24,10 @@ import { UnixFS } from "ipfs-unixfs";
 import { DEFAULT_MAX_BLOCK_BYTES } from "./car_stream.ts";
 import type { BlockSource, LocatedBlock } from "./blocks.ts";
 import { IDENTITY_MULTIHASH } from "./multihash.ts";
+import { RAW_CODEC } from "../kernel/piece_cid/cid_codec.ts";
 import { digestKey, rawLeafKey, scanCborLinks, scanPbLinks } from "./link_scan.ts";
 
 export type DagScope = "block" | "entity" | "all";
-
-const RAW_CODEC = 0x55;
 
 /** A block of the walk: to be sent (unless inline), with its bytes when they were read. */
 export interface WalkedBlock {

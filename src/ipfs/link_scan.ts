@@ -14,6 +14,8 @@
  * a field out of place) makes them say so (false), and the caller decodes it
  * the usual way, which refuses what is malformed.
  */
+import { RAW_CODEC, readVarint } from "../kernel/piece_cid/cid_codec.ts";
+import { IDENTITY_MULTIHASH } from "./multihash.ts";
 
 /** Called with each link's CID bytes: block[start, end). */
 export type OnLink = (block: Uint8Array, start: number, end: number) => void;
@@ -85,7 +87,7 @@ export function scanPbLinks(block: Uint8Array, onLink: OnLink): { data: Uint8Arr
   while (at < block.length) {
     const key = block[at++];
     if (key !== 0x0a && key !== 0x12) return null; // only Data (1) and Links (2), length-delimited
-    const length = varintAt(block, at);
+    const length = readVarint(block, at);
     if (length === null) return null;
     at = length.next;
     const end = at + length.value;
@@ -107,13 +109,13 @@ function scanPbLink(block: Uint8Array, start: number, end: number, onLink: OnLin
   while (at < end) {
     const key = block[at++];
     if (key === 0x18) { // Tsize, a varint
-      const size = varintAt(block, at);
+      const size = readVarint(block, at);
       if (size === null) return false;
       at = size.next;
       continue;
     }
     if (key !== 0x0a && key !== 0x12) return false;
-    const length = varintAt(block, at);
+    const length = readVarint(block, at);
     if (length === null || length.next + length.value > end) return false;
     if (key === 0x0a) {
       onLink(block, length.next, length.next + length.value);
@@ -123,22 +125,6 @@ function scanPbLink(block: Uint8Array, start: number, end: number, onLink: OnLin
   }
   return found && at === end;
 }
-
-/** An unsigned LEB128 varint at `at` (up to 2^53); null when it runs past the block. */
-export function varintAt(block: Uint8Array, at: number): { value: number; next: number } | null {
-  let value = 0;
-  let scale = 1;
-  for (let i = at; i < block.length && i < at + 8; i++) {
-    const byte = block[i];
-    value += (byte & 0x7f) * scale;
-    if (byte < 0x80) return { value, next: i + 1 };
-    scale *= 128;
-  }
-  return null;
-}
-
-const RAW_CODEC = 0x55;
-const IDENTITY_MULTIHASH = 0x00;
 
 /**
  * The count's key of a link that is a raw leaf (raw codec, not inline): 48
@@ -154,13 +140,13 @@ export function rawLeafKey(block: Uint8Array, start: number, end: number): numbe
   ) {
     return start + 4 + block[start + 3] === end ? digestKey(block, start + 4, end) : null;
   }
-  const version = varintAt(block, start);
+  const version = readVarint(block, start);
   if (version === null || version.value !== 1) return null;
-  const codec = varintAt(block, version.next);
+  const codec = readVarint(block, version.next);
   if (codec === null || codec.value !== RAW_CODEC) return null;
-  const hash = varintAt(block, codec.next);
+  const hash = readVarint(block, codec.next);
   if (hash === null || hash.value === IDENTITY_MULTIHASH) return null;
-  const length = varintAt(block, hash.next);
+  const length = readVarint(block, hash.next);
   if (length === null || length.next + length.value !== end) return null;
   return digestKey(block, length.next, end);
 }

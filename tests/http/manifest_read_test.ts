@@ -7,11 +7,13 @@
  * entries in slices that yield, and parses a cid listed again only once.
  */
 import { assertEquals, assertRejects } from "../helpers/assert.ts";
+import { turnsDuring } from "../helpers/wait.ts";
 import {
   readManifest,
   readManifestInSlices,
   serializeManifest,
 } from "../../src/kernel/manifest_format.ts";
+import type { Manifest } from "../../src/kernel/manifest_format.ts";
 import { pieceCidV2 } from "../../src/kernel/piece_cid/cid_codec.ts";
 import { treeShape } from "../../src/kernel/piece_cid/hasher.ts";
 
@@ -43,18 +45,10 @@ Deno.test("manifest read: 100,000 different pieces are checked in slices, the ev
     (_, n) => ({ cid: cidNumbered(n), size: PIECE_SIZE }),
   );
   const bytes = manifestOf(pieces);
-  let turns = 0;
-  let ticking = true;
-  const tick = () => {
-    if (!ticking) return;
-    turns++;
-    setTimeout(tick, 0);
-  };
-  setTimeout(tick, 0);
-  const manifest = await readManifestInSlices(bytes);
-  ticking = false;
-  assertEquals(manifest.pieces.length, 100_000);
-  assertEquals(manifest.pieces, readManifest(bytes).pieces);
+  let manifest: Manifest | null = null;
+  const turns = await turnsDuring(async () => manifest = await readManifestInSlices(bytes));
+  assertEquals(manifest!.pieces.length, 100_000);
+  assertEquals(manifest!.pieces, readManifest(bytes).pieces);
   // Read in one synchronous piece, no timer could have fired before the read ended.
   assertEquals(turns > 0, true, `the event loop had ${turns} turns during the read`);
 });

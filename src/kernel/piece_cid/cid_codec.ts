@@ -78,7 +78,10 @@ export function encodeVarint(value: number): number[] {
 }
 
 /** Reads an unsigned varint (at most 9 bytes, minimal encoding); null if malformed. */
-function readVarint(bytes: Uint8Array, offset: number): { value: number; next: number } | null {
+export function readVarint(
+  bytes: Uint8Array,
+  offset: number,
+): { value: number; next: number } | null {
   let value = 0;
   let scale = 1;
   for (let i = 0; i < 9 && offset + i < bytes.length; i++) {
