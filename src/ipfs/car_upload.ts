@@ -35,7 +35,7 @@ export class CarUpload {
   constructor(limits: CarStreamLimits = {}) {
     this.#parser = new CarStreamVerifier({
       limits: { maxBlocks: MAX_BLOCKS_PER_CAR, ...limits },
-      onBlock: (block) => this.blocks.add(block),
+      onBlock: (block) => this.blocks.add(block.multihash, block.offset, block.length),
     });
   }
 

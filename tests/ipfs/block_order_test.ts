@@ -44,7 +44,7 @@ Deno.test("block order: multihashes of other codes and lengths sort byte by byte
   ] as const;
   digests.forEach(([code, bytes], i) => {
     const cid = CID.createV1(0x55, createDigest(code, Uint8Array.from(bytes)));
-    list.add({ cid, offset: i * 100, length: i } as Parameters<BlockList["add"]>[0]);
+    list.add(cid.multihash.bytes, i * 100, i);
   });
   await list.sortByMultihash();
   const hexes = [...list].map((b) => b.multihash.toHex());
@@ -58,4 +58,20 @@ Deno.test("block order: multihashes of other codes and lengths sort byte by byte
     500,
     600,
   ]);
+});
+
+Deno.test("block list: held in pages, never a doubled copy: 70,000 blocks hold little more than their 51 bytes each", () => {
+  const list = new BlockList();
+  const multihash = new Uint8Array(34);
+  multihash.set([0x12, 0x20]);
+  for (let i = 0; i < 70_000; i++) {
+    new DataView(multihash.buffer).setUint32(2, i);
+    list.add(multihash, i * 50, 8);
+  }
+  assertEquals(list.size, 70_000);
+  const needed = 70_000 * (34 + 17);
+  assertOk(list.heldBytes <= needed * 1.1, `${list.heldBytes} bytes held for ${needed}`);
+  const offsets = [...list].map((b) => b.offset);
+  assertEquals(offsets.length, 70_000);
+  assertEquals(offsets[69_999], 69_999 * 50);
 });
