@@ -18,11 +18,19 @@ export function yieldToEventLoop(): Promise<void> {
  * Feeds `items` to `step`, each slice of them inside `slice` (e.g. one
  * transaction), yielding to the event loop between slices. `slice` must run
  * its callback synchronously; the clock is read every `checkEvery` items.
+ * `afterSlice`, if given, runs after each slice in a turn of its own (work
+ * the slice left behind, such as a WAL checkpoint, that would otherwise
+ * lengthen the slice's turn).
  */
 export async function inSlices<T>(
   items: Iterable<T>,
   step: (item: T) => void,
-  options: { slice?: (run: () => void) => void; budgetMs?: number; checkEvery?: number } = {},
+  options: {
+    slice?: (run: () => void) => void;
+    budgetMs?: number;
+    checkEvery?: number;
+    afterSlice?: () => void;
+  } = {},
 ): Promise<void> {
   const slice = options.slice ?? ((run) => run());
   const budgetMs = options.budgetMs ?? SLICE_MS;
@@ -42,6 +50,10 @@ export async function inSlices<T>(
         if (n % checkEvery === 0 && performance.now() >= deadline) return;
       }
     });
+    if (options.afterSlice) {
+      await yieldToEventLoop();
+      options.afterSlice();
+    }
     if (!done) await yieldToEventLoop();
   }
 }

@@ -13,6 +13,13 @@
  * written index is never served. A commit that fails takes its rows back
  * (forgetUnstored); rows a crash left behind are invisible, and the next
  * upload of that cid clears them first.
+ *
+ * Why each slice's pages are checkpointed in a turn of their own: SQLite
+ * checkpoints by itself inside the commit that takes the WAL past 1,000
+ * pages, copying all of them to the database file and syncing both, so
+ * every few slices one commit held the event loop 20-100 ms. A passive
+ * checkpoint after every slice, after a turn, copies only that slice's
+ * pages (2-6 ms), and the commit that would cross 1,000 never comes.
  */
 import type { StatementSync } from "node:sqlite";
 import { transaction } from "./database.ts";
@@ -73,7 +80,10 @@ export class SqliteBlockRecords implements BlockRecords {
     await inSlices(
       blocks,
       (block) => this.#insert.run(block.multihash.toHex(), pieceCid, block.offset, block.length),
-      { slice: (run) => this.#unsyncedTransaction(run) },
+      {
+        slice: (run) => this.#unsyncedTransaction(run),
+        afterSlice: () => this.#db.exec("PRAGMA wal_checkpoint(PASSIVE)"),
+      },
     );
   }
 
