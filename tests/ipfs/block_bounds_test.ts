@@ -159,3 +159,19 @@ Deno.test("CAR bounds: a chunk of many tiny blocks is checked in slices that let
   assertEquals(upload.blocks.size, 50_000 + 51);
   assertEquals((await upload.finish()).roots.length, 1);
 });
+
+Deno.test("CAR bounds: chunks of many tiny blocks, each checked well within a slice, still give the event loop a turn every 2,048 blocks", async () => {
+  // Reads that complete back to back never reach the timers: each chunk's check must yield.
+  const { car } = blockCar(30_000); // about 1.3 MiB
+  const chunks = Math.ceil(car.length / (40 * 1024)); // about 900 blocks a chunk: 1-2 ms of work each
+  const upload = new CarUpload({ maxBlocks: 100_000 });
+  const turns = await turnsDuring(async () => {
+    for (let i = 0; i < chunks; i++) {
+      await (upload.onChunk(car.subarray(i * 40 * 1024, (i + 1) * 40 * 1024)) ?? Promise.resolve());
+    }
+  });
+  assertEquals(upload.blocks.size, 30_000 + 31);
+  // A turn once 2,048 blocks are checked, at the end of the chunk that reached them.
+  const atLeast = Math.floor((30_000 + 31) / (2048 + 1000));
+  assertEquals(turns >= atLeast, true, `${turns} turns in ${chunks} chunks (at least ${atLeast})`);
+});

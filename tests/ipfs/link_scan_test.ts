@@ -3,7 +3,8 @@
  * find: every CID in a dag-cbor block and every link of a dag-pb block, in
  * order, from blocks the ecosystem's own encoders (@ipld/dag-cbor,
  * @ipld/dag-pb) wrote; raw leaves keyed without an object; and a block it
- * cannot follow is handed back (false / null), never misread.
+ * cannot follow is handed back (false / null), never misread. The count
+ * itself (dag_walk.ts countDagBlocks) gives the event loop its turns.
  */
 import { assertEquals } from "../helpers/assert.ts";
 import { CID } from "multiformats/cid";
@@ -13,6 +14,10 @@ import * as raw from "multiformats/codecs/raw";
 import * as dagCbor from "@ipld/dag-cbor";
 import * as dagPb from "@ipld/dag-pb";
 import { digestKey, rawLeafKey, scanCborLinks, scanPbLinks } from "../../src/ipfs/link_scan.ts";
+import { countDagBlocks } from "../../src/ipfs/dag_walk.ts";
+import { BlockSource } from "../../src/ipfs/blocks.ts";
+import type { BlockSourceOptions } from "../../src/ipfs/blocks.ts";
+import { turnsDuring } from "../helpers/wait.ts";
 
 async function rawCid(n: number): Promise<CID> {
   return CID.createV1(raw.code, await sha256.digest(new TextEncoder().encode(`leaf ${n}`)));
@@ -107,4 +112,33 @@ Deno.test("link scan: dag-pb links in order, with names and sizes, and the node'
   assertEquals(scanned?.data, decoded.Data);
   assertEquals(scanPbLinks(block.subarray(0, block.length - 3), () => {}), null, "truncated");
   assertEquals(scanPbLinks(new Uint8Array([0x22, 0x00]), () => {}), null, "an unknown field");
+});
+
+Deno.test("walk count: a count gives the event loop a turn every 16 nodes it reads, even when every read completes at once", async () => {
+  // Nodes inline in their cids (identity): each read resolves at once, as back-to-back
+  // disk reads do, and nothing but the count's own turns lets a timer run.
+  const leaves = await Promise.all(
+    Array.from(
+      { length: 50 },
+      async (_, i) => CID.createV1(raw.code, await sha256.digest(Uint8Array.of(i))),
+    ),
+  );
+  const nodes = Array.from(
+    { length: 64 },
+    (_, n) => CID.createV1(dagCbor.code, identity.digest(dagCbor.encode({ n, links: leaves }))),
+  );
+  const rootBytes = dagCbor.encode({ links: nodes });
+  const root = CID.createV1(dagCbor.code, identity.digest(rootBytes));
+  const source = new BlockSource({} as BlockSourceOptions); // inline blocks only: nothing stored is asked
+  let count = 0;
+  const turns = await turnsDuring(async () => {
+    count = await countDagBlocks(
+      source,
+      { cid: root, located: { kind: "inline", length: rootBytes.length, bytes: rootBytes } },
+      "all",
+      1_000_000,
+    );
+  });
+  assertEquals(count, 50, "the 50 leaves, listed by every node, counted once");
+  assertEquals(turns >= 64 / 16, true, `${turns} turns while 65 nodes were read`);
 });
