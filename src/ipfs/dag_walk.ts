@@ -29,13 +29,13 @@ import { digestKey, rawLeafKey, scanCborLinks, scanPbLinks } from "./link_scan.t
 import { yieldToEventLoop } from "../kernel/turns.ts";
 
 /**
- * Nodes a count reads between two turns of the event loop (16 nodes of 1,000
- * links: 3-5 ms). Its reads complete back to back, and completions run one
- * after the other without the loop reaching its timers: four counts at once
- * held the service's 10 ms tick 30-50 ms with no step of them longer than a
- * millisecond.
+ * Nodes a count reads between two turns of the event loop (4 nodes of 1,000
+ * links: about a millisecond). Its reads complete back to back, and
+ * completions run one after the other without the loop reaching its timers:
+ * four counts at once held the service's 10 ms tick 30-50 ms with no step of
+ * them longer than a millisecond, and at 16 nodes a turn still 10-25 ms.
  */
-const NODES_PER_TURN = 16;
+const NODES_PER_TURN = 4;
 
 export type DagScope = "block" | "entity" | "all";
 
