@@ -10,31 +10,18 @@
  * when a length lies; they do not verify; and they ran at about 60% of this
  * one's speed, which hashes each block as its bytes pass (one SHA-256 pass
  * over the body, no copy of a large block). @ipld/dag-cbor reads the header;
- * the common cids (v0, v1 of sha2-256 or identity) are read here without a
- * CID object, and multiformats reads any other (a million tiny blocks made a
- * million cid objects and node:crypto hashes, and their garbage held the
- * event loop in collections of 30-40 ms).
+ * each block's cid and the check of its bytes are car_block.ts's.
  *
  * Every length is bounded before anything is buffered; only varints, the
  * header (<= 64 KiB) and a cid (<= 128 bytes) are ever copied.
  */
-import { createHash, type Hash } from "node:crypto";
 import { CID } from "multiformats/cid";
 import { decode as decodeCbor } from "@ipld/dag-cbor";
-import { IDENTITY_MULTIHASH, multihashName, SHA2_256_MULTIHASH } from "./multihash.ts";
-import { sha256Matches } from "./small_sha256.ts";
+import { CarFormatError } from "./car_errors.ts";
+import { CarBlockCheck, MAX_CID_BYTES } from "./car_block.ts";
 
-/** Why a CAR was refused: the upload answers 400 invalid_car with the message either way. */
-export type CarProblem = "malformed" | "unsupported_hash" | "block_mismatch" | "too_many_blocks";
-
-export class CarFormatError extends Error {
-  readonly problem: CarProblem;
-  constructor(problem: CarProblem, message: string) {
-    super(message);
-    this.name = "CarFormatError";
-    this.problem = problem;
-  }
-}
+export { CarFormatError } from "./car_errors.ts";
+export type { CarProblem } from "./car_errors.ts";
 
 /**
  * One verified block, where it sits in the CAR's bytes. Handed to onBlock as
@@ -68,15 +55,8 @@ export interface CarStreamLimits {
 
 export const DEFAULT_MAX_BLOCK_BYTES = 4 * 1024 * 1024;
 const MAX_VARINT_BYTES = 9; // up to 2^63; anything longer is malformed
-const MAX_CID_BYTES = 128; // a CIDv1 with a sha2-512 digest is 68 bytes
 const V2_PRAGMA = Uint8Array.of(0x0a, 0xa1, 0x67, 0x76, 0x65, 0x72, 0x73, 0x69, 0x6f, 0x6e, 0x02);
 const V2_HEADER_BYTES = 40;
-/**
- * Blocks up to this size are hashed in one piece by small_sha256.ts (their
- * bytes gathered in a scratch buffer), larger ones stream through node:crypto;
- * measured: 0.4 µs against 3 µs for 8 bytes, even at about 512.
- */
-const SMALL_BLOCK_BYTES = 512;
 
 type State =
   | "headerLength"
@@ -105,19 +85,11 @@ export class CarStreamVerifier {
   #dataEnd = Infinity; // CARv2: sections stop here
   #sectionOffset = 0;
   #sectionLength = 0;
-  /** The block's cid bytes are #buf[0, #cidEnd); its multihash starts at #multihashAt. */
-  #cidEnd = 0;
-  #multihashAt = 0;
-  #code = 0;
-  #digestAt = 0;
-  #digestSize = 0;
+  /** The block under way: its cid (in #buf) and the check of its bytes. */
+  readonly #check = new CarBlockCheck();
   #blockOffset = 0;
   #blockLength = 0;
   #blockLeft = 0;
-  #hash: Hash | null = null;
-  #small: Uint8Array | null = null; // a small sha2-256 block's bytes, gathered
-  #smallHave = 0;
-  #identityAt = 0;
   readonly #block: CarBlock = { multihash: new Uint8Array(0), offset: 0, length: 0 };
 
   constructor(options: { limits?: CarStreamLimits; onBlock: (block: CarBlock) => void }) {
@@ -323,157 +295,37 @@ export class CarStreamVerifier {
   }
 
   #acceptCid(bytes: Uint8Array) {
-    if (!this.#readCidFast(bytes)) this.#readCidSlow(bytes);
-    const cidEnd = this.#cidEnd;
+    const check = this.#check;
+    check.readCid(bytes, this.#sectionOffset);
+    const cidEnd = check.cidEnd;
     const blockLength = this.#sectionLength - cidEnd;
     this.#blockOffset = this.#pos - (bytes.length - cidEnd);
     this.#blockLength = blockLength;
     this.#blockLeft = blockLength;
-    this.#hash = null;
-    this.#small = null;
-    this.#smallHave = 0;
-    this.#identityAt = 0;
-    const code = this.#code;
-    if (code === SHA2_256_MULTIHASH) {
-      if (this.#digestSize !== 32) {
-        throw new CarFormatError(
-          "malformed",
-          `Block ${this.#cidText()}: a sha2-256 digest has 32 bytes`,
-        );
-      }
-      if (blockLength <= SMALL_BLOCK_BYTES) this.#small = this.#smallBuffer();
-      else this.#hash = createHash("sha256");
-    } else if (code === IDENTITY_MULTIHASH) {
-      if (blockLength > this.#limits.maxIdentityBytes || blockLength !== this.#digestSize) {
-        throw new CarFormatError(
-          "block_mismatch",
-          `Block ${this.#cidText()} does not match its identity cid`,
-        );
-      }
-    } else {
-      throw new CarFormatError(
-        "unsupported_hash",
-        `Block ${this.#cidText()} uses the ${multihashName(code)} multihash (0x${
-          code.toString(16)
-        }); ` +
-          "only sha2-256 and identity are accepted",
-      );
-    }
+    check.start(blockLength, this.#limits.maxIdentityBytes);
     this.#state = "block";
     // The first bytes of the block came into #buf with the cid: ours, so hash them now.
     this.#blockBytes(bytes, cidEnd, Math.min(bytes.length, cidEnd + blockLength), true);
   }
 
-  /**
-   * The common cids read without a CID object: v0, and v1 of sha2-256 or
-   * identity. False for anything else, which multiformats reads (and
-   * refuses) as before.
-   */
-  #readCidFast(bytes: Uint8Array): boolean {
-    let at: number;
-    if (bytes[0] === 0x12 && bytes[1] === 0x20) {
-      at = 0; // CIDv0: the multihash alone
-    } else if (bytes[0] === 0x01) {
-      at = 1;
-      for (let n = 0; n < 4 && at < bytes.length && bytes[at] & 0x80; n++) at++;
-      if (at >= bytes.length || bytes[at] & 0x80) return false;
-      at++; // past the codec
-    } else {
-      return false;
-    }
-    const code = bytes[at];
-    if (code !== SHA2_256_MULTIHASH && code !== IDENTITY_MULTIHASH) return false;
-    const size = bytes[at + 1]; // one varint byte: a cid is read in 128 bytes at most
-    const digestAt = at + 2;
-    if (size === undefined || size & 0x80 || digestAt + size > bytes.length) return false;
-    this.#multihashAt = at;
-    this.#code = code;
-    this.#digestAt = digestAt;
-    this.#digestSize = size;
-    this.#cidEnd = digestAt + size;
-    return true;
-  }
-
-  #readCidSlow(bytes: Uint8Array): void {
-    let cid: CID;
-    let rest: Uint8Array;
-    try {
-      [cid, rest] = CID.decodeFirst(bytes);
-    } catch (error) {
-      throw new CarFormatError(
-        "malformed",
-        `Bad block cid at byte ${this.#sectionOffset}: ${(error as Error).message}`,
-      );
-    }
-    const cidEnd = bytes.length - rest.length;
-    const multihash = cid.multihash.bytes;
-    this.#multihashAt = cidEnd - multihash.length;
-    this.#code = cid.multihash.code;
-    this.#digestSize = cid.multihash.size;
-    this.#digestAt = cidEnd - cid.multihash.digest.length;
-    this.#cidEnd = cidEnd;
-  }
-
-  /** The block's cid as text, for a message. */
-  #cidText(): string {
-    try {
-      return CID.decode(this.#buf.slice(0, this.#cidEnd)).toString();
-    } catch {
-      return `at byte ${this.#sectionOffset}`;
-    }
-  }
-
-  #smallScratch: Uint8Array | null = null;
-  #smallBuffer(): Uint8Array {
-    return this.#smallScratch ??= new Uint8Array(SMALL_BLOCK_BYTES);
-  }
-
   /** Bytes of the block under way: bytes[from, to). */
   #blockBytes(bytes: Uint8Array, from: number, to: number, alreadyCounted: boolean) {
+    this.#check.feed(bytes, from, to);
     const n = to - from;
-    if (this.#small !== null) {
-      this.#small.set(bytes.subarray(from, to), this.#smallHave);
-      this.#smallHave += n;
-    } else if (this.#hash) {
-      this.#hash.update(bytes.subarray(from, to));
-    } else {
-      const buf = this.#buf;
-      const digestAt = this.#digestAt + this.#identityAt;
-      for (let k = 0; k < n; k++) {
-        if (buf[digestAt + k] !== bytes[from + k]) {
-          throw new CarFormatError(
-            "block_mismatch",
-            `Block ${this.#cidText()} does not match its identity cid`,
-          );
-        }
-      }
-      this.#identityAt += n;
-    }
     if (!alreadyCounted) this.#pos += n;
     this.#blockLeft -= n;
     if (this.#blockLeft === 0) this.#finishBlock();
   }
 
   #finishBlock() {
-    const buf = this.#buf;
-    const matches = this.#small !== null
-      ? sha256Matches(this.#small, 0, this.#smallHave, buf, this.#digestAt)
-      : this.#hash === null ||
-        equalAt(new Uint8Array(this.#hash.digest()), buf, this.#digestAt);
-    if (!matches) {
-      throw new CarFormatError(
-        "block_mismatch",
-        `Block ${this.#cidText()} at byte ${this.#sectionOffset} does not hash to its cid`,
-      );
-    }
+    const check = this.#check;
+    check.finish();
     this.#blocks++;
     const block = this.#block;
-    block.multihash = buf.subarray(this.#multihashAt, this.#cidEnd);
+    block.multihash = this.#buf.subarray(check.multihashAt, check.cidEnd);
     block.offset = this.#blockOffset;
     block.length = this.#blockLength;
     this.#onBlock(block);
-    this.#hash = null;
-    this.#small = null;
     this.#startVarint("sectionLength");
   }
 }
@@ -482,12 +334,6 @@ function isV2Pragma(header: Uint8Array): boolean {
   // The pragma's first byte is the header length (10), already read as the varint.
   return header.length + 1 === V2_PRAGMA.length &&
     V2_PRAGMA.subarray(1).every((byte, k) => byte === header[k]);
-}
-
-/** True when `digest` equals expected[at, at + digest.length). */
-function equalAt(digest: Uint8Array, expected: Uint8Array, at: number): boolean {
-  for (let k = 0; k < digest.length; k++) if (digest[k] !== expected[at + k]) return false;
-  return true;
 }
 
 /** The unsigned LEB128 varint in bytes[0, length) (at most 9 bytes; the caller bounds it). */
