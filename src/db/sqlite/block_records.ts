@@ -39,11 +39,19 @@ const CHECKPOINT_ROWS = 4000;
 /** Rows one statement deletes of a piece's leftovers, a slice at a time. */
 const FORGET_ROWS = 2000;
 
+/**
+ * Rows one INSERT writes while indexing: a statement of 64 rows costs the
+ * serving thread 2.5 times less a row than 64 statements (200,000 rows: 0.45
+ * s against 1.1 s), which is most of a million-block CAR's indexing.
+ */
+const INSERT_ROWS = 64;
+
 export class SqliteBlockRecords implements BlockRecords {
   readonly #db: Database;
   readonly #find: StatementSync;
   readonly #count: StatementSync;
   readonly #insert: StatementSync;
+  readonly #insertMany: StatementSync;
   readonly #forgetSome: StatementSync;
 
   constructor(db: Database) {
@@ -58,10 +66,14 @@ export class SqliteBlockRecords implements BlockRecords {
        LIMIT 1`,
     );
     this.#count = db.prepare(`SELECT COUNT(*) AS n FROM blocks WHERE piece_cid = ?`);
-    this.#insert = db.prepare(
-      `INSERT INTO blocks (multihash, piece_cid, block_offset, block_length) VALUES (?, ?, ?, ?)
-       ON CONFLICT (multihash, piece_cid) DO NOTHING`,
-    );
+    const insertRows = (n: number) =>
+      db.prepare(
+        `INSERT INTO blocks (multihash, piece_cid, block_offset, block_length)
+         VALUES ${Array.from({ length: n }, () => "(?, ?, ?, ?)").join(", ")}
+         ON CONFLICT (multihash, piece_cid) DO NOTHING`,
+      );
+    this.#insert = insertRows(1);
+    this.#insertMany = insertRows(INSERT_ROWS);
     this.#forgetSome = db.prepare(
       `DELETE FROM blocks WHERE piece_cid = $cid AND multihash IN
          (SELECT multihash FROM blocks WHERE piece_cid = $cid LIMIT ${FORGET_ROWS})
@@ -87,14 +99,28 @@ export class SqliteBlockRecords implements BlockRecords {
   async indexBlocks(pieceCid: string, blocks: BlockLocations): Promise<void> {
     await this.forgetUnstored(pieceCid);
     let rows = 0; // since the last checkpoint
+    const pending: (string | number)[] = []; // a statement's values, INSERT_ROWS rows at most
+    const flush = () => {
+      if (pending.length === INSERT_ROWS * 4) this.#insertMany.run(...pending);
+      else {for (let at = 0; at < pending.length; at += 4) {
+          this.#insert.run(...pending.slice(at, at + 4));
+        }}
+      pending.length = 0;
+    };
     await inSlices(
       blocks,
       (block) => {
-        this.#insert.run(block.multihash.toHex(), pieceCid, block.offset, block.length);
+        pending.push(block.multihash.toHex(), pieceCid, block.offset, block.length);
+        if (pending.length === INSERT_ROWS * 4) flush();
         rows++;
       },
       {
-        slice: (run) => this.#unsyncedTransaction(run),
+        // A slice's rows are all in its own transaction: what is left goes in before it commits.
+        slice: (run) =>
+          this.#unsyncedTransaction(() => {
+            run();
+            flush();
+          }),
         afterSlice: () => {
           if (rows < CHECKPOINT_ROWS) return;
           rows = 0;
