@@ -7,11 +7,13 @@ import {
   compileArgs,
   DEFAULT_DATA_DIR,
   envFileText,
+  MALLOC_ENV,
   parseCompileArgs,
   runtimeFlags,
   UsageError,
   V8_FLAGS,
 } from "../../scripts/compile.ts";
+import { startTaskEnv } from "../../scripts/lib/spawn_server.ts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { within } from "../helpers/wait.ts";
 import { withTempDir } from "../helpers/files.ts";
@@ -69,7 +71,7 @@ Deno.test("compile-server: the deno compile command, defaults and every option",
   ]);
 });
 
-Deno.test("the start and compile tasks run V8 with the server's heap floor, as the binary does", async () => {
+Deno.test("the start and compile tasks run V8 with the server's heap floor, as the binary does; the start task sets glibc's malloc thresholds", async () => {
   // scripts/compile.ts V8_FLAGS says why: without it, the service's reads start a full
   // collection every ~100 MiB sent.
   const { tasks } = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
@@ -77,6 +79,8 @@ Deno.test("the start and compile tasks run V8 with the server's heap floor, as t
   for (const task of ["start", "compile"]) {
     assertOk(tasks[task].split(/\s+/).includes(V8_FLAGS), `deno task ${task} has ${V8_FLAGS}`);
   }
+  // And glibc's malloc settings (MALLOC_ENV says why), which the bench's servers take from it.
+  assertEquals(await startTaskEnv(ROOT), MALLOC_ENV);
 });
 
 Deno.test("compile-server: refuses directories that would not mean one absolute path", () => {

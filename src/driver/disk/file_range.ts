@@ -18,7 +18,10 @@
  * outside the heap that V8 weighs against its old generation's limit: without
  * the server's V8 flag (scripts/compile.ts V8_FLAGS) the service started a
  * full collection every ~100 MiB sent and the loop lost to file.readable
- * (0.74-0.78 of its throughput); with it, none.
+ * (0.74-0.78 of its throughput); with it, none. And each is a fresh
+ * allocation that glibc, left to its defaults, gives back to the system once
+ * freed and faults in again for the next: the server's malloc settings
+ * (scripts/compile.ts MALLOC_ENV) keep them for reuse, about half the CPU.
  */
 
 /**
