@@ -28,7 +28,7 @@ function fetch(input: string, init: RequestInit = {}): Promise<Response> {
 Deno.test("compile-server: the deno compile command, defaults and every option", () => {
   assertEquals(compileArgs(parseCompileArgs([]), "/tmp/x/data-dir.env"), [
     "compile",
-    "--v8-flags=--initial-old-space-size=64",
+    "--v8-flags=--initial-old-space-size=64,--expose-gc",
     "--allow-net",
     "--allow-sys=statfs",
     "--allow-env=STORAGE_*,PG*",
@@ -56,7 +56,7 @@ Deno.test("compile-server: the deno compile command, defaults and every option",
   assertEquals(options.dryRun, true);
   assertEquals(compileArgs(options, "/e.env"), [
     "compile",
-    "--v8-flags=--initial-old-space-size=64",
+    "--v8-flags=--initial-old-space-size=64,--expose-gc",
     "--allow-net",
     "--allow-sys=statfs",
     "--allow-env=STORAGE_*,PG*",

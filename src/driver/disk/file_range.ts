@@ -22,7 +22,10 @@
  * allocation that glibc, left to its defaults, gives back to the system once
  * freed and faults in again for the next: the server's malloc settings
  * (scripts/compile.ts MALLOC_ENV) keep them for reuse, about half the CPU.
+ * Dead buffers wait for V8's next young-generation collection; the store's
+ * ReadGarbage (read_garbage.ts) asks for one every 16 MiB read.
  */
+import type { ReadGarbage } from "./read_garbage.ts";
 
 /**
  * Largest single read. Deno's own file streams read 64 KiB at a time; each read
@@ -32,10 +35,17 @@
  */
 export const READ_BYTES = 1024 * 1024;
 
+export interface FileRangeHooks {
+  /** Called once, when the file is closed (the range done, failed or cancelled). */
+  onClose?: () => void;
+  /** Told of each fresh buffer (read_garbage.ts collects them early). */
+  garbage?: ReadGarbage;
+}
+
 export function fileRangeStream(
   file: Deno.FsFile,
   length: number,
-  onClose?: () => void,
+  hooks: FileRangeHooks = {},
 ): ReadableStream<Uint8Array> {
   let left = length;
   let closed = false;
@@ -43,12 +53,13 @@ export function fileRangeStream(
     if (closed) return;
     closed = true;
     file.close();
-    onClose?.();
+    hooks.onClose?.();
   };
   return new ReadableStream<Uint8Array>({
     type: "bytes",
     async pull(controller) {
       const buffer = new Uint8Array(Math.min(left, READ_BYTES));
+      hooks.garbage?.read(buffer.byteLength);
       let read: number | null;
       try {
         read = await file.read(buffer);
