@@ -81,12 +81,44 @@ export function parseCompileArgs(args: readonly string[]): CompileOptions {
 }
 
 /** The permissions of the server: network, its variables, and its data directory on disk. */
+/**
+ * The one V8 flag the server runs with (the start task, the compile tasks, the systemd unit):
+ * the old generation's limit starts at 64 MiB and does not fall below it after a collection.
+ * Why: every 1 MiB read of a piece is a fresh buffer (src/driver/disk/file_range.ts), memory
+ * outside the JavaScript heap that V8 weighs against that limit. The service's ~19 MiB heap
+ * after start-up left V8 a limit a few MiB above it, so sending pieces started a full
+ * (incremental, concurrent) collection every ~100 MiB sent; a bare process, never collected in
+ * full, kept its initial, larger limit and paid none. With the floor a 1.6 GB run of reads
+ * starts none, and the read loop's CPU per GiB falls by about a third (docs/performance.md,
+ * workload 22). The cost: up to ~45 MiB more garbage may wait before a full collection.
+ * --expose-gc lets the read loop ask for its spent buffers to be collected early
+ * (src/driver/disk/read_garbage.ts): without it one download held ~64 MiB more.
+ */
+export const V8_FLAGS = "--v8-flags=--initial-old-space-size=64,--expose-gc";
+
+/**
+ * glibc's malloc settings the server runs with (the start task, the systemd unit's Environment;
+ * a compiled binary takes them from its environment, not from the env file it bakes, which is
+ * read after malloc has started). Why: each 1 MiB read buffer is a fresh allocation. By default
+ * glibc maps one that size on its own and, once it has raised that threshold, gives heap memory
+ * back to the system as soon as 2 MiB lie free at its top: every buffer then faults its pages in
+ * anew (the kernel zeroes each). With 1 MiB buffers under an 8 MiB threshold and up to 256 MiB
+ * kept, freed buffers are reused as they are: the service's read loop took 0.44 CPU s/GiB
+ * against 0.84 without, and ran at the bare process's speed (docs/performance.md, workload 22).
+ * The cost: memory freed after a peak stays with the process, up to that 256 MiB.
+ */
+export const MALLOC_ENV: Readonly<Record<string, string>> = {
+  MALLOC_MMAP_THRESHOLD_: "8388608",
+  MALLOC_TRIM_THRESHOLD_: "268435456",
+};
+
 export function runtimeFlags(
   dataDir: string,
   more: { alsoRead?: readonly string[]; alsoWrite?: readonly string[] } = {},
 ): string[] {
   const writable = [dataDir, ...more.alsoWrite ?? []];
   return [
+    V8_FLAGS,
     "--allow-net",
     // Free disk space for /metrics (statfs of the data directory), nothing else of the system.
     "--allow-sys=statfs",

@@ -15,14 +15,30 @@ const ROOT = new URL("../..", import.meta.url).pathname; // the repository root
 /** How much of the server's stderr `stderr()` returns: the last 1 MiB or more. */
 const STDERR_TAIL_BYTES = 1024 * 1024;
 
-export async function startTaskFlags(dataDir: string, root = ROOT): Promise<string[]> {
+/** The start task's words: its leading NAME=value settings apart, then `deno run …`. */
+async function startTask(root: string): Promise<{ env: Record<string, string>; words: string[] }> {
   const config = JSON.parse(await Deno.readTextFile(`${root}deno.json`));
   const task: string = config.tasks.start;
   const words = task.split(/\s+/);
+  const env: Record<string, string> = {};
+  while (/^[A-Z_]+=/.test(words[0] ?? "")) {
+    const [name, value] = words.shift()!.split("=");
+    env[name] = value;
+  }
   if (words[0] !== "deno" || words[1] !== "run" || words.at(-1) !== "main.ts") {
     throw new Error(`unexpected start task: ${task}`);
   }
+  return { env, words };
+}
+
+export async function startTaskFlags(dataDir: string, root = ROOT): Promise<string[]> {
+  const { words } = await startTask(root);
   return words.slice(2, -1).map((w) => w.replaceAll("./data", dataDir));
+}
+
+/** The environment the start task sets for the server (glibc's malloc thresholds). */
+export async function startTaskEnv(root = ROOT): Promise<Record<string, string>> {
+  return (await startTask(root)).env;
 }
 
 export interface SpawnOptions {
@@ -64,7 +80,7 @@ export async function spawnServer(
     cwd: root,
     stdout: "piped",
     stderr: "piped",
-    env: { NO_COLOR: "1", ...options.env },
+    env: { NO_COLOR: "1", ...await startTaskEnv(root), ...options.env },
   }).spawn();
   // Under load the service logs a line per request: keep only a bounded tail, undecoded,
   // so the client side of a benchmark spends no CPU and memory on it.

@@ -59,8 +59,9 @@ export interface OpenOptions {
    * there (HTTP/1.1, the connection kept alive; not HTTP/2: see
    * net/serve_connection.ts cutsAtContentLength). A driver may then give a
    * body that runs on past the range's end: the disk driver gives the
-   * runtime's own file stream from the range's offset, sent without a
-   * JavaScript step or a buffer of ours per chunk.
+   * runtime's own file stream from the range's offset when its read loop is
+   * busy (disk_store.ts LOOP_READERS), sent without a JavaScript step or a
+   * buffer of ours per chunk.
    */
   answerWithLength?: boolean;
 }

@@ -7,10 +7,13 @@ import {
   compileArgs,
   DEFAULT_DATA_DIR,
   envFileText,
+  MALLOC_ENV,
   parseCompileArgs,
   runtimeFlags,
   UsageError,
+  V8_FLAGS,
 } from "../../scripts/compile.ts";
+import { startTaskEnv } from "../../scripts/lib/spawn_server.ts";
 import { assertEquals, assertMatch, assertOk } from "../helpers/assert.ts";
 import { within } from "../helpers/wait.ts";
 import { withTempDir } from "../helpers/files.ts";
@@ -25,6 +28,7 @@ function fetch(input: string, init: RequestInit = {}): Promise<Response> {
 Deno.test("compile-server: the deno compile command, defaults and every option", () => {
   assertEquals(compileArgs(parseCompileArgs([]), "/tmp/x/data-dir.env"), [
     "compile",
+    "--v8-flags=--initial-old-space-size=64,--expose-gc",
     "--allow-net",
     "--allow-sys=statfs",
     "--allow-env=STORAGE_*,PG*",
@@ -52,6 +56,7 @@ Deno.test("compile-server: the deno compile command, defaults and every option",
   assertEquals(options.dryRun, true);
   assertEquals(compileArgs(options, "/e.env"), [
     "compile",
+    "--v8-flags=--initial-old-space-size=64,--expose-gc",
     "--allow-net",
     "--allow-sys=statfs",
     "--allow-env=STORAGE_*,PG*",
@@ -64,6 +69,18 @@ Deno.test("compile-server: the deno compile command, defaults and every option",
     "dist/stage",
     "main.ts",
   ]);
+});
+
+Deno.test("the start and compile tasks run V8 with the server's heap floor, as the binary does; the start task sets glibc's malloc thresholds", async () => {
+  // scripts/compile.ts V8_FLAGS says why: without it, the service's reads start a full
+  // collection every ~100 MiB sent.
+  const { tasks } = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
+  assertOk(runtimeFlags(DEFAULT_DATA_DIR).includes(V8_FLAGS), "runtimeFlags has it");
+  for (const task of ["start", "compile"]) {
+    assertOk(tasks[task].split(/\s+/).includes(V8_FLAGS), `deno task ${task} has ${V8_FLAGS}`);
+  }
+  // And glibc's malloc settings (MALLOC_ENV says why), which the bench's servers take from it.
+  assertEquals(await startTaskEnv(ROOT), MALLOC_ENV);
 });
 
 Deno.test("compile-server: refuses directories that would not mean one absolute path", () => {

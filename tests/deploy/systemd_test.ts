@@ -14,7 +14,7 @@
  */
 import { ENV_NAMES, loadConfig } from "../../src/config/mod.ts";
 import { resolveClientKey } from "../../src/net/ip.ts";
-import { DEFAULT_DATA_DIR, runtimeFlags } from "../../scripts/compile.ts";
+import { DEFAULT_DATA_DIR, MALLOC_ENV, runtimeFlags } from "../../scripts/compile.ts";
 import { assertEquals, assertOk } from "../helpers/assert.ts";
 import { ignoredWithout } from "../helpers/debian_tools.ts";
 import { withTempDir } from "../helpers/files.ts";
@@ -103,10 +103,12 @@ Deno.test("systemd: the unit and the env file configure the service nginx expect
   const [binary, ...args] = one("ExecStart").split(/\s+/);
   assertEquals(binary, "/usr/local/bin/storage-service");
   const env: Record<string, string> = {};
-  for (const assignment of one("Environment").split(/\s+/)) {
+  for (const assignment of (unit.get("Environment") ?? []).join(" ").split(/\s+/)) {
     const eq = assignment.indexOf("=");
     env[assignment.slice(0, eq)] = assignment.slice(eq + 1);
   }
+  // glibc's malloc settings of the start task (scripts/compile.ts MALLOC_ENV says why).
+  for (const [name, value] of Object.entries(MALLOC_ENV)) assertEquals(env[name], value, name);
   assertEquals(one("EnvironmentFile"), "/etc/storage-service/storage-service.env");
   const loaded = loadConfig(args, { ...env, ...fileEnv });
   assertOk(loaded.kind === "config");

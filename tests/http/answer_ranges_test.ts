@@ -1,10 +1,11 @@
 /**
- * A range of a piece on disk goes out the way a whole piece does: the
- * runtime's own file stream from the range's offset, which Deno's HTTP server
- * sends without a JavaScript step or a fresh buffer per chunk and cuts at the
- * answer's Content-Length (driver.ts OpenOptions, bench workload 22). What
- * that leans on is pinned here: the disk driver gives such a body only when
- * asked (a range read by JavaScript stays exact), and the server sends
+ * A range of a piece on disk goes out the way a whole piece does: by the read
+ * loop, a few answers at once, and beyond those by the runtime's own file
+ * stream from the range's offset, which Deno's HTTP server sends without a
+ * JavaScript step or a fresh buffer per chunk and cuts at the answer's
+ * Content-Length (driver.ts OpenOptions, bench workload 22). What that leans
+ * on is pinned here: the disk driver bounds the loop's answers and gives the
+ * runtime's stream only when asked (a range read by JavaScript stays exact), and the server sends
  * exactly the range and carries on, on one HTTP/1.1 connection (the next
  * answer's head follows the range's last byte); HTTP/2 does not cut, so a
  * request without a Host header (HTTP/2's clients send none) gets an exact
@@ -17,9 +18,10 @@ import { startTestServer } from "../helpers/server.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { writeAll } from "../helpers/raw_http.ts";
 import { makePair, pairFiles } from "../helpers/tls_pair.ts";
-import { DiskStore } from "../../src/driver/disk/disk_store.ts";
+import { DiskStore, LOOP_READERS } from "../../src/driver/disk/disk_store.ts";
 import { READ_BYTES } from "../../src/driver/disk/file_range.ts";
 import { sentFromResource } from "../../src/net/serve_connection.ts";
+import type { PieceStore } from "../../src/driver/driver.ts";
 
 const PIECE = seededBytes(3 * READ_BYTES + 12_345, 41);
 const CID = "bafkanswerranges1";
@@ -36,16 +38,39 @@ async function stored(server: TestServer): Promise<void> {
   assertEquals(response.status, 200, await response.text());
 }
 
-Deno.test("answer ranges: the disk driver gives the runtime's file stream for an answer's range, an exact stream otherwise", async () => {
+Deno.test("answer ranges: the disk driver sends its first answers at once by the read loop, the rest by the runtime's stream, an exact stream to JavaScript", async () => {
   const dir = await Deno.makeTempDir({ prefix: "answer-ranges-" });
   try {
     const store = await DiskStore.create({ root: `${dir}/pieces` });
     const staged = await store.stage(ReadableStream.from([PIECE]), { expectedBytes: PIECE.length });
     await staged.commit(CID);
     const range = { offset: 1000, length: 5000 };
-    const answer = await store.open(CID, range, { answerWithLength: true });
-    assertEquals(sentFromResource(answer!.body), true, "sent from its resource");
-    await answer!.body.cancel();
+    // LOOP_READERS answers at once by the loop (whole pieces and cut ranges alike), then the
+    // runtime's own stream: the loop's buffers stay bounded however many download at once.
+    const answers = [];
+    for (let i = 0; i < LOOP_READERS; i++) {
+      const answer = await store.open(CID, i % 2 ? range : undefined, { answerWithLength: true });
+      assertEquals(sentFromResource(answer!.body), false, `answer ${i} by the loop`);
+      answers.push(answer!);
+    }
+    const native = await store.open(CID, range, { answerWithLength: true });
+    assertEquals(sentFromResource(native!.body), true, "one more: sent from its resource");
+    await native!.body.cancel();
+    // A loop answer read to its end is exactly its bytes, and frees its place; so does a cancel.
+    const whole = new Uint8Array(await new Response(answers[0].body).arrayBuffer());
+    assertEquals(whole, PIECE, "a whole piece by the loop: exactly its bytes");
+    const cut = new Uint8Array(await new Response(answers[1].body).arrayBuffer());
+    assertEquals(cut, PIECE.subarray(1000, 6000), "a range by the loop: exactly its bytes");
+    await answers[2].body.cancel();
+    const freed = [];
+    for (let i = 0; i < 3; i++) freed.push(await store.open(CID, undefined));
+    assertEquals(freed.map((f) => sentFromResource(f!.body)), [false, false, false]);
+    const full = await store.open(CID, undefined);
+    assertEquals(sentFromResource(full!.body), true, "the loop is full again");
+    for (const body of [full!.body, answers[3].body, ...freed.map((f) => f!.body)]) {
+      await body.cancel();
+    }
+    // A range read by JavaScript is always the exact loop.
     const read = await store.open(CID, range);
     assertEquals(sentFromResource(read!.body), false);
     const bytes = new Uint8Array(await new Response(read!.body).arrayBuffer());
@@ -93,9 +118,26 @@ class AnswerReader {
   }
 }
 
-Deno.test("answer ranges: over one HTTP/1.1 connection, each range is exactly its bytes and the next answer follows", async () => {
-  await using server = await startTestServer();
+Deno.test("answer ranges: over one HTTP/1.1 connection, each range is exactly its bytes and the next answer follows, by the loop and by the runtime's stream", async () => {
+  let store: PieceStore | null = null;
+  await using server = await startTestServer({ wrapStore: (s) => (store = s) });
   await stored(server);
+  // Once as the loop sends them, once with the loop's places held: by the runtime's stream,
+  // which only the server's cut at Content-Length ends.
+  await answersOnOneConnection(server);
+  const held = [];
+  for (let i = 0; i < LOOP_READERS; i++) held.push(await store!.open(CID));
+  const native = await store!.open(CID, { offset: 1, length: 1 }, { answerWithLength: true });
+  assertEquals(sentFromResource(native!.body), true, "the loop's places are held");
+  await native!.body.cancel();
+  try {
+    await answersOnOneConnection(server);
+  } finally {
+    for (const piece of held) await piece!.body.cancel();
+  }
+});
+
+async function answersOnOneConnection(server: TestServer): Promise<void> {
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.server.port });
   try {
     const reader = new AnswerReader(conn);
@@ -122,7 +164,7 @@ Deno.test("answer ranges: over one HTTP/1.1 connection, each range is exactly it
   } finally {
     conn.close();
   }
-});
+}
 
 Deno.test("answer ranges: over HTTP/2 (TLS), ranges at once on one connection are each exactly their bytes", async () => {
   const pair = await makePair(0x34);

@@ -37,6 +37,7 @@ import type {
   StoreHealth,
 } from "../driver.ts";
 import { fileRangeStream } from "./file_range.ts";
+import { ReadGarbage } from "./read_garbage.ts";
 import { toStoreError } from "./fs_errors.ts";
 import { assertSafeKey, PARTIAL_DIR, shardOf, TEMP_DIR, TEMP_SUFFIX } from "./layout.ts";
 import { DiskPartials } from "./partial_files.ts";
@@ -53,6 +54,14 @@ export interface DiskStoreOptions {
 const SHARED_PIECE_MODE = 0o640;
 const SHARED_DIR_MODE = 0o710;
 const PRIVATE_DIR_MODE = 0o700;
+/**
+ * How many answers (whole pieces, ranges sent as answers) go out by the read loop at once; the
+ * rest by the runtime's stream. The loop is faster (file_range.ts), but each answer on it holds
+ * a few fresh 1 MiB buffers until the socket takes them: 64 downloads of 100 MiB at once peaked
+ * at 178 MiB of RSS with four on the loop (167 MiB with none), its spent buffers collected every
+ * 16 MiB (read_garbage.ts).
+ */
+export const LOOP_READERS = 4;
 
 export class DiskStore implements PieceStore {
   readonly source = "stage";
@@ -64,6 +73,10 @@ export class DiskStore implements PieceStore {
   /** Temp files of this process's uploads from their creation until they settle. */
   readonly #inUse = new Set<string>();
   readonly partials: PartialStore;
+  /** Answers being sent by the read loop now (at most LOOP_READERS). */
+  #loopReaders = 0;
+  /** The loop's spent buffers, collected early (read_garbage.ts). */
+  readonly #garbage = new ReadGarbage();
 
   /** Creates the root (and tmp/) if missing and returns a store on it. */
   static async create(options: DiskStoreOptions): Promise<DiskStore> {
@@ -129,13 +142,20 @@ export class DiskStore implements PieceStore {
       // trips through the event loop per answer.
       const { size } = file.statSync();
       // Either stream closes the file when it ends, fails or is cancelled. A whole piece, and a
-      // range the HTTP server cuts at its Content-Length, go out by the runtime's own stream: no
-      // JavaScript and no fresh buffer per chunk (file_range.ts says why that matters).
-      if (range === undefined) return { size, body: file.readable };
-      const length = bytesInRange(range, size);
-      if (range.offset > 0) file.seekSync(range.offset, Deno.SeekMode.Start);
-      if (options.answerWithLength) return { size, body: file.readable };
-      return { size, body: fileRangeStream(file, length) };
+      // range sent as an answer, go out by the read loop, LOOP_READERS at once; beyond that by
+      // the runtime's own stream (the server cuts a range's at its Content-Length), which holds
+      // no buffer of ours: the loop's memory stays bounded however many download at once.
+      const length = range === undefined ? size : bytesInRange(range, size);
+      if (range !== undefined && range.offset > 0) {
+        file.seekSync(range.offset, Deno.SeekMode.Start);
+      }
+      if (range !== undefined && !options.answerWithLength) {
+        return { size, body: fileRangeStream(file, length, { garbage: this.#garbage }) };
+      }
+      if (this.#loopReaders >= LOOP_READERS) return { size, body: file.readable };
+      this.#loopReaders++;
+      const onClose = () => this.#loopReaders--;
+      return { size, body: fileRangeStream(file, length, { onClose, garbage: this.#garbage }) };
     } catch (error) {
       file.close();
       throw toStoreError(error);

@@ -7,22 +7,25 @@
  * reader never takes a short answer for a whole one. Every range read in
  * JavaScript goes this way: each part of /f/, the blocks a CAR answer walks,
  * and a range whose answer Deno's server would not cut at its Content-Length
- * (HTTP/2).
+ * (HTTP/2); and so do a whole piece and a range sent as an answer, a few at
+ * once (disk_store.ts LOOP_READERS; the rest by the runtime's file.readable).
  *
- * A whole piece, and a range sent straight as an HTTP/1.1 answer, do not: they
- * go out by the runtime's own file.readable, whose bytes never enter
- * JavaScript (the server cuts a range's at its Content-Length; driver.ts
- * OpenOptions). What this loop costs is its buffers more than its JavaScript:
- * each read needs a fresh 1 MiB buffer (the HTTP server keeps an enqueued
- * chunk as long as it likes and says nothing when it lets go, so none can be
- * reused), left to the garbage collector, whose work on them grows with the
- * service's heap. Measured (bench workload 22, docs/performance.md): on a
- * bare Deno.serve the loop reusing its buffers took 0.44-0.46 CPU s/GiB,
- * allocating them 0.74-0.83 (0.44 with glibc told to keep freed memory); in
- * the service the same loop took 0.87-1.25 against 0.39-0.68 bare, and whole
- * pieces on it lost to file.readable (0.74-0.78 of its throughput). The
- * runtime's own stream pays for no buffer of ours.
+ * Its 1 MiB reads make 16 times fewer trips than the runtime's stream (64 KiB
+ * a read): a whole 100 MiB piece went out at 1.3-1.6 times file.readable's
+ * throughput for less CPU (bench workload 22, docs/performance.md). Each read
+ * needs a fresh buffer (the HTTP server keeps an enqueued chunk as long as it
+ * likes and says nothing when it lets go, so none can be reused), memory
+ * outside the heap that V8 weighs against its old generation's limit: without
+ * the server's V8 flag (scripts/compile.ts V8_FLAGS) the service started a
+ * full collection every ~100 MiB sent and the loop lost to file.readable
+ * (0.74-0.78 of its throughput); with it, none. And each is a fresh
+ * allocation that glibc, left to its defaults, gives back to the system once
+ * freed and faults in again for the next: the server's malloc settings
+ * (scripts/compile.ts MALLOC_ENV) keep them for reuse, about half the CPU.
+ * Dead buffers wait for V8's next young-generation collection; the store's
+ * ReadGarbage (read_garbage.ts) asks for one every 16 MiB read.
  */
+import type { ReadGarbage } from "./read_garbage.ts";
 
 /**
  * Largest single read. Deno's own file streams read 64 KiB at a time; each read
@@ -32,18 +35,31 @@
  */
 export const READ_BYTES = 1024 * 1024;
 
-export function fileRangeStream(file: Deno.FsFile, length: number): ReadableStream<Uint8Array> {
+export interface FileRangeHooks {
+  /** Called once, when the file is closed (the range done, failed or cancelled). */
+  onClose?: () => void;
+  /** Told of each fresh buffer (read_garbage.ts collects them early). */
+  garbage?: ReadGarbage;
+}
+
+export function fileRangeStream(
+  file: Deno.FsFile,
+  length: number,
+  hooks: FileRangeHooks = {},
+): ReadableStream<Uint8Array> {
   let left = length;
   let closed = false;
   const close = () => {
     if (closed) return;
     closed = true;
     file.close();
+    hooks.onClose?.();
   };
   return new ReadableStream<Uint8Array>({
     type: "bytes",
     async pull(controller) {
       const buffer = new Uint8Array(Math.min(left, READ_BYTES));
+      hooks.garbage?.read(buffer.byteLength);
       let read: number | null;
       try {
         read = await file.read(buffer);
