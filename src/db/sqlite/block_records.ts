@@ -102,9 +102,11 @@ export class SqliteBlockRecords implements BlockRecords {
     const pending: (string | number)[] = []; // a statement's values, INSERT_ROWS rows at most
     const flush = () => {
       if (pending.length === INSERT_ROWS * 4) this.#insertMany.run(...pending);
-      else {for (let at = 0; at < pending.length; at += 4) {
+      else {
+        for (let at = 0; at < pending.length; at += 4) {
           this.#insert.run(...pending.slice(at, at + 4));
-        }}
+        }
+      }
       pending.length = 0;
     };
     await inSlices(
