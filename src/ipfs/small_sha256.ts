@@ -7,11 +7,15 @@
  * the native hasher; larger blocks still stream through node:crypto.
  */
 
-import { SHA256_INITIAL_STATE, sha256Compress } from "../kernel/sha256_compress.ts";
+import {
+  SHA256_INITIAL_STATE,
+  sha256Compress,
+  sha256CompressLast,
+} from "../kernel/sha256_compress.ts";
 
 const state = new Int32Array(8);
 const words = new Int32Array(64);
-const tail = new Uint8Array(128); // the last bytes and the padding: one or two blocks
+const tail = new Uint8Array(64); // the last bytes, then the padding
 
 /** True when data[from, to) hashes (SHA-256) to expected[at, at + 32). */
 export function sha256Matches(
@@ -21,23 +25,11 @@ export function sha256Matches(
   expected: Uint8Array,
   at: number,
 ): boolean {
-  const length = to - from;
   state.set(SHA256_INITIAL_STATE);
   let p = from;
   for (; p + 64 <= to; p += 64) sha256Compress(state, words, data, p);
-  const rest = to - p;
-  tail.fill(0);
   tail.set(data.subarray(p, to));
-  tail[rest] = 0x80;
-  const end = rest + 9 <= 64 ? 64 : 128;
-  const bits = length * 8;
-  tail[end - 5] = Math.floor(bits / 2 ** 32) & 0xff;
-  tail[end - 4] = bits >>> 24;
-  tail[end - 3] = (bits >>> 16) & 0xff;
-  tail[end - 2] = (bits >>> 8) & 0xff;
-  tail[end - 1] = bits & 0xff;
-  sha256Compress(state, words, tail, 0);
-  if (end === 128) sha256Compress(state, words, tail, 64);
+  sha256CompressLast(state, words, tail, to - p, to - from);
   for (let i = 0; i < 8; i++) {
     const word = state[i];
     const j = at + i * 4;

@@ -129,3 +129,33 @@ export function sha256Compress(
   state[6] = (state[6] + g) | 0;
   state[7] = (state[7] + h) | 0;
 }
+
+/**
+ * The last compression(s): `block` (64 bytes) holds the message's last
+ * `filled` bytes (fewer than 64), `length` is the whole message's length in
+ * bytes. Pads as FIPS 180-4 says (0x80, zeros, the length in bits, 64-bit
+ * big-endian; exact below 2^53 bits) and compresses once or twice into
+ * `state`. Overwrites `block`; allocates nothing.
+ */
+export function sha256CompressLast(
+  state: Int32Array,
+  words: Int32Array,
+  block: Uint8Array,
+  filled: number,
+  length: number,
+): void {
+  block[filled++] = 0x80;
+  if (filled > 56) {
+    block.fill(0, filled, 64);
+    sha256Compress(state, words, block, 0);
+    filled = 0;
+  }
+  block.fill(0, filled, 56);
+  const high = Math.floor(length / 0x20000000);
+  const low = (length * 8) >>> 0;
+  for (let i = 0; i < 4; i++) {
+    block[56 + i] = (high >>> (24 - 8 * i)) & 0xff;
+    block[60 + i] = (low >>> (24 - 8 * i)) & 0xff;
+  }
+  sha256Compress(state, words, block, 0);
+}

@@ -12,7 +12,11 @@
  */
 
 import type { IncrementalSha256 } from "./types.ts";
-import { SHA256_INITIAL_STATE, sha256Compress } from "../../kernel/sha256_compress.ts";
+import {
+  SHA256_INITIAL_STATE,
+  sha256Compress,
+  sha256CompressLast,
+} from "../../kernel/sha256_compress.ts";
 
 export function createSha256(): IncrementalSha256 {
   const state = SHA256_INITIAL_STATE.slice();
@@ -50,18 +54,7 @@ export function createSha256(): IncrementalSha256 {
     digest() {
       if (finished) throw new Error("SHA-256 digest already taken");
       finished = true;
-      block[blockFilled++] = 0x80;
-      if (blockFilled > 56) {
-        block.fill(0, blockFilled);
-        compress(block, 0);
-        blockFilled = 0;
-      }
-      block.fill(0, blockFilled, 56);
-      // The message length in bits, 64-bit big-endian (exact: lengths stay below 2^53 bits).
-      const view = new DataView(block.buffer);
-      view.setUint32(56, Math.floor(length / 0x20000000));
-      view.setUint32(60, (length * 8) >>> 0);
-      compress(block, 0);
+      sha256CompressLast(state, w, block, blockFilled, length);
       const out = new Uint8Array(32);
       const outView = new DataView(out.buffer);
       for (let i = 0; i < 8; i++) outView.setInt32(i * 4, state[i]);
