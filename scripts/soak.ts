@@ -47,6 +47,8 @@ const sha = (b: Uint8Array) => createHash("sha256").update(b).digest("hex");
 const dataDir = await Deno.makeTempDir({ prefix: "soak-" });
 const latencies: number[] = [];
 const statuses = new Map<number, number>();
+/** The first few 5xx answers' bodies: which error code, so a failed soak says why. */
+const fivexxSamples: string[] = [];
 const acknowledged: { cid: string; sha256: string }[] = [];
 const rssSamples: { t: number; mib: number; requests: number }[] = [];
 let networkErrors = 0;
@@ -134,7 +136,10 @@ try {
           client,
         );
       }
-      await response.arrayBuffer();
+      const body = await response.arrayBuffer();
+      if (response.status >= 500 && fivexxSamples.length < 5) {
+        fivexxSamples.push(`${response.status}: ${new TextDecoder().decode(body).slice(0, 200)}`);
+      }
     } catch (error) {
       networkErrors++;
       if (networkErrorSamples.length < 5) {
@@ -181,6 +186,7 @@ try {
     p99Ms: Math.round((latencies[Math.floor(latencies.length * 0.99)] ?? 0) * 10) / 10,
     statuses: Object.fromEntries(statuses),
     fivexx,
+    fivexxSamples,
     networkErrors,
     networkErrorSamples,
     uploadsAcknowledged: acknowledged.length,
